@@ -1,0 +1,117 @@
+/* turnip/graph.h - the TaskGraph: what the user wants computed.
+ *
+ * A TaskGraph is a DAG whose vertices are input tensors (host-resident at the start),
+ * kernel calls pinned to a device, and device-to-device transfers. It is built with the
+ * tp_graph_add_* calls or read from "turnip.taskgraph/1" JSON (docs/formats.md), then
+ * finalized: tp_graph_finalize validates it and derives sizes and consumer lists. Every
+ * vertex is addressed by its index, 0..n-1, in the order it was added (file order for JSON).
+ *
+ * Ownership: a tp_graph owns all of its strings and arrays; pointers returned by the
+ * accessors stay valid until tp_graph_free. */
+#ifndef TURNIP_GRAPH_H
+#define TURNIP_GRAPH_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "turnip/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TP_MAX_DIMS 8
+#define TP_MAX_DEVICES 64
+
+typedef enum tp_vkind { TP_V_INPUT = 0, TP_V_KERNEL = 1, TP_V_TRANSFER = 2 } tp_vkind;
+
+typedef enum tp_dtype {
+    TP_DT_NONE = 0, /* size given in bytes only */
+    TP_DT_F32,
+    TP_DT_F16,
+    TP_DT_BF16,
+    TP_DT_F64,
+    TP_DT_I32,
+    TP_DT_I64,
+    TP_DT_U8
+} tp_dtype;
+
+/* "f32", ... ("" for TP_DT_NONE). */
+const char *tp_dtype_name(tp_dtype t);
+/* Bytes per element (0 for TP_DT_NONE). */
+unsigned tp_dtype_size(tp_dtype t);
+/* TP_OK and *out on a known name. */
+tp_status tp_dtype_parse(const char *name, tp_dtype *out);
+
+/* Read-only view of one vertex; owned by the graph. */
+typedef struct tp_vertex {
+    const char *id;
+    tp_vkind kind;
+    int device;          /* where it runs / where an input is consumed / transfer destination */
+    const char *op;      /* kernels: operation name ("opaque" when none given); else NULL */
+    tp_dtype dtype;      /* TP_DT_NONE when only bytes were given */
+    int ndim;            /* -1 when no shape was given */
+    int64_t shape[TP_MAX_DIMS];
+    uint64_t bytes;      /* size of the value it produces (after finalize) */
+    double flops;        /* 0 when not given */
+    uint32_t ninputs;
+    const uint32_t *inputs; /* indices of producers, in argument order (may repeat) */
+    const char *attrs_json; /* kernels: the "attrs" object as compact JSON, or NULL */
+} tp_vertex;
+
+typedef struct tp_graph tp_graph;
+
+/* New empty graph over `ndevices` devices (1..TP_MAX_DEVICES). Caller frees. NULL on OOM. */
+tp_graph *tp_graph_new(int ndevices);
+void tp_graph_free(tp_graph *g);
+
+/* Builders. `id` is copied. Sizes: give bytes, or dtype and shape (ndim >= 0), or both
+ * (then they must agree; checked by finalize). Returns the new vertex index in *out.
+ * Inputs are indices of vertices added earlier. */
+tp_status tp_graph_add_input(tp_graph *g, const char *id, int device, tp_dtype dtype, int ndim,
+                             const int64_t *shape, uint64_t bytes, uint32_t *out, tp_error *err);
+tp_status tp_graph_add_kernel(tp_graph *g, const char *id, int device, const char *op,
+                              uint32_t ninputs, const uint32_t *inputs, tp_dtype dtype, int ndim,
+                              const int64_t *shape, uint64_t bytes, const char *attrs_json,
+                              double flops, uint32_t *out, tp_error *err);
+tp_status tp_graph_add_transfer(tp_graph *g, const char *id, int device, uint32_t input,
+                                uint32_t *out, tp_error *err);
+tp_status tp_graph_add_output(tp_graph *g, uint32_t vertex, tp_error *err);
+
+/* Validates (devices, sizes, cycles, placement rules) and derives sizes and consumers.
+ * Must be called once after building and before any use below. */
+tp_status tp_graph_finalize(tp_graph *g, tp_error *err);
+
+int tp_graph_devices(const tp_graph *g);
+uint32_t tp_graph_size(const tp_graph *g);
+const tp_vertex *tp_graph_vertex(const tp_graph *g, uint32_t i);
+/* Index of the vertex with this id, or -1. */
+int64_t tp_graph_find(const tp_graph *g, const char *id);
+/* Distinct consumers of vertex i, in increasing index order; *n gets the count. */
+const uint32_t *tp_graph_consumers(const tp_graph *g, uint32_t i, uint32_t *n);
+uint32_t tp_graph_num_outputs(const tp_graph *g);
+const uint32_t *tp_graph_outputs(const tp_graph *g);
+/* The device a vertex's inputs are read on: its own device, or the source device of a
+ * transfer. */
+int tp_graph_read_device(const tp_graph *g, uint32_t i);
+
+/* JSON ("turnip.taskgraph/1"). `name` names the source in error messages. */
+tp_status tp_graph_read_file(const char *path, tp_graph **out, tp_error *err);
+tp_status tp_graph_read_string(const char *text, const char *name, tp_graph **out, tp_error *err);
+tp_status tp_graph_write(const tp_graph *g, FILE *f, tp_error *err);
+
+/* Serial orders V over all vertices (inputs included; they are where they were needed). */
+typedef enum tp_order {
+    TP_ORDER_TOPO = 0, /* Kahn's algorithm, smallest index first: file order when it is one */
+    TP_ORDER_DFS = 1,  /* depth-first from the sinks: each operand finished before the next */
+    TP_ORDER_GREEDY = 2 /* among ready vertices, the smallest memory delta first */
+} tp_order;
+#define TP_ORDER_DEFAULT TP_ORDER_DFS
+const char *tp_order_name(tp_order o);
+tp_status tp_order_parse(const char *name, tp_order *out);
+/* Fills out[0..n-1] with a topological order of all n vertices. */
+tp_status tp_graph_order(const tp_graph *g, tp_order o, uint32_t *out, tp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

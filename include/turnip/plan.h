@@ -1,0 +1,128 @@
+/* turnip/plan.h - compiling a TaskGraph into a MemGraph, checking it, describing it.
+ *
+ * tp_plan runs BUILDMEMGRAPH (docs/planner.md): a simulated execution along a serial order V
+ * with a simulated allocator per device and one for host memory, an allocation horizon that
+ * runs ahead of the execution horizon as far as memory allows, and offload/reload vertices
+ * and memory-dependency edges that make every execution order race-free. Every tensor gets
+ * a fixed (space, device, offset, bytes); nothing is allocated when the plan runs.
+ *
+ * tp_verify checks a MemGraph given as "turnip.memgraph/1" JSON against its TaskGraph. It
+ * shares no code with the planner: it reads the JSON itself and re-derives everything. */
+#ifndef TURNIP_PLAN_H
+#define TURNIP_PLAN_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "turnip/error.h"
+#include "turnip/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tp_mkind {
+    TP_M_INPUT = 0,
+    TP_M_KERNEL,
+    TP_M_TRANSFER,
+    TP_M_OFFLOAD,
+    TP_M_RELOAD
+} tp_mkind;
+const char *tp_mkind_name(tp_mkind k);
+
+typedef enum tp_space { TP_SPACE_HOST = 0, TP_SPACE_DEVICE = 1 } tp_space;
+
+typedef struct tp_region {
+    tp_space space;
+    int device; /* -1 for host */
+    uint64_t offset;
+    uint64_t bytes;
+} tp_region;
+
+/* Read-only view of one MemGraph vertex; arrays are owned by the MemGraph. */
+typedef struct tp_mvertex {
+    tp_mkind kind;
+    uint32_t task;   /* TaskGraph vertex index whose value it produces or moves */
+    int device;      /* kernels/transfers: where it runs; offload: source; reload: destination;
+                        inputs: -1 */
+    tp_region write;
+    uint32_t nreads;
+    const uint32_t *reads; /* producers of each region read, in argument order; the region
+                              read is the producer's `write` */
+    uint32_t ndeps;
+    const uint32_t *deps;  /* every incoming edge, data and memory, sorted, no repeats */
+} tp_mvertex;
+
+typedef struct tp_memgraph tp_memgraph;
+
+typedef struct tp_plan_opts {
+    int ndevices;                /* must equal the graph's */
+    uint64_t device_mem[TP_MAX_DEVICES];
+    uint64_t host_mem;           /* 0: unlimited (the plan reports what it used) */
+    tp_order order;
+} tp_plan_opts;
+
+/* Fills opts with defaults: every device `device_mem`, host unlimited, default order. */
+void tp_plan_opts_init(tp_plan_opts *opts, int ndevices, uint64_t device_mem);
+
+/* Plans g (finalized) under opts. On success *out is a new MemGraph the caller frees.
+ * TP_ERR_INFEASIBLE names the vertex, bytes needed and bytes available. */
+tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, tp_error *err);
+void tp_memgraph_free(tp_memgraph *mg);
+
+uint32_t tp_memgraph_size(const tp_memgraph *mg);
+const tp_graph *tp_memgraph_taskgraph(const tp_memgraph *mg);
+void tp_memgraph_vertex(const tp_memgraph *mg, uint32_t i, tp_mvertex *out);
+uint64_t tp_memgraph_host_bytes(const tp_memgraph *mg);
+uint64_t tp_memgraph_device_capacity(const tp_memgraph *mg, int device);
+/* Where each TaskGraph output can be read when the run ends: the MemGraph vertex whose write
+ * holds it. out_from has tp_graph_num_outputs entries (same order). */
+const uint32_t *tp_memgraph_outputs(const tp_memgraph *mg);
+/* Position of each TaskGraph vertex in the serial order V the plan used (inputs: their
+ * position too). Array of tp_graph_size entries. */
+const uint32_t *tp_memgraph_order(const tp_memgraph *mg);
+
+/* Writes "turnip.memgraph/1" JSON. */
+tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err);
+/* Same, into a new malloc'd string the caller frees. */
+tp_status tp_memgraph_to_string(const tp_memgraph *mg, char **text, size_t *len, tp_error *err);
+
+typedef struct tp_device_stats {
+    uint64_t capacity;
+    uint64_t peak_bytes;        /* most bytes allocated at once */
+    uint64_t load_count, load_bytes;       /* first loads of input tensors */
+    uint64_t reload_count, reload_bytes;   /* reloads of evicted values */
+    uint64_t offload_count, offload_bytes;
+    uint64_t drop_count;        /* evictions that needed no offload (host copy still valid) */
+    uint64_t mem_deps;          /* memory-dependency edges into vertices on this device */
+    uint64_t mem_deps_superfluous; /* ...of which already implied by other paths */
+    uint64_t mem_deps_unchecked;   /* ...of which the implied-check gave up (search budget) */
+} tp_device_stats;
+
+typedef struct tp_plan_stats {
+    int ndevices;
+    tp_device_stats dev[TP_MAX_DEVICES];
+    uint64_t host_bytes;        /* host memory the plan uses (inputs and offloaded values) */
+    uint64_t host_mem_deps;     /* memory dependencies added for host-region reuse */
+    uint64_t vertices, edges;   /* MemGraph size */
+    double plan_seconds;
+} tp_plan_stats;
+
+/* Statistics of a plan; the superfluous-dependency count costs a bounded search per edge. */
+void tp_memgraph_stats(const tp_memgraph *mg, tp_plan_stats *out);
+void tp_plan_stats_print(const tp_plan_stats *st, FILE *f);
+
+/* Verifies MemGraph JSON text against a finalized TaskGraph. TP_OK: valid. TP_ERR_CHECK: the
+ * first violation, in words, in err. TP_ERR_PARSE / TP_ERR_INVALID: unusable input. */
+tp_status tp_verify_json(const char *text, size_t len, const char *name, const tp_graph *tg,
+                         tp_error *err);
+tp_status tp_verify_file(const char *path, const tp_graph *tg, tp_error *err);
+
+/* Graphviz DOT of a MemGraph JSON text: data edges solid, memory edges dashed red,
+ * offload/reload vertices as colored boxes. `tg` may be NULL (labels use task names stored in
+ * the JSON). */
+tp_status tp_dot_json(const char *text, size_t len, const char *name, FILE *out, tp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,9 @@
+/* turnip/turnip.h - everything public: include this one. */
+#ifndef TURNIP_TURNIP_H
+#define TURNIP_TURNIP_H
+#include "turnip/error.h"
+#include "turnip/io.h"
+#include "turnip/graph.h"
+#include "turnip/plan.h"
+#define TP_VERSION "0.1.0"
+#endif

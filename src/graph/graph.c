@@ -1,0 +1,388 @@
+/* graph.c - TaskGraph builder, validation and derived data (sizes, consumers).
+ *
+ * The graph is kept as an array of public tp_vertex views. Validation happens once, in
+ * tp_graph_finalize, so builders stay cheap and the JSON reader can add vertices in file
+ * order and resolve forward references before anything is checked. */
+#include <stdlib.h>
+#include <string.h>
+#include "graph/graph_internal.h"
+
+static const char *dtype_names[] = {"", "f32", "f16", "bf16", "f64", "i32", "i64", "u8"};
+static const unsigned dtype_sizes[] = {0, 4, 2, 2, 8, 4, 8, 1};
+
+const char *tp_dtype_name(tp_dtype t)
+{
+    return (unsigned)t < sizeof dtype_names / sizeof *dtype_names ? dtype_names[t] : "?";
+}
+
+unsigned tp_dtype_size(tp_dtype t)
+{
+    return (unsigned)t < sizeof dtype_sizes / sizeof *dtype_sizes ? dtype_sizes[t] : 0;
+}
+
+tp_status tp_dtype_parse(const char *name, tp_dtype *out)
+{
+    for (unsigned i = 1; i < sizeof dtype_names / sizeof *dtype_names; i++)
+        if (strcmp(name, dtype_names[i]) == 0) {
+            *out = (tp_dtype)i;
+            return TP_OK;
+        }
+    return TP_ERR_PARSE;
+}
+
+tp_graph *tp_graph_new(int ndevices)
+{
+    if (ndevices < 1 || ndevices > TP_MAX_DEVICES) return NULL;
+    tp_graph *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->ndevices = ndevices;
+    if (!tp__strmap_init(&g->ids, 64)) {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void tp_graph_free(tp_graph *g)
+{
+    if (!g) return;
+    for (size_t i = 0; i < g->n; i++) {
+        free((char *)g->v[i].id);
+        free((char *)g->v[i].op);
+        free((uint32_t *)g->v[i].inputs);
+        free((char *)g->v[i].attrs_json);
+    }
+    free(g->v);
+    free(g->outputs);
+    free(g->cons_off);
+    free(g->cons);
+    tp__strmap_free(&g->ids);
+    free(g);
+}
+
+tp_status tp__graph_add(tp_graph *g, const char *id, tp_vkind kind, int device, const char *op,
+                        uint32_t ninputs, uint32_t *inputs, tp_dtype dtype, int ndim,
+                        const int64_t *shape, uint64_t bytes, const char *attrs_json,
+                        double flops, uint32_t *out, tp_error *err)
+{
+    if (g->finalized) {
+        free(inputs);
+        return tp__fail(err, TP_ERR_ARG, "graph is finalized; no more vertices");
+    }
+    if (!id || !*id) {
+        free(inputs);
+        return tp__fail(err, TP_ERR_INVALID, "vertex %zu: empty id", g->n);
+    }
+    if (ndim > TP_MAX_DIMS) {
+        free(inputs);
+        return tp__fail(err, TP_ERR_INVALID, "vertex '%s': shape has %d dimensions, at most %d",
+                        id, ndim, TP_MAX_DIMS);
+    }
+    if (g->n >= UINT32_MAX - 1 || !TP__GROW(g->v, g->cap, g->n + 1)) {
+        free(inputs);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory adding vertex '%s'", id);
+    }
+    tp_vertex *v = &g->v[g->n];
+    memset(v, 0, sizeof *v);
+    v->id = strdup(id);
+    v->op = (kind == TP_V_KERNEL) ? strdup(op && *op ? op : "opaque") : NULL;
+    v->attrs_json = attrs_json ? strdup(attrs_json) : NULL;
+    if (!v->id || (kind == TP_V_KERNEL && !v->op) || (attrs_json && !v->attrs_json)) {
+        free((char *)v->id);
+        free((char *)v->op);
+        free((char *)v->attrs_json);
+        free(inputs);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory adding vertex '%s'", id);
+    }
+    uint32_t old;
+    int r = tp__strmap_put(&g->ids, v->id, (uint32_t)g->n, &old);
+    if (r <= 0) {
+        free((char *)v->id);
+        free((char *)v->op);
+        free((char *)v->attrs_json);
+        free(inputs);
+        if (r < 0) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        return tp__fail(err, TP_ERR_INVALID, "vertex '%s': duplicate id (also vertex %u)", id,
+                        old);
+    }
+    v->kind = kind;
+    v->device = device;
+    v->dtype = dtype;
+    v->ndim = ndim;
+    for (int i = 0; i < ndim && shape; i++) v->shape[i] = shape[i];
+    v->bytes = bytes;
+    v->flops = flops;
+    v->ninputs = ninputs;
+    v->inputs = inputs;
+    *out = (uint32_t)g->n;
+    g->n++;
+    return TP_OK;
+}
+
+static tp_status check_inputs_exist(const tp_graph *g, const char *id, uint32_t ninputs,
+                                    const uint32_t *inputs, tp_error *err)
+{
+    for (uint32_t i = 0; i < ninputs; i++)
+        if (inputs[i] >= g->n)
+            return tp__fail(err, TP_ERR_INVALID, "vertex '%s': input %u is vertex %u, which does not exist",
+                            id, i, inputs[i]);
+    return TP_OK;
+}
+
+tp_status tp_graph_add_input(tp_graph *g, const char *id, int device, tp_dtype dtype, int ndim,
+                             const int64_t *shape, uint64_t bytes, uint32_t *out, tp_error *err)
+{
+    return tp__graph_add(g, id, TP_V_INPUT, device, NULL, 0, NULL, dtype, ndim, shape, bytes,
+                         NULL, 0, out, err);
+}
+
+tp_status tp_graph_add_kernel(tp_graph *g, const char *id, int device, const char *op,
+                              uint32_t ninputs, const uint32_t *inputs, tp_dtype dtype, int ndim,
+                              const int64_t *shape, uint64_t bytes, const char *attrs_json,
+                              double flops, uint32_t *out, tp_error *err)
+{
+    tp_status s = check_inputs_exist(g, id ? id : "?", ninputs, inputs, err);
+    if (s) return s;
+    uint32_t *in = NULL;
+    if (ninputs) {
+        in = malloc(ninputs * sizeof *in);
+        if (!in) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        memcpy(in, inputs, ninputs * sizeof *in);
+    }
+    return tp__graph_add(g, id, TP_V_KERNEL, device, op, ninputs, in, dtype, ndim, shape, bytes,
+                         attrs_json, flops, out, err);
+}
+
+tp_status tp_graph_add_transfer(tp_graph *g, const char *id, int device, uint32_t input,
+                                uint32_t *out, tp_error *err)
+{
+    tp_status s = check_inputs_exist(g, id ? id : "?", 1, &input, err);
+    if (s) return s;
+    uint32_t *in = malloc(sizeof *in);
+    if (!in) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    *in = input;
+    return tp__graph_add(g, id, TP_V_TRANSFER, device, NULL, 1, in, TP_DT_NONE, -1, NULL, 0,
+                         NULL, 0, out, err);
+}
+
+tp_status tp_graph_add_output(tp_graph *g, uint32_t vertex, tp_error *err)
+{
+    if (vertex >= g->n) return tp__fail(err, TP_ERR_INVALID, "output: vertex %u does not exist", vertex);
+    for (size_t i = 0; i < g->nout; i++)
+        if (g->outputs[i] == vertex)
+            return tp__fail(err, TP_ERR_INVALID, "output '%s' is listed twice", g->v[vertex].id);
+    if (!TP__GROW(g->outputs, g->capout, g->nout + 1)) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    g->outputs[g->nout++] = vertex;
+    return TP_OK;
+}
+
+/* Size from dtype and shape; 0 and *ok=0 on overflow. */
+static uint64_t shape_bytes(const tp_vertex *v, int *ok)
+{
+    uint64_t b = tp_dtype_size(v->dtype);
+    *ok = 1;
+    for (int i = 0; i < v->ndim; i++) {
+        if (v->shape[i] < 0 || __builtin_mul_overflow(b, (uint64_t)v->shape[i], &b)) {
+            *ok = 0;
+            return 0;
+        }
+    }
+    return b;
+}
+
+static const char *kind_name(tp_vkind k)
+{
+    return k == TP_V_INPUT ? "input" : k == TP_V_KERNEL ? "kernel" : "transfer";
+}
+
+/* Derives and checks v's size; transfers take their (already sized) input's. */
+static tp_status derive_size(tp_graph *g, tp_vertex *v, tp_error *err)
+{
+    int has_shape = v->ndim >= 0 && v->dtype != TP_DT_NONE;
+    if (v->ndim >= 0 && v->dtype == TP_DT_NONE)
+        return tp__fail(err, TP_ERR_INVALID, "vertex '%s': has a shape but no dtype", v->id);
+    uint64_t sb = 0;
+    if (has_shape) {
+        int ok;
+        sb = shape_bytes(v, &ok);
+        if (!ok)
+            return tp__fail(err, TP_ERR_INVALID, "vertex '%s': shape is negative or its size overflows 64 bits",
+                            v->id);
+    }
+    if (v->kind == TP_V_TRANSFER) {
+        const tp_vertex *in = &g->v[v->inputs[0]];
+        if ((v->bytes && v->bytes != in->bytes) || (has_shape && sb != in->bytes))
+            return tp__fail(err, TP_ERR_INVALID,
+                            "vertex '%s': transfer size %llu bytes differs from its input '%s' (%llu bytes)",
+                            v->id, (unsigned long long)(v->bytes ? v->bytes : sb), in->id,
+                            (unsigned long long)in->bytes);
+        if (!has_shape) {
+            v->dtype = in->dtype;
+            v->ndim = in->ndim;
+            memcpy(v->shape, in->shape, sizeof v->shape);
+        }
+        v->bytes = in->bytes;
+        return TP_OK;
+    }
+    if (has_shape && v->bytes && v->bytes != sb)
+        return tp__fail(err, TP_ERR_INVALID,
+                        "vertex '%s': bytes %llu disagree with dtype %s and shape (%llu bytes)", v->id,
+                        (unsigned long long)v->bytes, tp_dtype_name(v->dtype), (unsigned long long)sb);
+    if (has_shape) v->bytes = sb;
+    if (!v->bytes) {
+        if (has_shape) return tp__fail(err, TP_ERR_INVALID, "vertex '%s': size is 0 bytes", v->id);
+        return tp__fail(err, TP_ERR_INVALID, "vertex '%s': no size (give bytes, or dtype and shape)",
+                        v->id);
+    }
+    return TP_OK;
+}
+
+tp_status tp_graph_finalize(tp_graph *g, tp_error *err)
+{
+    if (g->finalized) return TP_OK;
+    size_t n = g->n;
+    /* local checks */
+    for (size_t i = 0; i < n; i++) {
+        tp_vertex *v = &g->v[i];
+        if (v->device < 0 || v->device >= g->ndevices)
+            return tp__fail(err, TP_ERR_INVALID, "vertex '%s': device %d out of range (graph has %d devices)",
+                            v->id, v->device, g->ndevices);
+        if (v->kind == TP_V_INPUT && v->ninputs)
+            return tp__fail(err, TP_ERR_INVALID, "vertex '%s': an input vertex has no inputs", v->id);
+        if (v->kind == TP_V_TRANSFER && v->ninputs != 1)
+            return tp__fail(err, TP_ERR_INVALID, "vertex '%s': a transfer has exactly one input, not %u",
+                            v->id, v->ninputs);
+        for (uint32_t k = 0; k < v->ninputs; k++)
+            if (v->inputs[k] >= n)
+                return tp__fail(err, TP_ERR_INVALID, "vertex '%s': input %u does not exist", v->id, k);
+        if (!(v->flops >= 0))
+            return tp__fail(err, TP_ERR_INVALID, "vertex '%s': flops must be >= 0", v->id);
+    }
+    /* consumers (distinct) as CSR, counting sort by consumer index keeps them increasing */
+    uint32_t *cnt = calloc(n + 1, sizeof *cnt);
+    uint32_t *indeg = calloc(n + 1, sizeof *indeg);
+    uint32_t *last = malloc((n + 1) * sizeof *last);
+    if (!cnt || !indeg || !last) {
+        free(cnt);
+        free(indeg);
+        free(last);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) last[i] = UINT32_MAX;
+    size_t total = 0;
+    for (size_t c = 0; c < n; c++)
+        for (uint32_t k = 0; k < g->v[c].ninputs; k++) {
+            uint32_t p = g->v[c].inputs[k];
+            if (last[p] == c) continue;
+            last[p] = (uint32_t)c;
+            cnt[p]++;
+            indeg[c]++;
+            total++;
+        }
+    free(g->cons_off);
+    free(g->cons);
+    g->cons_off = malloc((n + 1) * sizeof *g->cons_off);
+    g->cons = malloc((total + 1) * sizeof *g->cons);
+    if (!g->cons_off || !g->cons) {
+        free(cnt);
+        free(indeg);
+        free(last);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
+    g->cons_off[0] = 0;
+    for (size_t i = 0; i < n; i++) g->cons_off[i + 1] = g->cons_off[i] + cnt[i];
+    for (size_t i = 0; i < n; i++) {
+        cnt[i] = g->cons_off[i];
+        last[i] = UINT32_MAX;
+    }
+    for (size_t c = 0; c < n; c++)
+        for (uint32_t k = 0; k < g->v[c].ninputs; k++) {
+            uint32_t p = g->v[c].inputs[k];
+            if (last[p] == c) continue;
+            last[p] = (uint32_t)c;
+            g->cons[cnt[p]++] = (uint32_t)c;
+        }
+    /* Kahn: detects cycles and gives an order in which to derive sizes */
+    uint32_t *queue = last; /* reuse */
+    size_t qh = 0, qt = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!indeg[i]) queue[qt++] = (uint32_t)i;
+    tp_status st = TP_OK;
+    while (qh < qt) {
+        uint32_t u = queue[qh++];
+        tp_vertex *v = &g->v[u];
+        st = derive_size(g, v, err);
+        if (st) break;
+        for (uint32_t k = g->cons_off[u]; k < g->cons_off[u + 1]; k++)
+            if (--indeg[g->cons[k]] == 0) queue[qt++] = g->cons[k];
+    }
+    if (!st && qt < n) {
+        size_t bad = 0;
+        while (!indeg[bad]) bad++;
+        st = tp__fail(err, TP_ERR_INVALID, "vertex '%s': is on a cycle (depends on itself)",
+                      g->v[bad].id);
+    }
+    free(cnt);
+    free(indeg);
+    free(last);
+    if (st) return st;
+    /* placement: a kernel reads on its own device; a transfer moves between two devices */
+    for (size_t i = 0; i < n; i++) {
+        const tp_vertex *v = &g->v[i];
+        for (uint32_t k = 0; k < v->ninputs; k++) {
+            const tp_vertex *in = &g->v[v->inputs[k]];
+            if (v->kind == TP_V_KERNEL && in->device != v->device)
+                return tp__fail(err, TP_ERR_INVALID,
+                                "vertex '%s': kernel on device %d reads '%s' (%s on device %d); add a transfer",
+                                v->id, v->device, in->id, kind_name(in->kind), in->device);
+            if (v->kind == TP_V_TRANSFER && in->device == v->device)
+                return tp__fail(err, TP_ERR_INVALID, "vertex '%s': transfer to its own device %d",
+                                v->id, v->device);
+        }
+    }
+    g->finalized = 1;
+    return TP_OK;
+}
+
+int tp_graph_devices(const tp_graph *g)
+{
+    return g->ndevices;
+}
+
+uint32_t tp_graph_size(const tp_graph *g)
+{
+    return (uint32_t)g->n;
+}
+
+const tp_vertex *tp_graph_vertex(const tp_graph *g, uint32_t i)
+{
+    return i < g->n ? &g->v[i] : NULL;
+}
+
+int64_t tp_graph_find(const tp_graph *g, const char *id)
+{
+    uint32_t v;
+    return tp__strmap_get(&g->ids, id, &v) ? (int64_t)v : -1;
+}
+
+const uint32_t *tp_graph_consumers(const tp_graph *g, uint32_t i, uint32_t *n)
+{
+    *n = g->cons_off[i + 1] - g->cons_off[i];
+    return g->cons + g->cons_off[i];
+}
+
+uint32_t tp_graph_num_outputs(const tp_graph *g)
+{
+    return (uint32_t)g->nout;
+}
+
+const uint32_t *tp_graph_outputs(const tp_graph *g)
+{
+    return g->outputs;
+}
+
+int tp_graph_read_device(const tp_graph *g, uint32_t i)
+{
+    const tp_vertex *v = &g->v[i];
+    return v->kind == TP_V_TRANSFER ? g->v[v->inputs[0]].device : v->device;
+}

@@ -1,0 +1,28 @@
+/* graph_internal.h - the tp_graph record, shared by the graph layer's files only. */
+#ifndef TP__GRAPH_INTERNAL_H
+#define TP__GRAPH_INTERNAL_H
+
+#include "turnip/graph.h"
+#include "io/util.h"
+
+struct tp_graph {
+    int ndevices;
+    tp_vertex *v; /* public views; strings and input arrays owned here */
+    size_t n, cap;
+    tp__strmap ids;
+    uint32_t *outputs;
+    size_t nout, capout;
+    int finalized;
+    uint32_t *cons_off; /* CSR of distinct consumers, n+1 entries */
+    uint32_t *cons;
+};
+
+/* Adds a vertex without checking that inputs exist yet (the JSON reader resolves names
+ * after every vertex is known; finalize checks ranges and cycles). Takes ownership of
+ * `inputs` (malloc'd, may be NULL when ninputs is 0). */
+tp_status tp__graph_add(tp_graph *g, const char *id, tp_vkind kind, int device, const char *op,
+                        uint32_t ninputs, uint32_t *inputs, tp_dtype dtype, int ndim,
+                        const int64_t *shape, uint64_t bytes, const char *attrs_json,
+                        double flops, uint32_t *out, tp_error *err);
+
+#endif

@@ -1,0 +1,48 @@
+/* util.h - internal helpers shared by every layer: error reporting, growable arrays,
+ * a string->index map and JSON string output. Nothing here is public API. */
+#ifndef TP__UTIL_H
+#define TP__UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "turnip/error.h"
+
+#if defined(__GNUC__)
+#define TP__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define TP__PRINTF(a, b)
+#endif
+
+/* Fills err (if non-NULL) and returns code. */
+tp_status tp__fail(tp_error *err, tp_status code, const char *fmt, ...) TP__PRINTF(3, 4);
+
+/* Grows *arr (element size `elem`) so it holds at least `need` elements; doubles. 0 on OOM. */
+int tp__grow(void **arr, size_t *cap, size_t need, size_t elem);
+#define TP__GROW(arr, cap, need) tp__grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
+
+/* Open-addressing map from NUL-terminated string to uint32 value. Keys are not copied: the
+ * caller keeps them alive while the map lives. */
+typedef struct tp__strmap {
+    const char **keys;
+    uint32_t *vals;
+    size_t cap, n;
+} tp__strmap;
+int tp__strmap_init(tp__strmap *m, size_t expect);
+void tp__strmap_free(tp__strmap *m);
+/* 1 if inserted, 0 if the key was present (*old gets its value), -1 on OOM. */
+int tp__strmap_put(tp__strmap *m, const char *key, uint32_t val, uint32_t *old);
+/* 1 and *val if present, else 0. */
+int tp__strmap_get(const tp__strmap *m, const char *key, uint32_t *val);
+
+/* Writes s as a JSON string literal (with quotes). */
+void tp__json_str(FILE *f, const char *s);
+
+/* Reads a whole file into a NUL-terminated malloc'd buffer. */
+tp_status tp__read_file(const char *path, char **text, size_t *len, tp_error *err);
+
+/* Monotonic clock in seconds. */
+double tp__now(void);
+
+#endif

@@ -1,0 +1,75 @@
+/* alloc.h - the planner's simulated allocator (internal).
+ *
+ * One allocator manages the address range [0, capacity) of a device or of host memory. It
+ * keeps an address-ordered list of blocks: occupied blocks name the value they hold; free
+ * blocks ("segments") remember the release list of the vertices that must finish before
+ * their bytes may be written again, and when they were freed. Adjacent free segments form
+ * one free run for fitting (that is the merge), but each keeps its own release list, so an
+ * allocation depends only on the vertices that used the bytes it actually overlaps.
+ *
+ * Nothing here knows about MemGraphs: release lists are opaque heads into the planner's
+ * list pool, handed back through tp__alloc_take's callback. */
+#ifndef TP__ALLOC_H
+#define TP__ALLOC_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define TP__NONE UINT32_MAX
+
+typedef struct tp__block {
+    uint64_t start, size;
+    uint32_t prev, next;  /* address order; TP__NONE at the ends */
+    uint32_t owner;       /* occupied: the value; free: TP__NONE */
+    uint32_t rel;         /* free: release-list head (TP__NONE: never used) */
+    uint64_t freed_at;    /* free: release stamp (0: never used) */
+} tp__block;
+
+typedef struct tp__alloc {
+    uint64_t cap, used, peak;
+    tp__block *b;
+    size_t nb, capb;
+    uint32_t head;      /* lowest block */
+    uint32_t freelist;  /* recycled block slots, linked through .next */
+    uint32_t nblocks;   /* blocks in the address list */
+} tp__alloc;
+
+typedef enum { TP__FIT_OLDEST, TP__FIT_LOWEST } tp__fit;
+
+int tp__alloc_init(tp__alloc *a, uint64_t cap);
+void tp__alloc_free(tp__alloc *a);
+
+/* The alignment the planner gives a tensor of `size` bytes: the largest power of two that
+ * divides it, at most 256. Packing tensors in decreasing alignment wastes no byte, so a set
+ * of tensors whose sizes sum to at most the capacity always fits an empty allocator. */
+uint64_t tp__align_of(uint64_t size);
+
+/* Finds an address for `size` bytes inside free runs. OLDEST: the placement whose newest
+ * covered segment was freed longest ago (then the lowest); LOWEST: first fit. 1 if found. */
+int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *addr);
+
+/* Marks [addr, addr+size) (which must lie in free segments) as holding `owner`; calls
+ * on_rel(ctx, rel_head) once for each distinct release list of a segment it overlaps.
+ * Returns the new block's index. */
+uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t owner,
+                        void (*on_rel)(void *ctx, uint32_t rel), void *ctx);
+
+/* Frees occupied block `blk`; its bytes must wait for release list `rel`. */
+void tp__alloc_release(tp__alloc *a, uint32_t blk, uint32_t rel, uint64_t stamp);
+
+/* Eviction scoring for one occupied block's owner: pinned blocks may not be evicted; the
+ * window chosen maximizes the smallest next use, then minimizes the bytes to offload. */
+typedef struct {
+    int pinned;
+    uint64_t next_use;   /* UINT64_MAX: never again */
+    uint64_t cost;       /* bytes that would have to be offloaded */
+} tp__victim_score;
+
+/* Finds the best window for `size` bytes among non-pinned blocks. On success returns 1,
+ * the address, and the occupied blocks overlapping [addr, addr+size) in victims[0..*nv-1]
+ * (the caller's array of at least a->nblocks entries). */
+int tp__alloc_find_window(const tp__alloc *a, uint64_t size,
+                          tp__victim_score (*score)(void *ctx, uint32_t owner), void *ctx,
+                          uint64_t *addr, uint32_t *victims, uint32_t *nv);
+
+#endif

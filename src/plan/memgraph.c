@@ -1,0 +1,140 @@
+/* memgraph.c - the planner's MemGraph: accessors and the "turnip.memgraph/1" writer.
+ *
+ * The writer streams (a 10^6-vertex MemGraph would cost gigabytes as a jansson tree). */
+#include <stdlib.h>
+#include <string.h>
+#include "graph/graph_internal.h"
+#include "plan/plan_internal.h"
+
+static const char *mkind_names[] = {"input", "kernel", "transfer", "offload", "reload"};
+
+const char *tp_mkind_name(tp_mkind k)
+{
+    return (unsigned)k < 5 ? mkind_names[k] : "?";
+}
+
+void tp_memgraph_free(tp_memgraph *mg)
+{
+    if (!mg) return;
+    free(mg->v);
+    free(mg->reads);
+    free(mg->mdeps);
+    free(mg->deps_off);
+    free(mg->deps);
+    free(mg->outputs);
+    free(mg->order_pos);
+    free(mg);
+}
+
+uint32_t tp_memgraph_size(const tp_memgraph *mg)
+{
+    return (uint32_t)mg->n;
+}
+
+const tp_graph *tp_memgraph_taskgraph(const tp_memgraph *mg)
+{
+    return mg->g;
+}
+
+void tp_memgraph_vertex(const tp_memgraph *mg, uint32_t i, tp_mvertex *out)
+{
+    const tp__mv *m = &mg->v[i];
+    out->kind = (tp_mkind)m->kind;
+    out->task = m->task;
+    out->device = m->device;
+    out->write.space = (tp_space)m->space;
+    out->write.device = m->space == TP_SPACE_HOST ? -1 : m->device;
+    out->write.offset = m->offset;
+    out->write.bytes = m->bytes;
+    out->nreads = m->nreads;
+    out->reads = mg->reads + m->reads_off;
+    out->ndeps = mg->deps_off[i + 1] - mg->deps_off[i];
+    out->deps = mg->deps + mg->deps_off[i];
+}
+
+uint64_t tp_memgraph_host_bytes(const tp_memgraph *mg)
+{
+    return mg->host_bytes;
+}
+
+uint64_t tp_memgraph_device_capacity(const tp_memgraph *mg, int device)
+{
+    return device >= 0 && device < mg->ndevices ? mg->cap[device] : 0;
+}
+
+const uint32_t *tp_memgraph_outputs(const tp_memgraph *mg)
+{
+    return mg->outputs;
+}
+
+const uint32_t *tp_memgraph_order(const tp_memgraph *mg)
+{
+    return mg->order_pos;
+}
+
+static void write_region(FILE *f, const tp__mv *m)
+{
+    if (m->space == TP_SPACE_HOST)
+        fprintf(f, "\"space\": \"host\", \"offset\": %llu, \"bytes\": %llu",
+                (unsigned long long)m->offset, (unsigned long long)m->bytes);
+    else
+        fprintf(f, "\"space\": \"device\", \"device\": %d, \"offset\": %llu, \"bytes\": %llu",
+                m->device, (unsigned long long)m->offset, (unsigned long long)m->bytes);
+}
+
+tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err)
+{
+    const tp_graph *g = mg->g;
+    fputs("{\"format\": \"turnip.memgraph/1\",\n \"devices\": [", f);
+    for (int d = 0; d < mg->ndevices; d++)
+        fprintf(f, "%s{\"capacity\": %llu}", d ? ", " : "", (unsigned long long)mg->cap[d]);
+    fprintf(f, "],\n \"host_bytes\": %llu,\n \"vertices\": [\n", (unsigned long long)mg->host_bytes);
+    for (size_t i = 0; i < mg->n; i++) {
+        const tp__mv *m = &mg->v[i];
+        fprintf(f, "  {\"id\": %zu, \"kind\": \"%s\", \"task\": ", i, mkind_names[m->kind]);
+        tp__json_str(f, g->v[m->task].id);
+        if (m->kind != TP_M_INPUT) fprintf(f, ", \"device\": %d", m->device);
+        fputs(", \"writes\": {", f);
+        write_region(f, m);
+        fputs("}, \"reads\": [", f);
+        for (uint32_t k = 0; k < m->nreads; k++) {
+            uint32_t src = mg->reads[m->reads_off + k];
+            fprintf(f, "%s{\"from\": %u, ", k ? ", " : "", src);
+            write_region(f, &mg->v[src]);
+            putc('}', f);
+        }
+        fputs("], \"deps\": [", f);
+        for (uint32_t k = mg->deps_off[i]; k < mg->deps_off[i + 1]; k++)
+            fprintf(f, "%s%u", k > mg->deps_off[i] ? ", " : "", mg->deps[k]);
+        fprintf(f, "]}%s\n", i + 1 < mg->n ? "," : "");
+    }
+    fputs(" ],\n \"outputs\": [", f);
+    for (size_t k = 0; k < g->nout; k++) {
+        const tp__mv *m = &mg->v[mg->outputs[k]];
+        fputs(k ? ",\n  {\"task\": " : "\n  {\"task\": ", f);
+        tp__json_str(f, g->v[g->outputs[k]].id);
+        fprintf(f, ", \"from\": %u, ", mg->outputs[k]);
+        write_region(f, m);
+        putc('}', f);
+    }
+    fputs("]}\n", f);
+    if (ferror(f)) return tp__fail(err, TP_ERR_IO, "write error");
+    return TP_OK;
+}
+
+tp_status tp_memgraph_to_string(const tp_memgraph *mg, char **text, size_t *len, tp_error *err)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    tp_status s = tp_memgraph_write(mg, f, err);
+    if (fclose(f) && !s) s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    if (s) {
+        free(buf);
+        return s;
+    }
+    *text = buf;
+    if (len) *len = n;
+    return TP_OK;
+}

@@ -1,0 +1,718 @@
+/* planner.c - BUILDMEMGRAPH for variably-sized tensors (docs/planner.md).
+ *
+ * The TaskGraph is executed in simulation along the serial order V (kernels and transfers
+ * only; input tensors are loaded when first needed). Each position p of V has needs: on
+ * the device it reads from, its distinct inputs must be resident; on the device it writes
+ * to, its output must have a region.
+ *
+ * Two horizons move over V. Each device d has an allocation horizon h[d] that satisfies the
+ * needs on d of the positions in order, without evicting anything, and stops at the first
+ * need that does not fit; satisfying a need creates the MemGraph vertex that writes the
+ * region (the kernel or transfer itself, or the reload of an evicted or not yet loaded
+ * input), so reloads are issued as early as memory allows. The execution horizon e then
+ * "runs" position e: it records the reads, and frees values that have no further use.
+ * When e reaches a need its device's horizon could not satisfy, that need is forced: a
+ * window of memory is cleared by evicting the values whose next use is furthest away
+ * (Belady), never the current vertex's inputs; a value whose host copy is still valid (an
+ * input, or a value offloaded before) is dropped, otherwise an offload vertex copies it to
+ * a host region first. Later uses read the reloaded copy. If pinned inputs fragment memory
+ * so that no window exists, the device is cleared and the vertex's tensors are packed from
+ * address 0 in decreasing alignment, which always fits when their sum does.
+ *
+ * Every region write depends on the vertices that last used the bytes it overwrites (the
+ * release lists of the allocator), which makes any execution order of the MemGraph that
+ * respects its edges race-free. All of this is linear in V for a bounded number of live
+ * tensors: the allocator scans only the live blocks of one device. */
+#include <stdlib.h>
+#include <string.h>
+#include "turnip/io.h"
+#include "graph/graph_internal.h"
+#include "plan/alloc.h"
+#include "plan/plan_internal.h"
+
+#define INF_USE UINT64_MAX
+
+typedef struct planner {
+    const tp_graph *g;
+    tp_memgraph *mg;
+    tp_error *err;
+    tp_status st;
+    int nd;
+    tp__alloc dev[TP_MAX_DEVICES], host;
+    uint64_t host_cap, host_end;
+    uint32_t nv;   /* TaskGraph vertices */
+    uint32_t npos; /* positions in V */
+    uint32_t *V;   /* position -> TaskGraph vertex */
+    uint32_t *pos; /* TaskGraph vertex -> position (UINT32_MAX for inputs) */
+    uint32_t *use_off, *use_pos, *use_cur;
+    uint8_t *is_out, *loaded, *rdone, *wdone;
+    uint32_t *dcopy, *dblk, *drd, *hcopy, *hblk, *hrd;
+    uint32_t *vmark, vstamp;
+    uint32_t *L[TP_MAX_DEVICES], nL[TP_MAX_DEVICES], h[TP_MAX_DEVICES];
+    uint8_t dirty[TP_MAX_DEVICES];
+    uint32_t *rl_id, *rl_next; /* release-list pool */
+    size_t nrl, caprl;
+    uint32_t *scr; /* memory deps being collected */
+    size_t nscr, capscr;
+    uint32_t *seen, seen_stamp;
+    size_t capseen;
+    uint64_t relstamp;
+    uint32_t e;
+    uint32_t *victims;
+    size_t capvict;
+} planner;
+
+static const tp_vertex *V_(const planner *P, uint32_t x)
+{
+    return &P->g->v[x];
+}
+
+static int oom(planner *P)
+{
+    if (!P->st) P->st = tp__fail(P->err, TP_ERR_NOMEM, "out of memory while planning");
+    return 0;
+}
+
+/* ---- release lists ---------------------------------------------------------------- */
+
+static uint32_t rl_push(planner *P, uint32_t head, uint32_t id)
+{
+    if (P->nrl == P->caprl) {
+        size_t nc = P->caprl ? P->caprl * 2 : 1024;
+        uint32_t *a = realloc(P->rl_id, nc * sizeof *a), *b;
+        if (!a) return oom(P), head;
+        P->rl_id = a;
+        b = realloc(P->rl_next, nc * sizeof *b);
+        if (!b) return oom(P), head;
+        P->rl_next = b;
+        P->caprl = nc;
+    }
+    P->rl_id[P->nrl] = id;
+    P->rl_next[P->nrl] = head;
+    return (uint32_t)P->nrl++;
+}
+
+static void collect_rel(void *ctx, uint32_t rel)
+{
+    planner *P = ctx;
+    for (uint32_t i = rel; i != TP__NONE; i = P->rl_next[i]) {
+        uint32_t id = P->rl_id[i];
+        if (P->seen[id] == P->seen_stamp) continue;
+        P->seen[id] = P->seen_stamp;
+        if (!TP__GROW(P->scr, P->capscr, P->nscr + 1)) {
+            oom(P);
+            return;
+        }
+        P->scr[P->nscr++] = id;
+    }
+}
+
+/* ---- MemGraph vertices -------------------------------------------------------------- */
+
+static uint32_t new_mv(planner *P, tp_mkind kind, uint32_t task, int device, tp_space space,
+                       uint64_t offset, uint64_t bytes)
+{
+    tp_memgraph *mg = P->mg;
+    if (mg->n >= UINT32_MAX - 1 || !TP__GROW(mg->v, mg->capv, mg->n + 1) ||
+        !TP__GROW(P->seen, P->capseen, mg->n + 1))
+        return oom(P), 0;
+    P->seen[mg->n] = 0;
+    tp__mv *m = &mg->v[mg->n];
+    memset(m, 0, sizeof *m);
+    m->kind = (uint8_t)kind;
+    m->space = (uint8_t)space;
+    m->device = (int16_t)device;
+    m->task = task;
+    m->offset = offset;
+    m->bytes = bytes;
+    /* the memory deps gathered by the take that made this region */
+    if (!TP__GROW(mg->mdeps, mg->capmdeps, mg->nmdeps + P->nscr + 1)) return oom(P), 0;
+    m->mdeps_off = (uint32_t)mg->nmdeps;
+    m->nmdeps = (uint32_t)P->nscr;
+    memcpy(mg->mdeps + mg->nmdeps, P->scr, P->nscr * sizeof *P->scr);
+    mg->nmdeps += P->nscr;
+    P->nscr = 0;
+    P->seen_stamp++;
+    return (uint32_t)mg->n++;
+}
+
+static void set_reads(planner *P, uint32_t m, const uint32_t *from, uint32_t n)
+{
+    tp_memgraph *mg = P->mg;
+    if (!TP__GROW(mg->reads, mg->capreads, mg->nreads + n + 1)) {
+        oom(P);
+        return;
+    }
+    mg->v[m].reads_off = (uint32_t)mg->nreads;
+    mg->v[m].nreads = n;
+    memcpy(mg->reads + mg->nreads, from, n * sizeof *from);
+    mg->nreads += n;
+}
+
+/* ---- values ------------------------------------------------------------------------- */
+
+/* position of x's next use, INF_USE when none is left */
+static uint64_t next_use(const planner *P, uint32_t x)
+{
+    uint32_t k = P->use_cur[x];
+    return k < P->use_off[x + 1] - P->use_off[x] ? P->use_pos[P->use_off[x] + k] : INF_USE;
+}
+
+static uint32_t take(planner *P, tp__alloc *a, uint64_t addr, uint64_t size, uint32_t owner)
+{
+    P->nscr = 0;
+    return tp__alloc_take(a, addr, size, owner, collect_rel, P);
+}
+
+/* release list for a copy: its readers, or its writer when nobody read it */
+static uint32_t rel_of(planner *P, uint32_t readers, uint32_t writer)
+{
+    return readers != TP__NONE ? readers : rl_push(P, TP__NONE, writer);
+}
+
+static void free_device_copy(planner *P, uint32_t x)
+{
+    int d = V_(P, x)->device;
+    tp__alloc_release(&P->dev[d], P->dblk[x], rel_of(P, P->drd[x], P->dcopy[x]), ++P->relstamp);
+    P->dcopy[x] = P->dblk[x] = P->drd[x] = TP__NONE;
+    P->dirty[d] = 1;
+}
+
+static void do_reload(planner *P, uint32_t x, int d, uint64_t addr)
+{
+    uint64_t bytes = V_(P, x)->bytes;
+    uint32_t blk = take(P, &P->dev[d], addr, bytes, x);
+    uint32_t r = new_mv(P, TP_M_RELOAD, x, d, TP_SPACE_DEVICE, addr, bytes);
+    if (P->st) return;
+    set_reads(P, r, &P->hcopy[x], 1);
+    P->hrd[x] = rl_push(P, P->hrd[x], r);
+    P->dcopy[x] = r;
+    P->dblk[x] = blk;
+    P->drd[x] = TP__NONE;
+    tp_device_stats *s = &P->mg->counters.dev[d];
+    if (V_(P, x)->kind == TP_V_INPUT && !P->loaded[x]) {
+        P->loaded[x] = 1;
+        s->load_count++;
+        s->load_bytes += bytes;
+    } else {
+        s->reload_count++;
+        s->reload_bytes += bytes;
+    }
+}
+
+static void do_output(planner *P, uint32_t p, uint64_t addr)
+{
+    uint32_t t = P->V[p];
+    const tp_vertex *v = V_(P, t);
+    uint32_t blk = take(P, &P->dev[v->device], addr, v->bytes, t);
+    uint32_t m = new_mv(P, v->kind == TP_V_KERNEL ? TP_M_KERNEL : TP_M_TRANSFER, t, v->device,
+                        TP_SPACE_DEVICE, addr, v->bytes);
+    if (P->st) return;
+    P->dcopy[t] = m;
+    P->dblk[t] = blk;
+    P->drd[t] = TP__NONE;
+}
+
+static int host_alloc(planner *P, uint32_t x, uint64_t *addr, const char *why)
+{
+    uint64_t bytes = V_(P, x)->bytes;
+    if (tp__alloc_find(&P->host, bytes, TP__FIT_LOWEST, addr)) {
+        if (*addr + bytes > P->host_end) P->host_end = *addr + bytes;
+        return 1;
+    }
+    char b1[32], b2[32], b3[32];
+    P->st = tp__fail(P->err, TP_ERR_INFEASIBLE,
+                     "vertex '%s': host memory too small: %s needs %s more, %s of %s in use",
+                     V_(P, P->e < P->npos ? P->V[P->e] : x)->id, why, tp_format_size(bytes, b1, sizeof b1),
+                     tp_format_size(P->host.used, b2, sizeof b2),
+                     tp_format_size(P->host_cap, b3, sizeof b3));
+    return 0;
+}
+
+/* Evicts value x from its device: drop it if its host copy is valid, else offload it. */
+static void evict(planner *P, uint32_t x)
+{
+    int d = V_(P, x)->device;
+    tp_device_stats *s = &P->mg->counters.dev[d];
+    if (P->hcopy[x] == TP__NONE) {
+        uint64_t haddr, bytes = V_(P, x)->bytes;
+        char why[300];
+        snprintf(why, sizeof why, "offloading '%.200s'", V_(P, x)->id);
+        if (!host_alloc(P, x, &haddr, why)) return;
+        uint32_t hb = take(P, &P->host, haddr, bytes, x);
+        uint32_t o = new_mv(P, TP_M_OFFLOAD, x, d, TP_SPACE_HOST, haddr, bytes);
+        if (P->st) return;
+        set_reads(P, o, &P->dcopy[x], 1);
+        P->drd[x] = rl_push(P, P->drd[x], o);
+        P->hcopy[x] = o;
+        P->hblk[x] = hb;
+        P->hrd[x] = TP__NONE;
+        s->offload_count++;
+        s->offload_bytes += bytes;
+    } else {
+        s->drop_count++;
+    }
+    free_device_copy(P, x);
+}
+
+static tp__victim_score score_victim(void *ctx, uint32_t x)
+{
+    planner *P = ctx;
+    tp__victim_score s;
+    uint64_t nu = next_use(P, x);
+    /* at a forced step nothing past e holds memory on this device; e's inputs stay */
+    s.pinned = nu <= P->e;
+    s.next_use = nu;
+    s.cost = P->hcopy[x] == TP__NONE ? V_(P, x)->bytes : 0;
+    return s;
+}
+
+static int alloc_evicting(planner *P, int d, uint64_t size, uint64_t *addr)
+{
+    if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
+    if (!TP__GROW(P->victims, P->capvict, P->dev[d].nblocks + 1)) return oom(P);
+    uint32_t nvict;
+    if (!tp__alloc_find_window(&P->dev[d], size, score_victim, P, addr, P->victims, &nvict)) return 0;
+    for (uint32_t i = 0; i < nvict && !P->st; i++) evict(P, P->victims[i]);
+    return !P->st;
+}
+
+/* Starts a walk over the distinct inputs of t. */
+static uint32_t distinct_begin(planner *P)
+{
+    return ++P->vstamp;
+}
+
+static int first_time(planner *P, uint32_t x, uint32_t stamp)
+{
+    if (P->vmark[x] == stamp) return 0;
+    P->vmark[x] = stamp;
+    return 1;
+}
+
+static int reads_on(const planner *P, uint32_t t, int d)
+{
+    return V_(P, t)->ninputs && tp_graph_read_device(P->g, t) == d;
+}
+
+/* The allocation horizon's step: satisfies p's needs on d without evicting. */
+static int try_satisfy(planner *P, int d, uint32_t p)
+{
+    uint32_t t = P->V[p];
+    const tp_vertex *v = V_(P, t);
+    uint64_t addr;
+    if (reads_on(P, t, d) && !P->rdone[p]) {
+        uint32_t stamp = distinct_begin(P);
+        for (uint32_t k = 0; k < v->ninputs; k++) {
+            uint32_t x = v->inputs[k];
+            if (!first_time(P, x, stamp) || P->dcopy[x] != TP__NONE) continue;
+            if (!tp__alloc_find(&P->dev[d], V_(P, x)->bytes, TP__FIT_OLDEST, &addr)) return 0;
+            do_reload(P, x, d, addr);
+            if (P->st) return 0;
+        }
+        P->rdone[p] = 1;
+    }
+    if (v->device == d && !P->wdone[p]) {
+        if (!tp__alloc_find(&P->dev[d], v->bytes, TP__FIT_OLDEST, &addr)) return 0;
+        do_output(P, p, addr);
+        P->wdone[p] = 1;
+    }
+    return !P->st;
+}
+
+typedef struct {
+    uint32_t x; /* value */
+    int output;
+    uint64_t align, bytes;
+} need;
+
+static int need_cmp(const void *a, const void *b)
+{
+    const need *x = a, *y = b;
+    if (x->align != y->align) return x->align < y->align ? 1 : -1;
+    if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+    return x->x < y->x ? -1 : x->x > y->x;
+}
+
+/* Last resort when pinned inputs fragment device d: clear it and pack p's tensors. */
+static void compact(planner *P, int d, uint32_t p)
+{
+    uint32_t t = P->V[p];
+    const tp_vertex *v = V_(P, t);
+    uint32_t nvict = 0;
+    if (!TP__GROW(P->victims, P->capvict, P->dev[d].nblocks + 1)) {
+        oom(P);
+        return;
+    }
+    for (uint32_t b = P->dev[d].head; b != TP__NONE; b = P->dev[d].b[b].next)
+        if (P->dev[d].b[b].owner != TP__NONE) P->victims[nvict++] = P->dev[d].b[b].owner;
+    for (uint32_t i = 0; i < nvict && !P->st; i++) evict(P, P->victims[i]);
+    need *nd = malloc((v->ninputs + 1) * sizeof *nd);
+    if (!nd) {
+        oom(P);
+        return;
+    }
+    uint32_t nn = 0;
+    if (reads_on(P, t, d)) {
+        uint32_t stamp = distinct_begin(P);
+        for (uint32_t k = 0; k < v->ninputs; k++) {
+            uint32_t x = v->inputs[k];
+            if (first_time(P, x, stamp))
+                nd[nn++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
+        }
+    }
+    if (v->device == d && !P->wdone[p]) nd[nn++] = (need){t, 1, tp__align_of(v->bytes), v->bytes};
+    qsort(nd, nn, sizeof *nd, need_cmp);
+    for (uint32_t i = 0; i < nn && !P->st; i++) {
+        uint64_t addr;
+        if (!tp__alloc_find(&P->dev[d], nd[i].bytes, TP__FIT_LOWEST, &addr)) {
+            P->st = tp__fail(P->err, TP_ERR_INFEASIBLE, "vertex '%s': cannot pack its tensors on device %d (internal error)",
+                             v->id, d);
+            break;
+        }
+        if (nd[i].output) do_output(P, p, addr);
+        else do_reload(P, nd[i].x, d, addr);
+    }
+    free(nd);
+    if (reads_on(P, t, d)) P->rdone[p] = 1;
+    if (v->device == d) P->wdone[p] = 1;
+}
+
+/* The execution horizon reached p before d's allocation horizon satisfied it. */
+static void force(planner *P, int d, uint32_t p)
+{
+    uint32_t t = P->V[p];
+    const tp_vertex *v = V_(P, t);
+    uint64_t addr;
+    if (reads_on(P, t, d) && !P->rdone[p]) {
+        uint32_t stamp = distinct_begin(P);
+        for (uint32_t k = 0; k < v->ninputs && !P->st; k++) {
+            uint32_t x = v->inputs[k];
+            if (!first_time(P, x, stamp) || P->dcopy[x] != TP__NONE) continue;
+            if (!alloc_evicting(P, d, V_(P, x)->bytes, &addr)) {
+                if (!P->st) compact(P, d, p);
+                return;
+            }
+            do_reload(P, x, d, addr);
+        }
+        P->rdone[p] = 1;
+    }
+    if (v->device == d && !P->wdone[p] && !P->st) {
+        if (!alloc_evicting(P, d, v->bytes, &addr)) {
+            if (!P->st) compact(P, d, p);
+            return;
+        }
+        do_output(P, p, addr);
+        P->wdone[p] = 1;
+    }
+}
+
+static void advance(planner *P, int d)
+{
+    while (P->h[d] < P->nL[d] && !P->st && try_satisfy(P, d, P->L[d][P->h[d]])) P->h[d]++;
+}
+
+/* Runs position p: reads, then frees what has no further use. */
+static void exec(planner *P, uint32_t p)
+{
+    uint32_t t = P->V[p];
+    const tp_vertex *v = V_(P, t);
+    uint32_t m = P->dcopy[t];
+    uint32_t buf[16], *from = v->ninputs <= 16 ? buf : malloc(v->ninputs * sizeof *from);
+    if (!from) {
+        oom(P);
+        return;
+    }
+    for (uint32_t k = 0; k < v->ninputs; k++) from[k] = P->dcopy[v->inputs[k]];
+    set_reads(P, m, from, v->ninputs);
+    if (from != buf) free(from);
+    uint32_t stamp = distinct_begin(P);
+    for (uint32_t k = 0; k < v->ninputs; k++) {
+        uint32_t x = v->inputs[k];
+        if (!first_time(P, x, stamp)) continue;
+        P->drd[x] = rl_push(P, P->drd[x], m);
+        P->use_cur[x]++;
+        if (next_use(P, x) == INF_USE && !P->is_out[x]) {
+            free_device_copy(P, x);
+            if (P->hcopy[x] != TP__NONE && V_(P, x)->kind != TP_V_INPUT) {
+                tp__alloc_release(&P->host, P->hblk[x], rel_of(P, P->hrd[x], P->hcopy[x]), ++P->relstamp);
+                P->hcopy[x] = P->hblk[x] = P->hrd[x] = TP__NONE;
+            }
+        }
+    }
+    if (P->use_off[t + 1] == P->use_off[t] && !P->is_out[t]) free_device_copy(P, t);
+}
+
+static tp_status precheck(planner *P)
+{
+    for (uint32_t p = 0; p < P->npos; p++) {
+        uint32_t t = P->V[p];
+        const tp_vertex *v = V_(P, t);
+        int rd = tp_graph_read_device(P->g, t);
+        uint64_t in = 0;
+        uint32_t stamp = distinct_begin(P);
+        for (uint32_t k = 0; k < v->ninputs; k++)
+            if (first_time(P, v->inputs[k], stamp)) in += V_(P, v->inputs[k])->bytes;
+        char b1[32], b2[32];
+        if (rd == v->device) {
+            if (in + v->bytes > P->dev[rd].cap)
+                return tp__fail(P->err, TP_ERR_INFEASIBLE,
+                                "vertex '%s': needs %s of inputs and output on device %d, capacity is %s",
+                                v->id, tp_format_size(in + v->bytes, b1, sizeof b1), rd,
+                                tp_format_size(P->dev[rd].cap, b2, sizeof b2));
+        } else {
+            if (in > P->dev[rd].cap)
+                return tp__fail(P->err, TP_ERR_INFEASIBLE,
+                                "vertex '%s': needs %s of input on device %d, capacity is %s", v->id,
+                                tp_format_size(in, b1, sizeof b1), rd,
+                                tp_format_size(P->dev[rd].cap, b2, sizeof b2));
+            if (v->bytes > P->dev[v->device].cap)
+                return tp__fail(P->err, TP_ERR_INFEASIBLE,
+                                "vertex '%s': needs %s of output on device %d, capacity is %s", v->id,
+                                tp_format_size(v->bytes, b1, sizeof b1), v->device,
+                                tp_format_size(P->dev[v->device].cap, b2, sizeof b2));
+        }
+    }
+    return TP_OK;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Final deps: reads' producers and memory deps, sorted, without repeats. */
+static tp_status build_deps(planner *P)
+{
+    tp_memgraph *mg = P->mg;
+    size_t total = mg->nreads + mg->nmdeps;
+    mg->deps_off = malloc((mg->n + 1) * sizeof *mg->deps_off);
+    mg->deps = malloc((total + 1) * sizeof *mg->deps);
+    if (!mg->deps_off || !mg->deps) return oom(P), P->st;
+    size_t k = 0;
+    for (size_t i = 0; i < mg->n; i++) {
+        mg->deps_off[i] = (uint32_t)k;
+        const tp__mv *m = &mg->v[i];
+        size_t start = k;
+        P->seen_stamp++;
+        for (int pass = 0; pass < 2; pass++) {
+            const uint32_t *src = pass ? mg->mdeps + m->mdeps_off : mg->reads + m->reads_off;
+            uint32_t n = pass ? m->nmdeps : m->nreads;
+            for (uint32_t j = 0; j < n; j++) {
+                if (P->seen[src[j]] == P->seen_stamp) continue;
+                P->seen[src[j]] = P->seen_stamp;
+                mg->deps[k++] = src[j];
+            }
+        }
+        qsort(mg->deps + start, k - start, sizeof *mg->deps, cmp_u32);
+    }
+    mg->deps_off[mg->n] = (uint32_t)k;
+    return TP_OK;
+}
+
+void tp_plan_opts_init(tp_plan_opts *opts, int ndevices, uint64_t device_mem)
+{
+    memset(opts, 0, sizeof *opts);
+    opts->ndevices = ndevices;
+    for (int d = 0; d < ndevices && d < TP_MAX_DEVICES; d++) opts->device_mem[d] = device_mem;
+    opts->order = TP_ORDER_DEFAULT;
+}
+
+static void planner_free(planner *P)
+{
+    free(P->V);
+    free(P->pos);
+    free(P->use_off);
+    free(P->use_pos);
+    free(P->use_cur);
+    free(P->is_out);
+    free(P->loaded);
+    free(P->rdone);
+    free(P->wdone);
+    free(P->dcopy);
+    free(P->dblk);
+    free(P->drd);
+    free(P->hcopy);
+    free(P->hblk);
+    free(P->hrd);
+    free(P->vmark);
+    for (int d = 0; d < P->nd; d++) {
+        free(P->L[d]);
+        tp__alloc_free(&P->dev[d]);
+    }
+    tp__alloc_free(&P->host);
+    free(P->rl_id);
+    free(P->rl_next);
+    free(P->scr);
+    free(P->seen);
+    free(P->victims);
+}
+
+static tp_status setup(planner *P, const tp_plan_opts *opts)
+{
+    const tp_graph *g = P->g;
+    uint32_t n = P->nv = tp_graph_size(g);
+    uint32_t *order = malloc((n + 1) * sizeof *order);
+    P->V = malloc((n + 1) * sizeof *P->V);
+    P->pos = malloc((n + 1) * sizeof *P->pos);
+    P->use_off = calloc(n + 2, sizeof *P->use_off);
+    P->use_cur = calloc(n + 1, sizeof *P->use_cur);
+    P->is_out = calloc(n + 1, 1);
+    P->loaded = calloc(n + 1, 1);
+    P->rdone = calloc(n + 1, 1);
+    P->wdone = calloc(n + 1, 1);
+    P->dcopy = malloc((n + 1) * sizeof *P->dcopy);
+    P->dblk = malloc((n + 1) * sizeof *P->dblk);
+    P->drd = malloc((n + 1) * sizeof *P->drd);
+    P->hcopy = malloc((n + 1) * sizeof *P->hcopy);
+    P->hblk = malloc((n + 1) * sizeof *P->hblk);
+    P->hrd = malloc((n + 1) * sizeof *P->hrd);
+    P->vmark = calloc(n + 1, sizeof *P->vmark);
+    P->mg->order_pos = malloc((n + 1) * sizeof *P->mg->order_pos);
+    if (!order || !P->V || !P->pos || !P->use_off || !P->use_cur || !P->is_out || !P->loaded ||
+        !P->rdone || !P->wdone || !P->dcopy || !P->dblk || !P->drd || !P->hcopy || !P->hblk ||
+        !P->hrd || !P->vmark || !P->mg->order_pos) {
+        free(order);
+        return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
+    }
+    tp_status s = tp_graph_order(g, opts->order, order, P->err);
+    if (s) {
+        free(order);
+        return s;
+    }
+    P->npos = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = order[i];
+        P->mg->order_pos[x] = i;
+        P->pos[x] = UINT32_MAX;
+        if (V_(P, x)->kind != TP_V_INPUT) {
+            P->pos[x] = P->npos;
+            P->V[P->npos++] = x;
+        }
+        P->dcopy[x] = P->dblk[x] = P->drd[x] = P->hcopy[x] = P->hblk[x] = P->hrd[x] = TP__NONE;
+    }
+    free(order);
+    /* uses: consumer positions, sorted */
+    size_t total = 0;
+    for (uint32_t x = 0; x < n; x++) {
+        uint32_t nc;
+        tp_graph_consumers(g, x, &nc);
+        P->use_off[x] = (uint32_t)total;
+        total += nc;
+    }
+    P->use_off[n] = (uint32_t)total;
+    P->use_pos = malloc((total + 1) * sizeof *P->use_pos);
+    if (!P->use_pos) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t x = 0; x < n; x++) {
+        uint32_t nc;
+        const uint32_t *c = tp_graph_consumers(g, x, &nc);
+        for (uint32_t k = 0; k < nc; k++) P->use_pos[P->use_off[x] + k] = P->pos[c[k]];
+        qsort(P->use_pos + P->use_off[x], nc, sizeof *P->use_pos, cmp_u32);
+    }
+    for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) P->is_out[tp_graph_outputs(g)[k]] = 1;
+    /* per-device horizon lists */
+    for (int d = 0; d < P->nd; d++) {
+        P->L[d] = malloc((P->npos + 1) * sizeof *P->L[d]);
+        if (!P->L[d]) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
+        tp__alloc_init(&P->dev[d], opts->device_mem[d]);
+        P->mg->cap[d] = opts->device_mem[d];
+        P->mg->counters.dev[d].capacity = opts->device_mem[d];
+        P->dirty[d] = 1;
+    }
+    for (uint32_t p = 0; p < P->npos; p++) {
+        uint32_t t = P->V[p];
+        int wd = V_(P, t)->device, rd = tp_graph_read_device(g, t);
+        P->L[wd][P->nL[wd]++] = p;
+        if (rd != wd) P->L[rd][P->nL[rd]++] = p;
+    }
+    P->host_cap = opts->host_mem ? opts->host_mem : UINT64_MAX / 4;
+    tp__alloc_init(&P->host, P->host_cap);
+    return TP_OK;
+}
+
+tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, tp_error *err)
+{
+    double t0 = tp__now();
+    if (!g || !opts || !out) return tp__fail(err, TP_ERR_ARG, "tp_plan: NULL argument");
+    if (opts->ndevices != tp_graph_devices(g))
+        return tp__fail(err, TP_ERR_ARG, "%d device capacities given for a graph of %d devices",
+                        opts->ndevices, tp_graph_devices(g));
+    for (int d = 0; d < opts->ndevices; d++)
+        if (!opts->device_mem[d]) return tp__fail(err, TP_ERR_ARG, "device %d: capacity is 0", d);
+    planner P0, *P = &P0;
+    memset(P, 0, sizeof *P);
+    P->g = g;
+    P->err = err;
+    P->nd = opts->ndevices;
+    P->seen_stamp = 1;
+    P->mg = calloc(1, sizeof *P->mg);
+    if (!P->mg) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    P->mg->g = g;
+    P->mg->ndevices = P->nd;
+    P->mg->counters.ndevices = P->nd;
+    P->st = setup(P, opts);
+    if (!P->st) P->st = precheck(P);
+    /* inputs live in host memory from the start */
+    uint64_t in_total = 0;
+    for (uint32_t x = 0; x < P->nv && !P->st; x++) {
+        if (V_(P, x)->kind != TP_V_INPUT) continue;
+        in_total += V_(P, x)->bytes;
+        uint64_t addr;
+        if (!tp__alloc_find(&P->host, V_(P, x)->bytes, TP__FIT_LOWEST, &addr)) {
+            char b1[32], b2[32];
+            P->st = tp__fail(err, TP_ERR_INFEASIBLE,
+                             "vertex '%s': host memory too small for the inputs: they need at least %s, host capacity is %s",
+                             V_(P, x)->id, tp_format_size(in_total, b1, sizeof b1),
+                             tp_format_size(P->host_cap, b2, sizeof b2));
+            break;
+        }
+        if (addr + V_(P, x)->bytes > P->host_end) P->host_end = addr + V_(P, x)->bytes;
+        uint32_t hb = take(P, &P->host, addr, V_(P, x)->bytes, x);
+        P->hcopy[x] = new_mv(P, TP_M_INPUT, x, -1, TP_SPACE_HOST, addr, V_(P, x)->bytes);
+        P->hblk[x] = hb;
+    }
+    for (P->e = 0; P->e < P->npos && !P->st; P->e++) {
+        for (int d = 0; d < P->nd && !P->st; d++)
+            while (P->dirty[d] && !P->st) {
+                P->dirty[d] = 0;
+                advance(P, d);
+            }
+        uint32_t p = P->e, t = P->V[p];
+        int wd = V_(P, t)->device, rd = tp_graph_read_device(g, t);
+        if (V_(P, t)->ninputs && !P->rdone[p]) force(P, rd, p);
+        if (!P->wdone[p] && !P->st) force(P, wd, p);
+        if (P->st) break;
+        for (int side = 0; side < 2; side++) {
+            int d = side ? rd : wd;
+            if (P->h[d] < P->nL[d] && P->L[d][P->h[d]] == p) {
+                P->h[d]++;
+                P->dirty[d] = 1;
+            }
+        }
+        exec(P, p);
+    }
+    tp_memgraph *mg = P->mg;
+    if (!P->st) P->st = build_deps(P);
+    if (!P->st) {
+        uint32_t no = tp_graph_num_outputs(g);
+        mg->outputs = malloc((no + 1) * sizeof *mg->outputs);
+        if (!mg->outputs) P->st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        for (uint32_t k = 0; k < no && !P->st; k++) {
+            uint32_t x = tp_graph_outputs(g)[k];
+            mg->outputs[k] = P->hcopy[x] != TP__NONE ? P->hcopy[x] : P->dcopy[x];
+        }
+    }
+    if (P->st) {
+        planner_free(P);
+        tp_memgraph_free(mg);
+        return P->st;
+    }
+    mg->host_bytes = P->host_end;
+    mg->counters.host_bytes = P->host_end;
+    for (int d = 0; d < P->nd; d++) mg->counters.dev[d].peak_bytes = P->dev[d].peak;
+    planner_free(P);
+    mg->counters.plan_seconds = tp__now() - t0;
+    *out = mg;
+    return TP_OK;
+}

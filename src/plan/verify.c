@@ -1,0 +1,573 @@
+/* verify.c - independent checker of "turnip.memgraph/1" plans.
+ *
+ * Shares nothing with the planner but the TaskGraph reader: it parses the MemGraph JSON
+ * itself and re-derives every property from the text.
+ *
+ *   1. form: ids 0..n-1, known kinds, regions inside their device's capacity or host_bytes,
+ *      every read names its producer, reads exactly the region that producer wrote, and
+ *      the producer is among the deps;
+ *   2. correspondence: every TaskGraph kernel and transfer appears exactly once, on its
+ *      device, reading its TaskGraph inputs in argument order; offloads and reloads move
+ *      one value (same task) between host and its device, so a read names the right value
+ *      through any chain of them;
+ *   3. acyclic (Kahn);
+ *   4. races: vertices are swept in a topological order while an interval map per memory
+ *      space records the last writer of each byte range. When w writes bytes last written
+ *      by p, p must happen before w (so writers of a byte form a chain) and every reader of
+ *      p's region must happen before w. By transitivity along the chain this is exactly
+ *      "every other writer of R is before p or after r" for every read;
+ *   5. outputs: each is listed, holds its task's value, and its bytes are never rewritten.
+ * Reachability queries use the direct edge first, then a backward search pruned by rank. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include "turnip/plan.h"
+#include "io/util.h"
+
+enum { K_INPUT, K_KERNEL, K_TRANSFER, K_OFFLOAD, K_RELOAD };
+static const char *kname[] = {"input", "kernel", "transfer", "offload", "reload"};
+
+typedef struct {
+    int space; /* -1 host, else device */
+    uint64_t off, bytes;
+} reg;
+
+typedef struct {
+    int kind;
+    int64_t task; /* TaskGraph index */
+    const char *tname;
+    int dev;
+    reg w;
+    uint32_t nreads, ndeps;
+    uint32_t *from;
+    reg *rr;
+    uint32_t *deps; /* sorted */
+} vx;
+
+typedef struct {
+    uint64_t a, b; /* [a, b) */
+    uint32_t writer;
+} seg;
+
+typedef struct {
+    seg *s;
+    size_t n, cap;
+} imap;
+
+typedef struct {
+    const char *name;
+    tp_error *err;
+    const tp_graph *tg;
+    vx *v;
+    size_t n;
+    int ndev;
+    uint64_t *cap;
+    uint64_t host;
+    uint32_t *rank, *order, *mark, stamp, *stack;
+    uint32_t *rd_off, *rd; /* readers of each vertex */
+    imap *maps;            /* ndev + 1, host last */
+} V;
+
+static tp_status unusable(V *c, const char *fmt, const char *a, long long i)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, fmt, a, i);
+    return tp__fail(c->err, TP_ERR_PARSE, "%s: %s", c->name, buf);
+}
+
+#define VIOL(...) tp__fail(c->err, TP_ERR_CHECK, __VA_ARGS__)
+
+static int get_u64(json_t *j, uint64_t *out)
+{
+    if (!json_is_integer(j) || json_integer_value(j) < 0) return 0;
+    *out = (uint64_t)json_integer_value(j);
+    return 1;
+}
+
+static const char *rname(const V *c, const reg *r, char *buf, size_t len)
+{
+    (void)c;
+    if (r->space < 0) snprintf(buf, len, "host [%llu, %llu)", (unsigned long long)r->off, (unsigned long long)(r->off + r->bytes));
+    else snprintf(buf, len, "device %d [%llu, %llu)", r->space, (unsigned long long)r->off, (unsigned long long)(r->off + r->bytes));
+    return buf;
+}
+
+static tp_status parse_reg(V *c, json_t *j, reg *r, size_t i, const char *what)
+{
+    if (!json_is_object(j)) return unusable(c, "vertex %2$lld: '%1$s' must be an object", what, (long long)i);
+    json_t *sp = json_object_get(j, "space");
+    if (!json_is_string(sp)) return unusable(c, "vertex %2$lld: '%1$s' needs \"space\": \"host\" or \"device\"", what, (long long)i);
+    if (!strcmp(json_string_value(sp), "host")) {
+        r->space = -1;
+    } else if (!strcmp(json_string_value(sp), "device")) {
+        uint64_t d;
+        if (!get_u64(json_object_get(j, "device"), &d))
+            return unusable(c, "vertex %2$lld: '%1$s' in device space needs an integer 'device'", what, (long long)i);
+        if (d >= (uint64_t)c->ndev)
+            return VIOL("vertex %zu: %s names device %llu, the MemGraph has %d", i, what, (unsigned long long)d, c->ndev);
+        r->space = (int)d;
+    } else {
+        return unusable(c, "vertex %2$lld: '%1$s' space must be \"host\" or \"device\"", what, (long long)i);
+    }
+    if (!get_u64(json_object_get(j, "offset"), &r->off) || !get_u64(json_object_get(j, "bytes"), &r->bytes))
+        return unusable(c, "vertex %2$lld: '%1$s' needs non-negative integer 'offset' and 'bytes'", what, (long long)i);
+    return TP_OK;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static tp_status parse(V *c, json_t *root)
+{
+    if (!json_is_object(root)) return unusable(c, "top level must be an object%s", "", 0);
+    json_t *f = json_object_get(root, "format");
+    if (!json_is_string(f) || strcmp(json_string_value(f), "turnip.memgraph/1"))
+        return unusable(c, "field 'format' must be \"turnip.memgraph/1\"%s", "", 0);
+    json_t *devs = json_object_get(root, "devices");
+    if (!json_is_array(devs)) return unusable(c, "field 'devices' must be an array%s", "", 0);
+    c->ndev = (int)json_array_size(devs);
+    if (c->ndev != tp_graph_devices(c->tg))
+        return VIOL("the MemGraph has %d devices, the TaskGraph %d", c->ndev, tp_graph_devices(c->tg));
+    c->cap = calloc((size_t)c->ndev + 1, sizeof *c->cap);
+    if (!c->cap) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    for (int d = 0; d < c->ndev; d++)
+        if (!get_u64(json_object_get(json_array_get(devs, (size_t)d), "capacity"), &c->cap[d]))
+            return unusable(c, "devices[%2$lld] needs an integer 'capacity'%1$s", "", d);
+    if (!get_u64(json_object_get(root, "host_bytes"), &c->host))
+        return unusable(c, "field 'host_bytes' must be a non-negative integer%s", "", 0);
+    json_t *vs = json_object_get(root, "vertices");
+    if (!json_is_array(vs)) return unusable(c, "field 'vertices' must be an array%s", "", 0);
+    c->n = json_array_size(vs);
+    c->v = calloc(c->n + 1, sizeof *c->v);
+    if (!c->v) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < c->n; i++) {
+        json_t *j = json_array_get(vs, i);
+        vx *x = &c->v[i];
+        if (!json_is_object(j)) return unusable(c, "vertices[%2$lld] must be an object%1$s", "", (long long)i);
+        uint64_t id;
+        if (!get_u64(json_object_get(j, "id"), &id))
+            return unusable(c, "vertices[%2$lld]: 'id' must be an integer%1$s", "", (long long)i);
+        if (id != i) return VIOL("vertices[%zu] has id %llu; ids must be 0..n-1 in order", i, (unsigned long long)id);
+        json_t *k = json_object_get(j, "kind");
+        if (!json_is_string(k)) return unusable(c, "vertex %2$lld: 'kind' must be a string%1$s", "", (long long)i);
+        x->kind = -1;
+        for (int q = 0; q < 5; q++)
+            if (!strcmp(json_string_value(k), kname[q])) x->kind = q;
+        if (x->kind < 0) {
+            if (!strcmp(json_string_value(k), "accumulate") || !strcmp(json_string_value(k), "join"))
+                return tp__fail(c->err, TP_ERR_INVALID, "%s: vertex %zu: kind '%s' (sum-into lowering) is not supported by this verifier",
+                                c->name, i, json_string_value(k));
+            return unusable(c, "vertex %2$lld: unknown kind '%1$s'", json_string_value(k), (long long)i);
+        }
+        json_t *t = json_object_get(j, "task");
+        if (!json_is_string(t)) return unusable(c, "vertex %2$lld: 'task' must be a string%1$s", "", (long long)i);
+        x->tname = json_string_value(t);
+        x->task = tp_graph_find(c->tg, x->tname);
+        if (x->task < 0) return VIOL("vertex %zu: task '%s' is not a TaskGraph vertex", i, x->tname);
+        x->dev = -1;
+        if (x->kind != K_INPUT) {
+            uint64_t d;
+            if (!get_u64(json_object_get(j, "device"), &d))
+                return unusable(c, "vertex %2$lld (%1$s): needs an integer 'device'", x->tname, (long long)i);
+            if (d >= (uint64_t)c->ndev) return VIOL("vertex %zu (%s): device %llu out of range", i, x->tname, (unsigned long long)d);
+            x->dev = (int)d;
+        }
+        tp_status s = parse_reg(c, json_object_get(j, "writes"), &x->w, i, "writes");
+        if (s) return s;
+        json_t *rs = json_object_get(j, "reads"), *ds = json_object_get(j, "deps");
+        if (!json_is_array(rs) || !json_is_array(ds))
+            return unusable(c, "vertex %2$lld (%1$s): 'reads' and 'deps' must be arrays", x->tname, (long long)i);
+        x->nreads = (uint32_t)json_array_size(rs);
+        x->ndeps = (uint32_t)json_array_size(ds);
+        x->from = malloc((x->nreads + 1) * sizeof *x->from);
+        x->rr = malloc((x->nreads + 1) * sizeof *x->rr);
+        x->deps = malloc((x->ndeps + 1) * sizeof *x->deps);
+        if (!x->from || !x->rr || !x->deps) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+        for (uint32_t r = 0; r < x->nreads; r++) {
+            json_t *jr = json_array_get(rs, r);
+            uint64_t fr;
+            if (!json_is_object(jr) || !get_u64(json_object_get(jr, "from"), &fr))
+                return unusable(c, "vertex %2$lld (%1$s): each read needs an integer 'from'", x->tname, (long long)i);
+            if (fr >= c->n) return VIOL("vertex %zu (%s): read %u is from vertex %llu, which does not exist", i, x->tname, r, (unsigned long long)fr);
+            x->from[r] = (uint32_t)fr;
+            s = parse_reg(c, jr, &x->rr[r], i, "reads");
+            if (s) return s;
+        }
+        for (uint32_t r = 0; r < x->ndeps; r++) {
+            uint64_t dd;
+            if (!get_u64(json_array_get(ds, r), &dd))
+                return unusable(c, "vertex %2$lld (%1$s): 'deps' must hold vertex ids", x->tname, (long long)i);
+            if (dd >= c->n) return VIOL("vertex %zu (%s): dependency on vertex %llu, which does not exist", i, x->tname, (unsigned long long)dd);
+            x->deps[r] = (uint32_t)dd;
+        }
+        qsort(x->deps, x->ndeps, sizeof *x->deps, cmp_u32);
+    }
+    return TP_OK;
+}
+
+static int same_reg(const reg *a, const reg *b)
+{
+    return a->space == b->space && a->off == b->off && a->bytes == b->bytes;
+}
+
+static int has_dep(const vx *x, uint32_t d)
+{
+    return bsearch(&d, x->deps, x->ndeps, sizeof d, cmp_u32) != NULL;
+}
+
+static tp_status check_form(V *c)
+{
+    char b1[96], b2[96];
+    for (size_t i = 0; i < c->n; i++) {
+        vx *x = &c->v[i];
+        uint64_t lim = x->w.space < 0 ? c->host : c->cap[x->w.space];
+        if (!x->w.bytes) return VIOL("vertex %zu (%s %s): writes 0 bytes", i, kname[x->kind], x->tname);
+        if (x->w.off > lim || x->w.bytes > lim - x->w.off)
+            return VIOL("vertex %zu (%s %s): writes %s, past the end of %s (%llu bytes)", i, kname[x->kind], x->tname,
+                        rname(c, &x->w, b1, sizeof b1), x->w.space < 0 ? "host memory" : "the device",
+                        (unsigned long long)lim);
+        for (uint32_t r = 0; r < x->nreads; r++) {
+            const vx *p = &c->v[x->from[r]];
+            if (!same_reg(&x->rr[r], &p->w))
+                return VIOL("vertex %zu (%s %s): read %u of %s is not the region vertex %u wrote (%s)", i, kname[x->kind],
+                            x->tname, r, rname(c, &x->rr[r], b1, sizeof b1), x->from[r], rname(c, &p->w, b2, sizeof b2));
+            if (!has_dep(x, x->from[r]))
+                return VIOL("vertex %zu (%s %s): reads from vertex %u but does not list it in deps", i, kname[x->kind],
+                            x->tname, x->from[r]);
+        }
+    }
+    return TP_OK;
+}
+
+static tp_status check_tasks(V *c)
+{
+    uint32_t nt = tp_graph_size(c->tg);
+    uint32_t *seen = calloc(nt + 1, sizeof *seen);
+    if (!seen) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    tp_status s = TP_OK;
+    for (size_t i = 0; i < c->n && !s; i++) {
+        vx *x = &c->v[i];
+        const tp_vertex *t = tp_graph_vertex(c->tg, (uint32_t)x->task);
+        uint32_t want_reads = 0;
+        int want_space = x->dev; /* region the vertex must write */
+        int tkind = x->kind == K_INPUT ? TP_V_INPUT : x->kind == K_KERNEL ? TP_V_KERNEL : x->kind == K_TRANSFER ? TP_V_TRANSFER : -1;
+        if (tkind >= 0 && (int)t->kind != tkind) {
+            s = VIOL("vertex %zu: a %s vertex for task '%s', which is not a TaskGraph %s", i, kname[x->kind], x->tname, kname[x->kind]);
+            break;
+        }
+        if (tkind >= 0 && seen[x->task]++) {
+            s = VIOL("task '%s' appears as %s more than once (again at vertex %zu)", x->tname, kname[x->kind], i);
+            break;
+        }
+        if (x->kind == K_INPUT || x->kind == K_OFFLOAD) want_space = -1;
+        if ((x->kind == K_KERNEL || x->kind == K_TRANSFER) && x->dev != t->device) {
+            s = VIOL("vertex %zu (%s %s): runs on device %d, the TaskGraph puts it on device %d", i, kname[x->kind], x->tname, x->dev, t->device);
+            break;
+        }
+        if ((x->kind == K_OFFLOAD || x->kind == K_RELOAD) && x->dev != t->device) {
+            s = VIOL("vertex %zu (%s %s): moves the value to/from device %d, but it lives on device %d", i, kname[x->kind], x->tname, x->dev, t->device);
+            break;
+        }
+        if (x->w.space != want_space) {
+            s = VIOL("vertex %zu (%s %s): writes %s memory, should write %s", i, kname[x->kind], x->tname,
+                     x->w.space < 0 ? "host" : "device", want_space < 0 ? "host" : "its device's");
+            break;
+        }
+        if (x->w.bytes != t->bytes) {
+            s = VIOL("vertex %zu (%s %s): writes %llu bytes, the value has %llu", i, kname[x->kind], x->tname,
+                     (unsigned long long)x->w.bytes, (unsigned long long)t->bytes);
+            break;
+        }
+        switch (x->kind) {
+        case K_INPUT: want_reads = 0; break;
+        case K_KERNEL: want_reads = t->ninputs; break;
+        default: want_reads = 1; break;
+        }
+        if (x->nreads != want_reads) {
+            s = VIOL("vertex %zu (%s %s): has %u reads, should have %u", i, kname[x->kind], x->tname, x->nreads, want_reads);
+            break;
+        }
+        for (uint32_t r = 0; r < x->nreads && !s; r++) {
+            const vx *p = &c->v[x->from[r]];
+            const char *want_task = x->kind == K_KERNEL || x->kind == K_TRANSFER ? tp_graph_vertex(c->tg, t->inputs[r])->id : x->tname;
+            int want_rs = x->kind == K_RELOAD ? -1 : x->kind == K_TRANSFER ? tp_graph_vertex(c->tg, t->inputs[0])->device : x->dev;
+            if (strcmp(p->tname, want_task))
+                s = VIOL("vertex %zu (%s %s): read %u is from vertex %u, which holds '%s', not '%s'", i, kname[x->kind], x->tname,
+                         r, x->from[r], p->tname, want_task);
+            else if (x->rr[r].space != want_rs)
+                s = VIOL("vertex %zu (%s %s): read %u is in %s memory, should be in %s", i, kname[x->kind], x->tname, r,
+                         x->rr[r].space < 0 ? "host" : "device", want_rs < 0 ? "host" : "device");
+            else if (x->rr[r].space >= 0 && x->rr[r].space != want_rs)
+                s = VIOL("vertex %zu (%s %s): read %u is on device %d, should be on device %d", i, kname[x->kind], x->tname, r,
+                         x->rr[r].space, want_rs);
+        }
+    }
+    for (uint32_t t = 0; t < nt && !s; t++) {
+        const tp_vertex *tv = tp_graph_vertex(c->tg, t);
+        if (tv->kind != TP_V_INPUT && !seen[t])
+            s = VIOL("TaskGraph %s '%s' is missing from the MemGraph", tv->kind == TP_V_KERNEL ? "kernel" : "transfer", tv->id);
+    }
+    free(seen);
+    return s;
+}
+
+static tp_status topo(V *c)
+{
+    size_t n = c->n;
+    uint32_t *indeg = calloc(n + 1, sizeof *indeg), *off = calloc(n + 2, sizeof *off), *succ, *fill;
+    size_t ne = 0;
+    for (size_t i = 0; i < n; i++) ne += c->v[i].ndeps;
+    succ = malloc((ne + 1) * sizeof *succ);
+    fill = malloc((n + 1) * sizeof *fill);
+    c->rank = malloc((n + 1) * sizeof *c->rank);
+    c->order = malloc((n + 1) * sizeof *c->order);
+    if (!indeg || !off || !succ || !fill || !c->rank || !c->order) {
+        free(indeg);
+        free(off);
+        free(succ);
+        free(fill);
+        return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < c->v[i].ndeps; k++) off[c->v[i].deps[k] + 1]++;
+    for (size_t i = 0; i < n; i++) off[i + 1] += off[i];
+    for (size_t i = 0; i < n; i++) fill[i] = off[i];
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < c->v[i].ndeps; k++) {
+            uint32_t d = c->v[i].deps[k];
+            if (k && d == c->v[i].deps[k - 1]) continue;
+            succ[fill[d]++] = (uint32_t)i;
+            indeg[i]++;
+        }
+    size_t qh = 0, qt = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!indeg[i]) c->order[qt++] = (uint32_t)i;
+    while (qh < qt) {
+        uint32_t u = c->order[qh];
+        c->rank[u] = (uint32_t)qh++;
+        for (uint32_t k = off[u]; k < fill[u]; k++)
+            if (--indeg[succ[k]] == 0) c->order[qt++] = succ[k];
+    }
+    tp_status s = TP_OK;
+    if (qt < n) {
+        size_t bad = 0;
+        while (!indeg[bad]) bad++;
+        s = VIOL("the MemGraph has a cycle through vertex %zu (%s %s)", bad, kname[c->v[bad].kind], c->v[bad].tname);
+    }
+    free(indeg);
+    free(off);
+    free(succ);
+    free(fill);
+    return s;
+}
+
+/* does a happen before b (a path a -> ... -> b)? */
+static int before(V *c, uint32_t a, uint32_t b)
+{
+    if (c->rank[a] >= c->rank[b]) return 0;
+    if (has_dep(&c->v[b], a)) return 1;
+    c->stamp++;
+    size_t top = 0;
+    c->stack[top++] = b;
+    c->mark[b] = c->stamp;
+    while (top) {
+        const vx *x = &c->v[c->stack[--top]];
+        for (uint32_t k = 0; k < x->ndeps; k++) {
+            uint32_t d = x->deps[k];
+            if (d == a) return 1;
+            if (c->rank[d] <= c->rank[a] || c->mark[d] == c->stamp) continue;
+            c->mark[d] = c->stamp;
+            c->stack[top++] = d;
+        }
+    }
+    return 0;
+}
+
+/* first segment index whose end is past a */
+static size_t imap_lower(const imap *m, uint64_t a)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->s[mid].b <= a) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* sets [a,b) to writer w; calls check for each previous writer of overlapped bytes */
+static tp_status imap_write(V *c, imap *m, uint64_t a, uint64_t b, uint32_t w, tp_status (*check)(V *, uint32_t, uint32_t, uint64_t, uint64_t))
+{
+    size_t i = imap_lower(m, a), j = i;
+    tp_status s = TP_OK;
+    while (j < m->n && m->s[j].a < b) {
+        uint64_t oa = m->s[j].a > a ? m->s[j].a : a, ob = m->s[j].b < b ? m->s[j].b : b;
+        if ((s = check(c, m->s[j].writer, w, oa, ob))) return s;
+        j++;
+    }
+    /* segments i..j-1 overlap; keep their outside parts */
+    seg left = {0, 0, 0}, right = {0, 0, 0};
+    int hl = 0, hr = 0;
+    if (i < j && m->s[i].a < a) {
+        left = m->s[i];
+        left.b = a;
+        hl = 1;
+    }
+    if (i < j && m->s[j - 1].b > b) {
+        right = m->s[j - 1];
+        right.a = b;
+        hr = 1;
+    }
+    size_t newn = m->n - (j - i) + 1 + (size_t)hl + (size_t)hr;
+    if (!TP__GROW(m->s, m->cap, newn + 1)) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    size_t ins = (size_t)hl + 1 + (size_t)hr;
+    memmove(m->s + i + ins, m->s + j, (m->n - j) * sizeof *m->s);
+    size_t k = i;
+    if (hl) m->s[k++] = left;
+    m->s[k++] = (seg){a, b, w};
+    if (hr) m->s[k++] = right;
+    m->n = newn;
+    return TP_OK;
+}
+
+static tp_status check_overwrite(V *c, uint32_t p, uint32_t w, uint64_t oa, uint64_t ob)
+{
+    char b1[96];
+    const vx *P = &c->v[p], *W = &c->v[w];
+    reg r = {W->w.space, oa, ob - oa};
+    if (!before(c, p, w))
+        return VIOL("race: vertex %u (%s %s) and vertex %u (%s %s) both write %s and neither is ordered before the other",
+                    p, kname[P->kind], P->tname, w, kname[W->kind], W->tname, rname(c, &r, b1, sizeof b1));
+    for (uint32_t k = c->rd_off[p]; k < c->rd_off[p + 1]; k++) {
+        uint32_t rdr = c->rd[k];
+        if (rdr == w)
+            return VIOL("race: vertex %u (%s %s) overwrites %s, which it reads from vertex %u", w, kname[W->kind], W->tname,
+                        rname(c, &r, b1, sizeof b1), p);
+        if (!before(c, rdr, w))
+            return VIOL("race: vertex %u (%s %s) reads the value of vertex %u (%s %s) at %s, but vertex %u (%s %s) may overwrite it first",
+                        rdr, kname[c->v[rdr].kind], c->v[rdr].tname, p, kname[P->kind], P->tname, rname(c, &r, b1, sizeof b1),
+                        w, kname[W->kind], W->tname);
+    }
+    return TP_OK;
+}
+
+static tp_status check_races(V *c)
+{
+    size_t n = c->n, nr = 0;
+    c->rd_off = calloc(n + 2, sizeof *c->rd_off);
+    for (size_t i = 0; i < n; i++) nr += c->v[i].nreads;
+    c->rd = malloc((nr + 1) * sizeof *c->rd);
+    c->mark = calloc(n + 1, sizeof *c->mark);
+    size_t ne = 0;
+    for (size_t i = 0; i < n; i++) ne += c->v[i].ndeps;
+    c->stack = malloc((ne + n + 1) * sizeof *c->stack);
+    c->maps = calloc((size_t)c->ndev + 1, sizeof *c->maps);
+    uint32_t *fill = malloc((n + 1) * sizeof *fill);
+    if (!c->rd_off || !c->rd || !c->mark || !c->stack || !c->maps || !fill) {
+        free(fill);
+        return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < c->v[i].nreads; k++)
+            if (!k || c->v[i].from[k] != c->v[i].from[k - 1]) c->rd_off[c->v[i].from[k] + 1]++;
+    for (size_t i = 0; i < n; i++) c->rd_off[i + 1] += c->rd_off[i];
+    for (size_t i = 0; i < n; i++) fill[i] = c->rd_off[i];
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < c->v[i].nreads; k++)
+            if (!k || c->v[i].from[k] != c->v[i].from[k - 1]) c->rd[fill[c->v[i].from[k]]++] = (uint32_t)i;
+    free(fill);
+    /* a reader listed twice (non-adjacent repeats) is harmless for the checks */
+    for (size_t q = 0; q < n; q++) {
+        uint32_t w = c->order[q];
+        const vx *W = &c->v[w];
+        imap *m = &c->maps[W->w.space < 0 ? c->ndev : W->w.space];
+        tp_status s = imap_write(c, m, W->w.off, W->w.off + W->w.bytes, w, check_overwrite);
+        if (s) return s;
+    }
+    return TP_OK;
+}
+
+static tp_status check_outputs(V *c, json_t *root)
+{
+    char b1[96];
+    json_t *outs = json_object_get(root, "outputs");
+    if (!json_is_array(outs)) return unusable(c, "field 'outputs' must be an array%s", "", 0);
+    uint32_t no = tp_graph_num_outputs(c->tg);
+    for (uint32_t k = 0; k < no; k++) {
+        const char *want = tp_graph_vertex(c->tg, tp_graph_outputs(c->tg)[k])->id;
+        json_t *hit = NULL;
+        for (size_t q = 0; q < json_array_size(outs); q++) {
+            json_t *t = json_object_get(json_array_get(outs, q), "task");
+            if (json_is_string(t) && !strcmp(json_string_value(t), want)) hit = json_array_get(outs, q);
+        }
+        if (!hit) return VIOL("TaskGraph output '%s' is not in the MemGraph's outputs", want);
+        uint64_t from;
+        if (!get_u64(json_object_get(hit, "from"), &from) || from >= c->n)
+            return VIOL("output '%s': 'from' must name a MemGraph vertex", want);
+        reg r;
+        tp_status s = parse_reg(c, hit, &r, (size_t)from, "outputs");
+        if (s) return s;
+        const vx *x = &c->v[from];
+        if (strcmp(x->tname, want)) return VIOL("output '%s': vertex %llu holds '%s'", want, (unsigned long long)from, x->tname);
+        if (!same_reg(&r, &x->w))
+            return VIOL("output '%s': region %s is not what vertex %llu wrote", want, rname(c, &r, b1, sizeof b1), (unsigned long long)from);
+        const imap *m = &c->maps[r.space < 0 ? c->ndev : r.space];
+        for (size_t i = imap_lower(m, r.off); i < m->n && m->s[i].a < r.off + r.bytes; i++)
+            if (m->s[i].writer != from) {
+                uint32_t w = m->s[i].writer;
+                return VIOL("output '%s' (vertex %llu) is overwritten by vertex %u (%s %s)", want, (unsigned long long)from, w,
+                            kname[c->v[w].kind], c->v[w].tname);
+            }
+    }
+    return TP_OK;
+}
+
+tp_status tp_verify_json(const char *text, size_t len, const char *name, const tp_graph *tg, tp_error *err)
+{
+    V c0, *c = &c0;
+    memset(c, 0, sizeof *c);
+    c->name = name ? name : "<memgraph>";
+    c->err = err;
+    c->tg = tg;
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    if (!root) return tp__fail(err, TP_ERR_PARSE, "%s:%d:%d: not valid JSON: %s", c->name, je.line, je.column, je.text);
+    tp_status s = parse(c, root);
+    if (!s) s = check_form(c);
+    if (!s) s = check_tasks(c);
+    if (!s) s = topo(c);
+    if (!s) s = check_races(c);
+    if (!s) s = check_outputs(c, root);
+    json_decref(root);
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->v[i].from);
+        free(c->v[i].rr);
+        free(c->v[i].deps);
+    }
+    if (c->maps)
+        for (int d = 0; d <= c->ndev; d++) free(c->maps[d].s);
+    free(c->maps);
+    free(c->v);
+    free(c->cap);
+    free(c->rank);
+    free(c->order);
+    free(c->mark);
+    free(c->stack);
+    free(c->rd_off);
+    free(c->rd);
+    return s;
+}
+
+tp_status tp_verify_file(const char *path, const tp_graph *tg, tp_error *err)
+{
+    char *text;
+    size_t len;
+    tp_status s = tp__read_file(path, &text, &len, err);
+    if (s) return s;
+    s = tp_verify_json(text, len, path, tg, err);
+    free(text);
+    return s;
+}

@@ -1,0 +1,251 @@
+/* test_props.c - property tests over random TaskGraphs (tests/gen.c).
+ *
+ * Each graph is planned under every order at the smallest feasible caps (computed here,
+ * independently of the planner), at caps in between, and unconstrained; every plan must
+ * pass the verifier, and must also survive a dynamic check written only for this test:
+ * the MemGraph is executed in several random topological orders over memory whose bytes
+ * carry the tag of the value last written there, and every read must find its value.
+ * One byte below the smallest feasible cap must be rejected as infeasible. */
+#include <string.h>
+#include "gen.h"
+#include "harness.h"
+
+static void check_order(const tp_graph *g, tp_order o)
+{
+    uint32_t n = tp_graph_size(g);
+    uint32_t *ord = malloc(n * sizeof *ord), *posn = malloc(n * sizeof *posn);
+    tp_error e;
+    CHECK(tp_graph_order(g, o, ord, &e) == TP_OK);
+    for (uint32_t i = 0; i < n; i++) posn[i] = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        CHECK(ord[i] < n && posn[ord[i]] == UINT32_MAX);
+        posn[ord[i]] = i;
+    }
+    for (uint32_t v = 0; v < n; v++) {
+        const tp_vertex *x = tp_graph_vertex(g, v);
+        for (uint32_t k = 0; k < x->ninputs; k++) CHECK(posn[x->inputs[k]] < posn[v]);
+    }
+    free(ord);
+    free(posn);
+}
+
+/* per-device smallest feasible capacity: the largest distinct-inputs-plus-output need */
+static void min_caps(const tp_graph *g, uint64_t *cap, int *argmax_dev)
+{
+    int nd = tp_graph_devices(g);
+    for (int d = 0; d < nd; d++) cap[d] = 1;
+    uint64_t best = 0;
+    *argmax_dev = 0;
+    for (uint32_t v = 0; v < tp_graph_size(g); v++) {
+        const tp_vertex *x = tp_graph_vertex(g, v);
+        if (x->kind == TP_V_INPUT) continue;
+        uint64_t need[TP_MAX_DEVICES] = {0};
+        for (uint32_t k = 0; k < x->ninputs; k++) {
+            int dup = 0;
+            for (uint32_t j = 0; j < k; j++) dup |= x->inputs[j] == x->inputs[k];
+            const tp_vertex *in = tp_graph_vertex(g, x->inputs[k]);
+            if (!dup) need[in->device] += in->bytes;
+        }
+        need[x->device] += x->bytes;
+        for (int d = 0; d < nd; d++) {
+            if (need[d] > cap[d]) cap[d] = need[d];
+            if (need[d] > best) {
+                best = need[d];
+                *argmax_dev = d;
+            }
+        }
+    }
+}
+
+static uint64_t sum_on(const tp_graph *g, int d)
+{
+    uint64_t s = 1;
+    for (uint32_t v = 0; v < tp_graph_size(g); v++)
+        if (tp_graph_vertex(g, v)->device == d) s += tp_graph_vertex(g, v)->bytes;
+    return s;
+}
+
+/* executes mg in a random topological order over tagged memory */
+static void dyn_check(const tp_graph *g, const tp_memgraph *mg, rng *r)
+{
+    int nd = tp_graph_devices(g);
+    uint32_t *mem[TP_MAX_DEVICES + 1];
+    for (int d = 0; d < nd; d++) mem[d] = calloc(tp_memgraph_device_capacity(mg, d) + 1, sizeof(uint32_t));
+    mem[nd] = calloc(tp_memgraph_host_bytes(mg) + 1, sizeof(uint32_t));
+    uint32_t n = tp_memgraph_size(mg);
+    uint32_t *indeg = calloc(n, sizeof *indeg), *ready = malloc(n * sizeof *ready), nready = 0;
+    uint32_t **succ = calloc(n, sizeof *succ), *nsucc = calloc(n, sizeof *nsucc);
+    for (uint32_t i = 0; i < n; i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        indeg[i] = v.ndeps;
+        for (uint32_t k = 0; k < v.ndeps; k++) {
+            uint32_t p = v.deps[k];
+            succ[p] = realloc(succ[p], (nsucc[p] + 1) * sizeof **succ);
+            succ[p][nsucc[p]++] = i;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (!indeg[i]) ready[nready++] = i;
+    uint32_t done = 0;
+    while (nready) {
+        uint32_t j = (uint32_t)rng_below(r, nready), u = ready[j];
+        ready[j] = ready[--nready];
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, u, &v);
+        const tp_vertex *t = tp_graph_vertex(g, v.task);
+        for (uint32_t k = 0; k < v.nreads; k++) {
+            tp_mvertex src;
+            tp_memgraph_vertex(mg, v.reads[k], &src);
+            uint32_t want = (v.kind == TP_M_KERNEL || v.kind == TP_M_TRANSFER) ? t->inputs[k] : v.task;
+            uint32_t *m = mem[src.write.space == TP_SPACE_HOST ? nd : src.write.device];
+            for (uint64_t b = 0; b < src.write.bytes; b++)
+                CHECKF(m[src.write.offset + b] == want + 1, "vertex %u (%s) reads byte %llu of %s: holds tag %u", u,
+                       t->id, (unsigned long long)b, tp_graph_vertex(g, want)->id, m[src.write.offset + b]);
+        }
+        uint32_t *m = mem[v.write.space == TP_SPACE_HOST ? nd : v.write.device];
+        for (uint64_t b = 0; b < v.write.bytes; b++) m[v.write.offset + b] = v.task + 1;
+        done++;
+        for (uint32_t k = 0; k < nsucc[u]; k++)
+            if (--indeg[succ[u][k]] == 0) ready[nready++] = succ[u][k];
+    }
+    CHECK(done == n);
+    for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, tp_memgraph_outputs(mg)[k], &v);
+        uint32_t *m = mem[v.write.space == TP_SPACE_HOST ? nd : v.write.device];
+        CHECK(v.task == tp_graph_outputs(g)[k]);
+        for (uint64_t b = 0; b < v.write.bytes; b++) CHECK(m[v.write.offset + b] == v.task + 1);
+    }
+    for (uint32_t i = 0; i < n; i++) free(succ[i]);
+    free(succ);
+    free(nsucc);
+    free(indeg);
+    free(ready);
+    for (int d = 0; d <= nd; d++) free(mem[d]);
+}
+
+static int plan_check(const tp_graph *g, const tp_plan_opts *o, rng *r, int dyn_runs)
+{
+    tp_memgraph *mg;
+    tp_error e;
+    tp_status s = tp_plan(g, o, &mg, &e);
+    CHECKF(s == TP_OK, "plan failed at feasible caps: %s", e.msg);
+    char *text;
+    size_t len;
+    CHECK(tp_memgraph_to_string(mg, &text, &len, &e) == TP_OK);
+    s = tp_verify_json(text, len, "plan", g, &e);
+    if (s) {
+        FILE *f = fopen("failed-taskgraph.json", "w");
+        tp_graph_write(g, f, NULL);
+        fclose(f);
+        f = fopen("failed-memgraph.json", "w");
+        fwrite(text, 1, len, f);
+        fclose(f);
+    }
+    CHECKF(s == TP_OK, "verifier rejected a plan (saved failed-*.json): %s", e.msg);
+    free(text);
+    for (int i = 0; i < dyn_runs; i++) dyn_check(g, mg, r);
+    tp_plan_stats st;
+    tp_memgraph_stats(mg, &st);
+    int offloads = 0;
+    for (int d = 0; d < o->ndevices; d++) {
+        offloads += (int)(st.dev[d].offload_count + st.dev[d].drop_count);
+        CHECK(st.dev[d].peak_bytes <= o->device_mem[d]);
+    }
+    tp_memgraph_free(mg);
+    return offloads;
+}
+
+static void run_family(int family, int count)
+{
+    int evicting = 0, infeasible_seen = 0;
+    for (int i = 0; i < count; i++) {
+        tp_graph *g = gen_graph((uint64_t)i + 1, family);
+        rng r = {(uint64_t)i * 31 + 7};
+        if (i % 10 == 0) { /* through JSON and back */
+            char *buf;
+            size_t len;
+            FILE *f = open_memstream(&buf, &len);
+            tp_error e;
+            CHECK(tp_graph_write(g, f, &e) == TP_OK);
+            fclose(f);
+            tp_graph *g2;
+            CHECKF(tp_graph_read_string(buf, "rt", &g2, &e) == TP_OK, "%s", e.msg);
+            free(buf);
+            tp_graph_free(g);
+            g = g2;
+        }
+        int nd = tp_graph_devices(g), maxdev;
+        uint64_t mins[TP_MAX_DEVICES];
+        min_caps(g, mins, &maxdev);
+        for (int o = 0; o <= TP_ORDER_GREEDY; o++) check_order(g, (tp_order)o);
+        tp_plan_opts opts;
+        for (int o = 0; o <= TP_ORDER_GREEDY; o++) {
+            tp_plan_opts_init(&opts, nd, 0);
+            opts.order = (tp_order)o;
+            memcpy(opts.device_mem, mins, sizeof(uint64_t) * (size_t)nd);
+            evicting += plan_check(g, &opts, &r, o == 0 ? 2 : 1) > 0;
+        }
+        /* one byte less on the tightest device is infeasible */
+        tp_plan_opts_init(&opts, nd, 0);
+        memcpy(opts.device_mem, mins, sizeof(uint64_t) * (size_t)nd);
+        if (opts.device_mem[maxdev] > 1) {
+            opts.device_mem[maxdev]--;
+            tp_memgraph *mg;
+            tp_error e;
+            tp_status s = tp_plan(g, &opts, &mg, &e);
+            CHECKF(s == TP_ERR_INFEASIBLE, "one byte below the minimum planned: %s", tp_status_str(s));
+            CHECKF(strstr(e.msg, "vertex '"), "%s", e.msg);
+            infeasible_seen++;
+        }
+        /* random caps in between, and unconstrained */
+        for (int k = 0; k < 2; k++) {
+            tp_plan_opts_init(&opts, nd, 0);
+            opts.order = (tp_order)rng_below(&r, 3);
+            for (int d = 0; d < nd; d++) opts.device_mem[d] = mins[d] + rng_below(&r, sum_on(g, d) + 1);
+            plan_check(g, &opts, &r, 1);
+        }
+        tp_plan_opts_init(&opts, nd, 0);
+        for (int d = 0; d < nd; d++) opts.device_mem[d] = sum_on(g, d) + mins[d];
+        CHECK(plan_check(g, &opts, &r, 1) == 0); /* room for everything: nothing evicted */
+        tp_graph_free(g);
+    }
+    printf("%s: %d graphs, %d plans at minimum caps evicted something, %d infeasible caps rejected\n",
+           gen_family_name[family], count, evicting, infeasible_seen);
+    CHECKF(evicting >= count / 2, "only %d of %d minimum-cap plans evicted anything: the test is too easy", evicting, count);
+}
+
+TEST(props_chain) { run_family(GEN_CHAIN, 150); }
+TEST(props_diamond) { run_family(GEN_DIAMOND, 150); }
+TEST(props_fanin) { run_family(GEN_FANIN, 150); }
+TEST(props_fanout) { run_family(GEN_FANOUT, 150); }
+TEST(props_multidev) { run_family(GEN_MULTIDEV, 150); }
+TEST(props_random) { run_family(GEN_RANDOM, 150); }
+TEST(props_tiny_sizes) { run_family(GEN_TINY, 150); }
+TEST(props_big_sizes) { run_family(GEN_BIG, 60); }
+
+/* `test_props dump DIR N`: writes N random TaskGraphs for tests/mutations.py */
+static int dump(int argc, char **argv)
+{
+    if (strcmp(argv[1], "dump")) return -1;
+    if (argc < 4) return 2;
+    int n = atoi(argv[3]);
+    for (int i = 0; i < n; i++) {
+        int fam = i % GEN_NFAMILIES == GEN_BIG ? GEN_RANDOM : i % GEN_NFAMILIES;
+        tp_graph *g = gen_graph(1000 + (uint64_t)i, fam);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/g%03d.json", argv[2], i);
+        FILE *f = fopen(path, "w");
+        if (!f) return 2;
+        tp_graph_write(g, f, NULL);
+        fclose(f);
+        tp_graph_free(g);
+    }
+    return 0;
+}
+
+__attribute__((constructor)) static void set_hook(void)
+{
+    tpt_main_hook = dump;
+}

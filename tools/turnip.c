@@ -1,0 +1,287 @@
+/* turnip - command-line front end. Thin: parses flags, calls the library, maps statuses to
+ * exit codes (0 ok, 1 failed check, 2 unusable input or infeasible plan, 3 internal). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "turnip/turnip.h"
+
+static const char *prog = "turnip";
+
+static void usage_main(FILE *f)
+{
+    fprintf(f,
+            "usage: turnip COMMAND [ARGS]\n"
+            "\n"
+            "Plans and checks computations larger than GPU memory (docs/ARCHITECTURE.md).\n"
+            "\n"
+            "commands:\n"
+            "  plan     compile a TaskGraph into a MemGraph under memory caps\n"
+            "  verify   check a MemGraph against its TaskGraph\n"
+            "  dot      draw a MemGraph as Graphviz DOT\n"
+            "\n"
+            "Run 'turnip COMMAND --help' for a command's flags. Sizes take plain bytes or\n"
+            "KiB/MiB/GiB (powers of 1024) and KB/MB/GB (powers of 1000).\n"
+            "  --version   print the version and the backends built in\n");
+}
+
+static const char *plan_help =
+    "usage: turnip plan TASKGRAPH --device-mem SIZE[,SIZE...] [--host-mem SIZE]\n"
+    "                   [--order topo|dfs|greedy] [-o MEMGRAPH] [--stats]\n"
+    "\n"
+    "Compiles TASKGRAPH (turnip.taskgraph/1 JSON) into a MemGraph (turnip.memgraph/1) that\n"
+    "fits each device in --device-mem (one size for all devices, or one per device),\n"
+    "adding offloads, reloads and memory dependencies so every execution order is race-free.\n"
+    "\n"
+    "  --device-mem SIZE[,..]  device capacity (required)\n"
+    "  --host-mem SIZE         host memory for inputs and offloaded values (default: unlimited)\n"
+    "  --order NAME            serial order the plan simulates (default: %s)\n"
+    "  -o FILE                 write the MemGraph there (default: standard output)\n"
+    "  --stats                 print plan statistics (to standard error when the MemGraph\n"
+    "                          goes to standard output)\n"
+    "exit: 0 planned, 2 unusable input or infeasible (the message names the vertex)\n";
+
+static const char *verify_help =
+    "usage: turnip verify MEMGRAPH --taskgraph TASKGRAPH\n"
+    "\n"
+    "Checks every condition of a correct MemGraph: acyclic, regions within capacity, each\n"
+    "TaskGraph kernel and transfer present once reading its inputs (through offload/reload\n"
+    "chains), no read can see an overwritten region, overlapping writers are ordered, and\n"
+    "outputs are never overwritten. Prints the first violation.\n"
+    "exit: 0 valid, 1 invalid, 2 unusable input\n";
+
+static const char *dot_help =
+    "usage: turnip dot MEMGRAPH [-o FILE]\n"
+    "\n"
+    "Writes Graphviz DOT: data dependencies solid, memory dependencies dashed red,\n"
+    "offload (red) and reload (green) vertices as boxes, one cluster per device.\n"
+    "Render with: dot -Tpng FILE -o plan.png\n";
+
+static int fail(tp_status s, const tp_error *e)
+{
+    fprintf(stderr, "%s: %s\n", prog, e->msg);
+    return tp_status_exit_code(s);
+}
+
+static int usage_error(const char *cmd, const char *msg, const char *arg)
+{
+    fprintf(stderr, "%s %s: %s%s%s\nTry '%s %s --help'.\n", prog, cmd, msg, arg ? ": " : "", arg ? arg : "", prog, cmd);
+    return 2;
+}
+
+/* matches "--name VALUE" or "--name=VALUE"; advances *i */
+static int opt_val(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0) return 0;
+    if (argv[*i][n] == '=') {
+        *val = argv[*i] + n + 1;
+        return 1;
+    }
+    if (argv[*i][n] != 0) return 0;
+    if (*i + 1 >= argc) {
+        *val = NULL;
+        return 1;
+    }
+    *val = argv[++*i];
+    return 1;
+}
+
+static int wants_help(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    return 0;
+}
+
+static int cmd_plan(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL, *dm = NULL, *hm = NULL, *ord = NULL, *v;
+    int stats = 0;
+    if (wants_help(argc, argv)) {
+        printf(plan_help, tp_order_name(TP_ORDER_DEFAULT));
+        return 0;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (opt_val(argc, argv, &i, "--device-mem", &v)) {
+            if (!v) return usage_error("plan", "--device-mem needs a value", NULL);
+            dm = v;
+        } else if (opt_val(argc, argv, &i, "--host-mem", &v)) {
+            if (!v) return usage_error("plan", "--host-mem needs a value", NULL);
+            hm = v;
+        } else if (opt_val(argc, argv, &i, "--order", &v)) {
+            if (!v) return usage_error("plan", "--order needs a value", NULL);
+            ord = v;
+        } else if (opt_val(argc, argv, &i, "-o", &v) || opt_val(argc, argv, &i, "--output", &v)) {
+            if (!v) return usage_error("plan", "-o needs a file name", NULL);
+            out = v;
+        } else if (!strcmp(argv[i], "--stats")) {
+            stats = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage_error("plan", "unknown option", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else {
+            return usage_error("plan", "more than one TaskGraph given", argv[i]);
+        }
+    }
+    if (!in) return usage_error("plan", "no TaskGraph given", NULL);
+    if (!dm) return usage_error("plan", "--device-mem is required", NULL);
+    tp_error e;
+    tp_graph *g;
+    tp_status s = tp_graph_read_file(in, &g, &e);
+    if (s) return fail(s, &e);
+    tp_plan_opts o;
+    tp_plan_opts_init(&o, tp_graph_devices(g), 0);
+    int n;
+    if (tp_parse_size_list(dm, o.device_mem, TP_MAX_DEVICES, &n)) {
+        tp_graph_free(g);
+        return usage_error("plan", "--device-mem: not a size or a comma-separated list of sizes", dm);
+    }
+    if (n == 1)
+        for (int d = 1; d < o.ndevices; d++) o.device_mem[d] = o.device_mem[0];
+    else if (n != o.ndevices) {
+        tp_graph_free(g);
+        fprintf(stderr, "%s plan: --device-mem lists %d sizes, %s has %d devices\n", prog, n, in, o.ndevices);
+        return 2;
+    }
+    if (hm && (tp_parse_size(hm, &o.host_mem) || !o.host_mem)) {
+        tp_graph_free(g);
+        return usage_error("plan", "--host-mem: not a positive size", hm);
+    }
+    if (ord && tp_order_parse(ord, &o.order)) {
+        tp_graph_free(g);
+        return usage_error("plan", "--order must be topo, dfs or greedy", ord);
+    }
+    tp_memgraph *mg;
+    s = tp_plan(g, &o, &mg, &e);
+    if (s) {
+        tp_graph_free(g);
+        return fail(s, &e);
+    }
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "%s plan: cannot write %s\n", prog, out);
+        tp_memgraph_free(mg);
+        tp_graph_free(g);
+        return 2;
+    }
+    s = tp_memgraph_write(mg, f, &e);
+    if (out && fclose(f) && !s) s = tp_status_exit_code(TP_ERR_IO) ? TP_ERR_IO : s;
+    if (s) {
+        fprintf(stderr, "%s plan: writing %s failed\n", prog, out ? out : "standard output");
+    } else if (stats) {
+        tp_plan_stats st;
+        tp_memgraph_stats(mg, &st);
+        tp_plan_stats_print(&st, out ? stdout : stderr);
+    }
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    return s ? 3 : 0;
+}
+
+static int cmd_verify(int argc, char **argv)
+{
+    const char *mgp = NULL, *tgp = NULL, *v;
+    if (wants_help(argc, argv)) {
+        fputs(verify_help, stdout);
+        return 0;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (opt_val(argc, argv, &i, "--taskgraph", &v)) {
+            if (!v) return usage_error("verify", "--taskgraph needs a file", NULL);
+            tgp = v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage_error("verify", "unknown option", argv[i]);
+        } else if (!mgp) {
+            mgp = argv[i];
+        } else {
+            return usage_error("verify", "more than one MemGraph given", argv[i]);
+        }
+    }
+    if (!mgp) return usage_error("verify", "no MemGraph given", NULL);
+    if (!tgp) return usage_error("verify", "--taskgraph is required", NULL);
+    tp_error e;
+    tp_graph *g;
+    tp_status s = tp_graph_read_file(tgp, &g, &e);
+    if (s) return fail(s, &e);
+    s = tp_verify_file(mgp, g, &e);
+    tp_graph_free(g);
+    if (s == TP_ERR_CHECK) {
+        printf("INVALID: %s\n", e.msg);
+        return 1;
+    }
+    if (s) return fail(s, &e);
+    printf("valid: %s\n", mgp);
+    return 0;
+}
+
+static int cmd_dot(int argc, char **argv)
+{
+    const char *mgp = NULL, *out = NULL, *v;
+    if (wants_help(argc, argv)) {
+        fputs(dot_help, stdout);
+        return 0;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (opt_val(argc, argv, &i, "-o", &v)) {
+            if (!v) return usage_error("dot", "-o needs a file name", NULL);
+            out = v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage_error("dot", "unknown option", argv[i]);
+        } else if (!mgp) {
+            mgp = argv[i];
+        } else {
+            return usage_error("dot", "more than one MemGraph given", argv[i]);
+        }
+    }
+    if (!mgp) return usage_error("dot", "no MemGraph given", NULL);
+    char *text;
+    size_t len;
+    FILE *rf = fopen(mgp, "rb");
+    if (!rf) {
+        fprintf(stderr, "%s dot: %s: cannot open\n", prog, mgp);
+        return 2;
+    }
+    fseek(rf, 0, SEEK_END);
+    long sz = ftell(rf);
+    fseek(rf, 0, SEEK_SET);
+    text = malloc((size_t)(sz > 0 ? sz : 0) + 1);
+    len = text ? fread(text, 1, (size_t)(sz > 0 ? sz : 0), rf) : 0;
+    fclose(rf);
+    if (!text) return 3;
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        free(text);
+        fprintf(stderr, "%s dot: cannot write %s\n", prog, out);
+        return 2;
+    }
+    tp_error e;
+    tp_status s = tp_dot_json(text, len, mgp, f, &e);
+    free(text);
+    if (out) fclose(f);
+    if (s) return fail(s, &e);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage_main(stderr);
+        return 2;
+    }
+    const char *c = argv[1];
+    if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
+        usage_main(stdout);
+        return 0;
+    }
+    if (!strcmp(c, "--version")) {
+        printf("turnip %s\nbackends: none yet (planner and verifier only)\n", TP_VERSION);
+        return 0;
+    }
+    if (!strcmp(c, "plan")) return cmd_plan(argc, argv);
+    if (!strcmp(c, "verify")) return cmd_verify(argc, argv);
+    if (!strcmp(c, "dot")) return cmd_dot(argc, argv);
+    fprintf(stderr, "%s: unknown command '%s'\n", prog, c);
+    usage_main(stderr);
+    return 2;
+}
