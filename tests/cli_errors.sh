@@ -1,1 +1,81 @@
+#!/bin/bash
+# Command-line behaviour: exit codes (0 ok, 1 failed check, 2 unusable input or infeasible),
+# one-line errors that name the file, vertex and problem, --help everywhere, and no crash
+# (exit >= 128) on damaged input.
+# usage: cli_errors.sh TURNIP SOURCE_DIR
+set -u
+T=$1
+SRC=$2
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+pass=0
+fail=0
 
+# expect CODE PATTERN CMD...: exit code CODE and PATTERN in stdout+stderr
+expect() {
+    local code=$1 pat=$2
+    shift 2
+    local out
+    out=$("$@" 2>&1)
+    local got=$?
+    if [ "$got" -ne "$code" ] || ! grep -q -- "$pat" <<<"$out"; then
+        echo "FAIL: $* -> exit $got (wanted $code), output: $out"
+        fail=$((fail + 1))
+    else
+        pass=$((pass + 1))
+    fi
+}
+
+EX=$SRC/examples/figure3.json
+expect 0 "usage: turnip plan" "$T" plan --help
+expect 0 "usage: turnip verify" "$T" verify --help
+expect 0 "usage: turnip dot" "$T" dot --help
+expect 0 "commands:" "$T" --help
+expect 0 "turnip 0" "$T" --version
+expect 2 "unknown command" "$T" frobnicate
+expect 2 "--device-mem is required" "$T" plan "$EX"
+expect 2 "no TaskGraph given" "$T" plan --device-mem 1MiB
+expect 2 "not a size" "$T" plan "$EX" --device-mem 12XB
+expect 2 "lists 2 sizes" "$T" plan "$EX" --device-mem 1MiB,1MiB
+expect 2 "unknown option" "$T" plan "$EX" --device-mem 1MiB --frob
+expect 2 "order must be" "$T" plan "$EX" --device-mem 1MiB --order sideways
+expect 2 "cannot open" "$T" plan "$D/missing.json" --device-mem 1MiB
+expect 2 "vertex '3': needs 4.0 KiB of inputs and output on device 0, capacity is 3.0 KiB" \
+    "$T" plan "$EX" --device-mem 3KiB
+expect 2 "host memory too small" "$T" plan "$EX" --device-mem 4KiB --host-mem 1KiB
+expect 0 "" "$T" plan "$EX" --device-mem 4KiB,4KiB,4KiB -o "$D/mg.json" --stats
+expect 0 "valid" "$T" verify "$D/mg.json" --taskgraph "$EX"
+expect 0 "digraph" "$T" dot "$D/mg.json"
+expect 2 "taskgraph is required" "$T" verify "$D/mg.json"
+
+# malformed TaskGraphs: file, place and problem in one line
+printf '{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [\n{"id": "x",' >"$D/trunc.json"
+expect 2 "trunc.json:2:.*not valid JSON" "$T" plan "$D/trunc.json" --device-mem 1MiB
+printf '{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": "x", "kind": "input", "device": 0, "bytes": 4}, {"id": "y", "kind": "kernel", "device": 0, "inputs": ["q"], "bytes": 4}]}' >"$D/unk.json"
+expect 2 "unk.json: vertices\[1\] (id 'y'): input 'q' is not a vertex id" "$T" plan "$D/unk.json" --device-mem 1MiB
+# a MemGraph for another TaskGraph fails the check (exit 1)
+printf '{"format": "turnip.taskgraph/1", "devices": 3, "vertices": [{"id": "A", "kind": "input", "device": 0, "bytes": 1024}]}' >"$D/other.json"
+expect 1 "INVALID" "$T" verify "$D/mg.json" --taskgraph "$D/other.json"
+
+# damaged files never crash: every prefix of a TaskGraph, and byte flips of a MemGraph
+size=$(wc -c <"$EX")
+crash=0
+for cut in $(seq 0 37 "$size"); do
+    head -c "$cut" "$EX" >"$D/cut.json"
+    "$T" plan "$D/cut.json" --device-mem 4KiB >/dev/null 2>&1
+    rc=$?
+    [ $rc -ge 128 ] && crash=$((crash + 1)) && echo "crash on prefix $cut"
+done
+msize=$(wc -c <"$D/mg.json")
+for i in $(seq 1 60); do
+    cp "$D/mg.json" "$D/flip.json"
+    pos=$(((i * 7919) % msize))
+    printf '%s' "$(printf '\\x%02x' $(((i * 31) % 94 + 33)))" | dd of="$D/flip.json" bs=1 seek="$pos" conv=notrunc status=none
+    "$T" verify "$D/flip.json" --taskgraph "$EX" >/dev/null 2>&1
+    rc=$?
+    [ $rc -ge 128 ] && crash=$((crash + 1)) && echo "crash on flip at $pos"
+done
+if [ $crash -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

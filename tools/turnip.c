@@ -18,6 +18,7 @@ static void usage_main(FILE *f)
             "  plan     compile a TaskGraph into a MemGraph under memory caps\n"
             "  verify   check a MemGraph against its TaskGraph\n"
             "  dot      draw a MemGraph as Graphviz DOT\n"
+            "  gen      write a synthetic transformer-like TaskGraph\n"
             "\n"
             "Run 'turnip COMMAND --help' for a command's flags. Sizes take plain bytes or\n"
             "KiB/MiB/GiB (powers of 1024) and KB/MB/GB (powers of 1000).\n"
@@ -55,6 +56,15 @@ static const char *dot_help =
     "Writes Graphviz DOT: data dependencies solid, memory dependencies dashed red,\n"
     "offload (red) and reload (green) vertices as boxes, one cluster per device.\n"
     "Render with: dot -Tpng FILE -o plan.png\n";
+
+static const char *gen_help =
+    "usage: turnip gen layered [--devices D] [--layers L] [--blocks B] [--seq T]\n"
+    "                          [--hidden H] [--dtype-bytes E] [-o TASKGRAPH]\n"
+    "\n"
+    "Writes a transformer-like TaskGraph of opaque kernels (sizes and flops only):\n"
+    "per layer and device a QKV projection, attention in B query blocks (T/B x T scores),\n"
+    "an output projection and an MLP, split Megatron-style over D devices with partial\n"
+    "sums reduced on device 0 and broadcast back. Defaults: D=2 L=4 B=4 T=1024 H=1024 E=2.\n";
 
 static int fail(tp_status s, const tp_error *e)
 {
@@ -170,9 +180,18 @@ static int cmd_plan(int argc, char **argv)
     if (s) {
         fprintf(stderr, "%s plan: writing %s failed\n", prog, out ? out : "standard output");
     } else if (stats) {
+        FILE *sf = out ? stdout : stderr;
         tp_plan_stats st;
         tp_memgraph_stats(mg, &st);
-        tp_plan_stats_print(&st, out ? stdout : stderr);
+        tp_plan_stats_print(&st, sf);
+        uint64_t minf[TP_MAX_DEVICES], peak[TP_MAX_DEVICES];
+        if (tp_plan_bounds(g, o.order, minf, peak, &e) == TP_OK) {
+            char b1[32], b2[32];
+            fprintf(sf, "order %s; per device smallest feasible capacity / unconstrained peak:", tp_order_name(o.order));
+            for (int d = 0; d < o.ndevices; d++)
+                fprintf(sf, " %s / %s%s", tp_format_size(minf[d], b1, sizeof b1), tp_format_size(peak[d], b2, sizeof b2),
+                        d + 1 < o.ndevices ? "," : "\n");
+        }
     }
     tp_memgraph_free(mg);
     tp_graph_free(g);
@@ -263,6 +282,57 @@ static int cmd_dot(int argc, char **argv)
     return 0;
 }
 
+static int cmd_gen(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(gen_help, stdout);
+        return 0;
+    }
+    tp_layered_opts lo;
+    tp_layered_opts_init(&lo);
+    const char *out = NULL, *v;
+    int model = 0;
+    for (int i = 2; i < argc; i++) {
+        long long x = 0;
+        const char *names[] = {"--devices", "--layers", "--blocks", "--seq", "--hidden", "--dtype-bytes"};
+        int hit = -1;
+        for (int k = 0; k < 6 && hit < 0; k++)
+            if (opt_val(argc, argv, &i, names[k], &v)) hit = k;
+        if (hit >= 0) {
+            char *end;
+            if (!v || (x = strtoll(v, &end, 10)) < 1 || *end) return usage_error("gen", "needs a positive integer", names[hit]);
+            if (hit == 0) lo.devices = (int)x;
+            if (hit == 1) lo.layers = (int)x;
+            if (hit == 2) lo.blocks = (int)x;
+            if (hit == 3) lo.seq = x;
+            if (hit == 4) lo.hidden = x;
+            if (hit == 5) lo.dtype_bytes = (int)x;
+        } else if (opt_val(argc, argv, &i, "-o", &v)) {
+            if (!v) return usage_error("gen", "-o needs a file name", NULL);
+            out = v;
+        } else if (!strcmp(argv[i], "layered")) {
+            model = 1;
+        } else {
+            return usage_error("gen", "unknown argument", argv[i]);
+        }
+    }
+    if (!model) return usage_error("gen", "name a model: layered", NULL);
+    tp_error e;
+    tp_graph *g;
+    tp_status s = tp_model_layered(&lo, &g, &e);
+    if (s) return fail(s, &e);
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        tp_graph_free(g);
+        fprintf(stderr, "%s gen: cannot write %s\n", prog, out);
+        return 2;
+    }
+    s = tp_graph_write(g, f, &e);
+    if (out) fclose(f);
+    tp_graph_free(g);
+    return s ? 3 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -281,6 +351,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "plan")) return cmd_plan(argc, argv);
     if (!strcmp(c, "verify")) return cmd_verify(argc, argv);
     if (!strcmp(c, "dot")) return cmd_dot(argc, argv);
+    if (!strcmp(c, "gen")) return cmd_gen(argc, argv);
     fprintf(stderr, "%s: unknown command '%s'\n", prog, c);
     usage_main(stderr);
     return 2;

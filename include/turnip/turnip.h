@@ -5,5 +5,6 @@
 #include "turnip/io.h"
 #include "turnip/graph.h"
 #include "turnip/plan.h"
+#include "turnip/models.h"
 #define TP_VERSION "0.1.0"
 #endif

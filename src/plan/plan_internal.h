@@ -32,4 +32,7 @@ struct tp_memgraph {
     tp_plan_stats counters;    /* the planner's own counts (loads, offloads, peaks, time) */
 };
 
+/* Bytes of t's distinct inputs; marks them with `stamp` in mark[] (a per-vertex array). */
+void tp__vertex_need(const tp_graph *g, uint32_t t, uint32_t *mark, uint32_t stamp, uint64_t *in_bytes);
+
 #endif

@@ -109,8 +109,37 @@ static void collect_rel(void *ctx, uint32_t rel)
 
 /* ---- MemGraph vertices -------------------------------------------------------------- */
 
+/* Drops from the collected deps each one that another collected dep, or one of the new
+ * vertex's data sources `srcs` (final ones only; TP__NONE entries are skipped), depends on
+ * directly, and those that are data sources themselves: waiting for the later one implies
+ * waiting for it. Members carry seen[] == seen_stamp. */
+static void prune_implied(planner *P, const uint32_t *srcs, uint32_t nsrc)
+{
+    if (P->nscr == 0) return;
+    tp_memgraph *mg = P->mg;
+    uint32_t red = P->seen_stamp + 1; /* "implied" mark, above any stamp used so far */
+    for (uint32_t i = 0; i < nsrc; i++)
+        if (srcs[i] != TP__NONE && P->seen[srcs[i]] == P->seen_stamp) P->seen[srcs[i]] = red;
+    for (size_t i = 0; i < P->nscr + nsrc; i++) {
+        uint32_t who = i < P->nscr ? P->scr[i] : srcs[i - P->nscr];
+        if (who == TP__NONE) continue;
+        const tp__mv *m = &mg->v[who];
+        for (int pass = 0; pass < 2; pass++) {
+            const uint32_t *src = pass ? mg->mdeps + m->mdeps_off : mg->reads + m->reads_off;
+            uint32_t n = pass ? m->nmdeps : m->nreads;
+            for (uint32_t j = 0; j < n; j++)
+                if (P->seen[src[j]] == P->seen_stamp) P->seen[src[j]] = red;
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < P->nscr; i++)
+        if (P->seen[P->scr[i]] != red) P->scr[k++] = P->scr[i];
+    P->nscr = k;
+    P->seen_stamp++; /* red is now the current stamp; the caller's increment moves past it */
+}
+
 static uint32_t new_mv(planner *P, tp_mkind kind, uint32_t task, int device, tp_space space,
-                       uint64_t offset, uint64_t bytes)
+                       uint64_t offset, uint64_t bytes, const uint32_t *srcs, uint32_t nsrc)
 {
     tp_memgraph *mg = P->mg;
     if (mg->n >= UINT32_MAX - 1 || !TP__GROW(mg->v, mg->capv, mg->n + 1) ||
@@ -125,7 +154,9 @@ static uint32_t new_mv(planner *P, tp_mkind kind, uint32_t task, int device, tp_
     m->task = task;
     m->offset = offset;
     m->bytes = bytes;
-    /* the memory deps gathered by the take that made this region */
+    /* the memory deps gathered by the take that made this region, less those another of
+     * them already depends on directly (one-hop transitive reduction) */
+    prune_implied(P, srcs, nsrc);
     if (!TP__GROW(mg->mdeps, mg->capmdeps, mg->nmdeps + P->nscr + 1)) return oom(P), 0;
     m->mdeps_off = (uint32_t)mg->nmdeps;
     m->nmdeps = (uint32_t)P->nscr;
@@ -182,7 +213,7 @@ static void do_reload(planner *P, uint32_t x, int d, uint64_t addr)
 {
     uint64_t bytes = V_(P, x)->bytes;
     uint32_t blk = take(P, &P->dev[d], addr, bytes, x);
-    uint32_t r = new_mv(P, TP_M_RELOAD, x, d, TP_SPACE_DEVICE, addr, bytes);
+    uint32_t r = new_mv(P, TP_M_RELOAD, x, d, TP_SPACE_DEVICE, addr, bytes, &P->hcopy[x], 1);
     if (P->st) return;
     set_reads(P, r, &P->hcopy[x], 1);
     P->hrd[x] = rl_push(P, P->hrd[x], r);
@@ -204,9 +235,19 @@ static void do_output(planner *P, uint32_t p, uint64_t addr)
 {
     uint32_t t = P->V[p];
     const tp_vertex *v = V_(P, t);
+    /* data sources known for good: a kernel's resident inputs are pinned until it runs; a
+     * transfer's input only once its read side is satisfied */
+    uint32_t buf[16], *srcs = v->ninputs <= 16 ? buf : malloc(v->ninputs * sizeof *srcs), nsrc = 0;
+    if (!srcs) {
+        oom(P);
+        return;
+    }
+    if (v->kind == TP_V_KERNEL || P->rdone[p])
+        for (uint32_t k = 0; k < v->ninputs; k++) srcs[nsrc++] = P->dcopy[v->inputs[k]];
     uint32_t blk = take(P, &P->dev[v->device], addr, v->bytes, t);
     uint32_t m = new_mv(P, v->kind == TP_V_KERNEL ? TP_M_KERNEL : TP_M_TRANSFER, t, v->device,
-                        TP_SPACE_DEVICE, addr, v->bytes);
+                        TP_SPACE_DEVICE, addr, v->bytes, srcs, nsrc);
+    if (srcs != buf) free(srcs);
     if (P->st) return;
     P->dcopy[t] = m;
     P->dblk[t] = blk;
@@ -240,7 +281,7 @@ static void evict(planner *P, uint32_t x)
         snprintf(why, sizeof why, "offloading '%.200s'", V_(P, x)->id);
         if (!host_alloc(P, x, &haddr, why)) return;
         uint32_t hb = take(P, &P->host, haddr, bytes, x);
-        uint32_t o = new_mv(P, TP_M_OFFLOAD, x, d, TP_SPACE_HOST, haddr, bytes);
+        uint32_t o = new_mv(P, TP_M_OFFLOAD, x, d, TP_SPACE_HOST, haddr, bytes, &P->dcopy[x], 1);
         if (P->st) return;
         set_reads(P, o, &P->dcopy[x], 1);
         P->drd[x] = rl_push(P, P->drd[x], o);
@@ -449,10 +490,8 @@ static tp_status precheck(planner *P)
         uint32_t t = P->V[p];
         const tp_vertex *v = V_(P, t);
         int rd = tp_graph_read_device(P->g, t);
-        uint64_t in = 0;
-        uint32_t stamp = distinct_begin(P);
-        for (uint32_t k = 0; k < v->ninputs; k++)
-            if (first_time(P, v->inputs[k], stamp)) in += V_(P, v->inputs[k])->bytes;
+        uint64_t in;
+        tp__vertex_need(P->g, t, P->vmark, distinct_begin(P), &in);
         char b1[32], b2[32];
         if (rd == v->device) {
             if (in + v->bytes > P->dev[rd].cap)
@@ -669,7 +708,7 @@ tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out
         }
         if (addr + V_(P, x)->bytes > P->host_end) P->host_end = addr + V_(P, x)->bytes;
         uint32_t hb = take(P, &P->host, addr, V_(P, x)->bytes, x);
-        P->hcopy[x] = new_mv(P, TP_M_INPUT, x, -1, TP_SPACE_HOST, addr, V_(P, x)->bytes);
+        P->hcopy[x] = new_mv(P, TP_M_INPUT, x, -1, TP_SPACE_HOST, addr, V_(P, x)->bytes, NULL, 0);
         P->hblk[x] = hb;
     }
     for (P->e = 0; P->e < P->npos && !P->st; P->e++) {
