@@ -58,13 +58,14 @@ static const char *dot_help =
     "Render with: dot -Tpng FILE -o plan.png\n";
 
 static const char *gen_help =
-    "usage: turnip gen layered [--devices D] [--layers L] [--blocks B] [--seq T]\n"
-    "                          [--hidden H] [--dtype-bytes E] [-o TASKGRAPH]\n"
+    "usage: turnip gen layered [--devices D] [--layers L] [--heads K] [--chunks C]\n"
+    "                          [--seq T] [--head-dim E] [--dtype-bytes B] [-o TASKGRAPH]\n"
     "\n"
-    "Writes a transformer-like TaskGraph of opaque kernels (sizes and flops only):\n"
-    "per layer and device a QKV projection, attention in B query blocks (T/B x T scores),\n"
-    "an output projection and an MLP, split Megatron-style over D devices with partial\n"
-    "sums reduced on device 0 and broadcast back. Defaults: D=2 L=4 B=4 T=1024 H=1024 E=2.\n";
+    "Writes a transformer-like TaskGraph of opaque kernels (sizes and flops only): per layer\n"
+    "and device, K attention heads as parallel lanes (q/k/v projections, T x T scores,\n"
+    "softmax, weighted sum, output projection) summed in a chain, then an MLP in C column\n"
+    "chunks; partial sums are reduced on device 0 and broadcast back. Hidden size is\n"
+    "D*K*E. Defaults: D=2 L=2 K=4 C=2 T=512 E=64 B=2.\n";
 
 static int fail(tp_status s, const tp_error *e)
 {
@@ -294,19 +295,20 @@ static int cmd_gen(int argc, char **argv)
     int model = 0;
     for (int i = 2; i < argc; i++) {
         long long x = 0;
-        const char *names[] = {"--devices", "--layers", "--blocks", "--seq", "--hidden", "--dtype-bytes"};
+        const char *names[] = {"--devices", "--layers", "--heads", "--chunks", "--seq", "--head-dim", "--dtype-bytes"};
         int hit = -1;
-        for (int k = 0; k < 6 && hit < 0; k++)
+        for (int k = 0; k < 7 && hit < 0; k++)
             if (opt_val(argc, argv, &i, names[k], &v)) hit = k;
         if (hit >= 0) {
             char *end;
             if (!v || (x = strtoll(v, &end, 10)) < 1 || *end) return usage_error("gen", "needs a positive integer", names[hit]);
             if (hit == 0) lo.devices = (int)x;
             if (hit == 1) lo.layers = (int)x;
-            if (hit == 2) lo.blocks = (int)x;
-            if (hit == 3) lo.seq = x;
-            if (hit == 4) lo.hidden = x;
-            if (hit == 5) lo.dtype_bytes = (int)x;
+            if (hit == 2) lo.heads = (int)x;
+            if (hit == 3) lo.chunks = (int)x;
+            if (hit == 4) lo.seq = x;
+            if (hit == 5) lo.head_dim = x;
+            if (hit == 6) lo.dtype_bytes = (int)x;
         } else if (opt_val(argc, argv, &i, "-o", &v)) {
             if (!v) return usage_error("gen", "-o needs a file name", NULL);
             out = v;

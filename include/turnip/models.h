@@ -11,20 +11,24 @@ extern "C" {
 #endif
 
 /* A transformer-like layered graph of opaque kernels (sizes and flops only), decomposed
- * Megatron-style over `devices`: per layer and device a QKV projection, attention split into
- * `blocks` query blocks (scores, softmax, weighted sum), an output projection, an MLP, and
- * partial sums reduced on device 0 and broadcast back with transfers. Weights are inputs. */
+ * over `devices` the way the paper decomposes attention: per layer and device, `heads`
+ * attention heads as parallel lanes (q, k, v projections; T x T scores; softmax; weighted
+ * sum; output projection) accumulated in a chain, then an MLP in `chunks` column chunks,
+ * each stage emitted for all lanes before the next (the order the paper feeds its planner,
+ * so decomposed contractions sit together in V). Partial sums are reduced on device 0 and
+ * broadcast back with transfers. Weights are inputs. */
 typedef struct tp_layered_opts {
-    int devices;     /* 1..TP_MAX_DEVICES */
-    int layers;      /* >= 1 */
-    int blocks;      /* attention query blocks per device, >= 1 */
-    int64_t seq;     /* tokens */
-    int64_t hidden;  /* model width */
-    int dtype_bytes; /* 2 for 16-bit */
+    int devices;      /* 1..TP_MAX_DEVICES */
+    int layers;       /* >= 1 */
+    int heads;        /* attention heads per device, >= 1 */
+    int chunks;       /* MLP column chunks per device, >= 1 */
+    int64_t seq;      /* tokens T */
+    int64_t head_dim; /* hidden size is devices * heads * head_dim */
+    int dtype_bytes;  /* 2 for 16-bit */
 } tp_layered_opts;
 
 void tp_layered_opts_init(tp_layered_opts *o);
-/* Vertices the graph will have (to size a graph before building it). */
+/* Vertices the graph will have. */
 uint64_t tp_layered_vertices(const tp_layered_opts *o);
 tp_status tp_model_layered(const tp_layered_opts *o, tp_graph **out, tp_error *err);
 

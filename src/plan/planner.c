@@ -39,7 +39,7 @@ typedef struct planner {
     tp_status st;
     int nd;
     tp__alloc dev[TP_MAX_DEVICES], host;
-    uint64_t host_cap, host_end;
+    uint64_t host_cap, host_end, in_end; /* host: capacity, high-water mark, input prefix */
     uint32_t nv;   /* TaskGraph vertices */
     uint32_t npos; /* positions in V */
     uint32_t *V;   /* position -> TaskGraph vertex */
@@ -254,18 +254,19 @@ static void do_output(planner *P, uint32_t p, uint64_t addr)
     P->drd[t] = TP__NONE;
 }
 
+/* an address in the offload arena (host offsets are in_end + addr) */
 static int host_alloc(planner *P, uint32_t x, uint64_t *addr, const char *why)
 {
     uint64_t bytes = V_(P, x)->bytes;
     if (tp__alloc_find(&P->host, bytes, TP__FIT_LOWEST, addr)) {
-        if (*addr + bytes > P->host_end) P->host_end = *addr + bytes;
+        if (P->in_end + *addr + bytes > P->host_end) P->host_end = P->in_end + *addr + bytes;
         return 1;
     }
     char b1[32], b2[32], b3[32];
     P->st = tp__fail(P->err, TP_ERR_INFEASIBLE,
                      "vertex '%s': host memory too small: %s needs %s more, %s of %s in use",
                      V_(P, P->e < P->npos ? P->V[P->e] : x)->id, why, tp_format_size(bytes, b1, sizeof b1),
-                     tp_format_size(P->host.used, b2, sizeof b2),
+                     tp_format_size(P->in_end + P->host.used, b2, sizeof b2),
                      tp_format_size(P->host_cap, b3, sizeof b3));
     return 0;
 }
@@ -281,7 +282,7 @@ static void evict(planner *P, uint32_t x)
         snprintf(why, sizeof why, "offloading '%.200s'", V_(P, x)->id);
         if (!host_alloc(P, x, &haddr, why)) return;
         uint32_t hb = take(P, &P->host, haddr, bytes, x);
-        uint32_t o = new_mv(P, TP_M_OFFLOAD, x, d, TP_SPACE_HOST, haddr, bytes, &P->dcopy[x], 1);
+        uint32_t o = new_mv(P, TP_M_OFFLOAD, x, d, TP_SPACE_HOST, P->in_end + haddr, bytes, &P->dcopy[x], 1);
         if (P->st) return;
         set_reads(P, o, &P->dcopy[x], 1);
         P->drd[x] = rl_push(P, P->drd[x], o);
@@ -666,7 +667,6 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         if (rd != wd) P->L[rd][P->nL[rd]++] = p;
     }
     P->host_cap = opts->host_mem ? opts->host_mem : UINT64_MAX / 4;
-    tp__alloc_init(&P->host, P->host_cap);
     return TP_OK;
 }
 
@@ -692,24 +692,37 @@ tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out
     P->mg->counters.ndevices = P->nd;
     P->st = setup(P, opts);
     if (!P->st) P->st = precheck(P);
-    /* inputs live in host memory from the start */
-    uint64_t in_total = 0;
-    for (uint32_t x = 0; x < P->nv && !P->st; x++) {
-        if (V_(P, x)->kind != TP_V_INPUT) continue;
-        in_total += V_(P, x)->bytes;
-        uint64_t addr;
-        if (!tp__alloc_find(&P->host, V_(P, x)->bytes, TP__FIT_LOWEST, &addr)) {
-            char b1[32], b2[32];
-            P->st = tp__fail(err, TP_ERR_INFEASIBLE,
-                             "vertex '%s': host memory too small for the inputs: they need at least %s, host capacity is %s",
-                             V_(P, x)->id, tp_format_size(in_total, b1, sizeof b1),
-                             tp_format_size(P->host_cap, b2, sizeof b2));
-            break;
+    /* Inputs live in host memory from the start and never move: they are packed (decreasing
+     * alignment, so no padding) into a prefix [0, in_end); the host allocator manages only
+     * the offload arena after it, so its scans never pass the (possibly many) inputs. */
+    if (!P->st) {
+        uint32_t nin = 0;
+        need *ins = malloc(((size_t)P->nv + 1) * sizeof *ins);
+        if (!ins) P->st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        for (uint32_t x = 0; x < P->nv && !P->st; x++)
+            if (V_(P, x)->kind == TP_V_INPUT) ins[nin++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
+        if (!P->st) qsort(ins, nin, sizeof *ins, need_cmp);
+        uint64_t in_end = 0;
+        for (uint32_t i = 0; i < nin && !P->st; i++) {
+            uint32_t x = ins[i].x;
+            if (ins[i].bytes > P->host_cap - in_end) {
+                char b1[32], b2[32];
+                uint64_t total = 0;
+                for (uint32_t j = 0; j < nin; j++) total += ins[j].bytes;
+                P->st = tp__fail(err, TP_ERR_INFEASIBLE,
+                                 "vertex '%s': host memory too small for the inputs: they need %s, host capacity is %s",
+                                 V_(P, x)->id, tp_format_size(total, b1, sizeof b1),
+                                 tp_format_size(P->host_cap, b2, sizeof b2));
+                break;
+            }
+            P->nscr = 0;
+            P->hcopy[x] = new_mv(P, TP_M_INPUT, x, -1, TP_SPACE_HOST, in_end, ins[i].bytes, NULL, 0);
+            in_end += ins[i].bytes;
         }
-        if (addr + V_(P, x)->bytes > P->host_end) P->host_end = addr + V_(P, x)->bytes;
-        uint32_t hb = take(P, &P->host, addr, V_(P, x)->bytes, x);
-        P->hcopy[x] = new_mv(P, TP_M_INPUT, x, -1, TP_SPACE_HOST, addr, V_(P, x)->bytes, NULL, 0);
-        P->hblk[x] = hb;
+        free(ins);
+        P->in_end = in_end;
+        P->host_end = in_end;
+        tp__alloc_init(&P->host, P->host_cap - in_end);
     }
     for (P->e = 0; P->e < P->npos && !P->st; P->e++) {
         for (int d = 0; d < P->nd && !P->st; d++)

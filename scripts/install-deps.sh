@@ -1,0 +1,15 @@
+#!/bin/bash
+# Installs what turnip needs to build and test on Debian 12 (run as root). Skips apt-get
+# when everything is already there.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libjansson-dev python3 graphviz)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
