@@ -160,7 +160,7 @@ static uint32_t new_mv(planner *P, tp_mkind kind, uint32_t task, int device, tp_
     if (!TP__GROW(mg->mdeps, mg->capmdeps, mg->nmdeps + P->nscr + 1)) return oom(P), 0;
     m->mdeps_off = (uint32_t)mg->nmdeps;
     m->nmdeps = (uint32_t)P->nscr;
-    memcpy(mg->mdeps + mg->nmdeps, P->scr, P->nscr * sizeof *P->scr);
+    if (P->nscr) memcpy(mg->mdeps + mg->nmdeps, P->scr, P->nscr * sizeof *P->scr);
     mg->nmdeps += P->nscr;
     P->nscr = 0;
     P->seen_stamp++;
@@ -176,7 +176,7 @@ static void set_reads(planner *P, uint32_t m, const uint32_t *from, uint32_t n)
     }
     mg->v[m].reads_off = (uint32_t)mg->nreads;
     mg->v[m].nreads = n;
-    memcpy(mg->reads + mg->nreads, from, n * sizeof *from);
+    if (n) memcpy(mg->reads + mg->nreads, from, n * sizeof *from);
     mg->nreads += n;
 }
 
