@@ -17,6 +17,7 @@ static void usage_main(FILE *f)
             "commands:\n"
             "  plan     compile a TaskGraph into a MemGraph under memory caps\n"
             "  verify   check a MemGraph against its TaskGraph\n"
+            "  run      plan, verify and execute a TaskGraph on the cpu backend\n"
             "  dot      draw a MemGraph as Graphviz DOT\n"
             "  gen      write a synthetic transformer-like TaskGraph\n"
             "\n"
@@ -66,6 +67,25 @@ static const char *gen_help =
     "softmax, weighted sum, output projection) summed in a chain, then an MLP in C column\n"
     "chunks; partial sums are reduced on device 0 and broadcast back. Hidden size is\n"
     "D*K*E. Defaults: D=2 L=2 K=4 C=2 T=512 E=64 B=2.\n";
+
+static const char *run_help =
+    "usage: turnip run TASKGRAPH --device-mem SIZE[,SIZE...] --inputs IN.safetensors --out OUT.safetensors\n"
+    "                  [--host-mem SIZE] [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N]\n"
+    "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F]\n"
+    "                  [--trace FILE] [--no-verify]\n"
+    "\n"
+    "Plans TASKGRAPH under the caps, verifies the plan (unless --no-verify), runs it on the cpu\n"
+    "backend (emulated GPUs: memory arenas of exactly the cap, worker threads for compute streams\n"
+    "and copy engines) and writes the outputs, named by output id, to OUT.\n"
+    "  --inputs FILE          safetensors holding every TaskGraph input, by id (dtype, shape checked)\n"
+    "  --order POLICY         any (default): whatever is ready; fixed: each engine in plan order;\n"
+    "                         random: seeded random choice among the ready (--seed)\n"
+    "  --streams N            compute streams per device (default 1)\n"
+    "  --link-bandwidth GB/s  throttle host-device and peer copies (default: unthrottled memcpy)\n"
+    "  --link-latency us      add a fixed latency to every copy\n"
+    "  --jitter F             copy time x exp(F x N(0,1)), seeded by --seed and the vertex\n"
+    "  --trace FILE           Chrome trace-event JSON of the run (open in Perfetto)\n"
+    "exit: 0 ok, 2 unusable input, infeasible plan or failed vertex (named)\n";
 
 static int fail(tp_status s, const tp_error *e)
 {
@@ -283,6 +303,135 @@ static int cmd_dot(int argc, char **argv)
     return 0;
 }
 
+static int cmd_run(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(run_help, stdout);
+        return 0;
+    }
+    const char *in = NULL, *dm = NULL, *hm = NULL, *pord = NULL, *inputs = NULL, *outp = NULL, *pol = NULL, *trace = NULL, *v;
+    double bw = 0, lat = 0, jit = 0;
+    long long seed = 0, streams = 1, failv = -1;
+    int verify = 1;
+    for (int i = 2; i < argc; i++) {
+        char *end = NULL;
+        if (opt_val(argc, argv, &i, "--device-mem", &v)) dm = v;
+        else if (opt_val(argc, argv, &i, "--host-mem", &v)) hm = v;
+        else if (opt_val(argc, argv, &i, "--plan-order", &v)) pord = v;
+        else if (opt_val(argc, argv, &i, "--inputs", &v)) inputs = v;
+        else if (opt_val(argc, argv, &i, "--out", &v)) outp = v;
+        else if (opt_val(argc, argv, &i, "--order", &v)) pol = v;
+        else if (opt_val(argc, argv, &i, "--trace", &v)) trace = v;
+        else if (opt_val(argc, argv, &i, "--seed", &v)) {
+            if (!v || (seed = strtoll(v, &end, 10)) < 0 || *end) return usage_error("run", "--seed needs a non-negative integer", v);
+            continue;
+        } else if (opt_val(argc, argv, &i, "--streams", &v)) {
+            if (!v || (streams = strtoll(v, &end, 10)) < 1 || streams > 64 || *end) return usage_error("run", "--streams needs 1..64", v);
+            continue;
+        } else if (opt_val(argc, argv, &i, "--fail-vertex", &v)) { /* test hook */
+            if (!v || (failv = strtoll(v, &end, 10)) < 0 || *end) return usage_error("run", "--fail-vertex needs a vertex id", v);
+            continue;
+        } else if (opt_val(argc, argv, &i, "--link-bandwidth", &v) || opt_val(argc, argv, &i, "--link-latency", &v) ||
+                   opt_val(argc, argv, &i, "--jitter", &v)) {
+            double d = v ? strtod(v, &end) : -1;
+            if (!v || !(d >= 0) || *end) return usage_error("run", "needs a non-negative number", argv[i - 1]);
+            if (strstr(argv[i - 1], "bandwidth")) bw = d;
+            else if (strstr(argv[i - 1], "latency")) lat = d;
+            else jit = d;
+            continue;
+        } else if (!strcmp(argv[i], "--no-verify")) {
+            verify = 0;
+            continue;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage_error("run", "unknown option", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+            continue;
+        } else {
+            return usage_error("run", "more than one TaskGraph given", argv[i]);
+        }
+        if (!v) return usage_error("run", "option needs a value", argv[i]);
+    }
+    if (!in) return usage_error("run", "no TaskGraph given", NULL);
+    if (!dm) return usage_error("run", "--device-mem is required", NULL);
+    if (!inputs) return usage_error("run", "--inputs is required", NULL);
+    if (!outp) return usage_error("run", "--out is required", NULL);
+    tp_error e;
+    tp_graph *g;
+    tp_status s = tp_graph_read_file(in, &g, &e);
+    if (s) return fail(s, &e);
+    tp_plan_opts o;
+    tp_plan_opts_init(&o, tp_graph_devices(g), 0);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    int n, rc = 0;
+    if (tp_parse_size_list(dm, o.device_mem, TP_MAX_DEVICES, &n) || (n != 1 && n != o.ndevices)) {
+        tp_graph_free(g);
+        return usage_error("run", "--device-mem: one size, or one per device", dm);
+    }
+    for (int d = n; d < o.ndevices; d++) o.device_mem[d] = o.device_mem[0];
+    if ((hm && (tp_parse_size(hm, &o.host_mem) || !o.host_mem)) || (pord && tp_order_parse(pord, &o.order)) ||
+        (pol && tp_policy_parse(pol, &ro.policy))) {
+        tp_graph_free(g);
+        return usage_error("run", "bad --host-mem, --plan-order or --order", NULL);
+    }
+    ro.seed = (uint64_t)seed;
+    ro.streams = (int)streams;
+    ro.trace_path = trace;
+    ro.fail_vertex = failv;
+    tp_memgraph *mg = NULL;
+    tp_backend *be = NULL;
+    tp_exec *x = NULL;
+    double t0 = tp_now_seconds();
+    s = tp_plan(g, &o, &mg, &e);
+    if (!s) {
+        tp_plan_stats st;
+        tp_memgraph_stats(mg, &st);
+        tp_plan_stats_print(&st, stdout);
+    }
+    if (!s && verify) {
+        char *text;
+        size_t len;
+        s = tp_memgraph_to_string(mg, &text, &len, &e);
+        if (!s) {
+            s = tp_verify_json(text, len, "plan", g, &e);
+            free(text);
+            if (s == TP_ERR_CHECK) rc = 3; /* a planner bug, not the user's input */
+            else if (!s) printf("plan verified\n");
+        }
+    }
+    tp_cpu_opts co;
+    tp_cpu_opts_init(&co);
+    co.link_gbps = bw;
+    co.link_latency_us = lat;
+    co.jitter = jit;
+    if (!s) {
+        be = tp_backend_cpu_new(&co);
+        if (!be) s = TP_ERR_NOMEM;
+    }
+    if (!s) s = tp_exec_new(mg, be, &ro, &x, &e);
+    if (!s) s = tp_exec_load_inputs(x, inputs, &e);
+    tp_run_summary sum;
+    if (!s) {
+        printf("running on cpu backend: %d device%s, %d stream%s each, order %s\n", o.ndevices, o.ndevices > 1 ? "s" : "",
+               ro.streams, ro.streams > 1 ? "s" : "", tp_policy_name(ro.policy));
+        fflush(stdout);
+        s = tp_exec_run(x, &sum, &e);
+        if (!s) tp_run_summary_print(&sum, stdout);
+    }
+    if (!s) s = tp_exec_save_outputs(x, outp, &e);
+    if (!s) printf("outputs: %s (%.3f s in all)\n", outp, tp_now_seconds() - t0);
+    tp_exec_free(x);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    if (s) {
+        fprintf(stderr, "%s run: %s\n", prog, e.msg);
+        return rc ? rc : tp_status_exit_code(s);
+    }
+    return 0;
+}
+
 static int cmd_gen(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -347,13 +496,14 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(c, "--version")) {
-        printf("turnip %s\nbackends: none yet (planner and verifier only)\n", TP_VERSION);
+        printf("turnip %s\nbackends: cpu\n", TP_VERSION);
         return 0;
     }
     if (!strcmp(c, "plan")) return cmd_plan(argc, argv);
     if (!strcmp(c, "verify")) return cmd_verify(argc, argv);
     if (!strcmp(c, "dot")) return cmd_dot(argc, argv);
     if (!strcmp(c, "gen")) return cmd_gen(argc, argv);
+    if (!strcmp(c, "run")) return cmd_run(argc, argv);
     fprintf(stderr, "%s: unknown command '%s'\n", prog, c);
     usage_main(stderr);
     return 2;

@@ -6,5 +6,6 @@
 #include "turnip/graph.h"
 #include "turnip/plan.h"
 #include "turnip/models.h"
+#include "turnip/exec.h"
 #define TP_VERSION "0.1.0"
 #endif

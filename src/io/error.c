@@ -103,3 +103,8 @@ double tp__now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+double tp_now_seconds(void)
+{
+    return tp__now();
+}

@@ -1,0 +1,97 @@
+/* turnip/exec.h - running a MemGraph: the event-driven executor and the backend interface.
+ *
+ * The executor (src/exec/) launches any vertex whose dependencies are done and whose
+ * resource is free — per device N compute streams, a host-to-device and a device-to-host copy
+ * engine, and a peer engine for transfers into the device — and reacts to completions that
+ * backend threads post to a queue (taken whole under one lock, handled without it; the loop
+ * spins briefly before it sleeps). Nothing is allocated on devices or host while it runs:
+ * backends make one block per device of exactly its capacity and one host block of
+ * host_bytes before the first vertex starts.
+ *
+ * Use: tp_exec_new (prepares the backend: memory, threads, kernel checks), tp_exec_write for
+ * each input, tp_exec_run, tp_exec_read for each output, tp_exec_free. */
+#ifndef TURNIP_EXEC_H
+#define TURNIP_EXEC_H
+
+#include <stdint.h>
+#include "turnip/error.h"
+#include "turnip/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tp_policy {
+    TP_POLICY_ANY = 0, /* whatever is ready, first come first served (the default) */
+    TP_POLICY_FIXED,   /* each engine runs its vertices in the plan's order (the paper's ablation) */
+    TP_POLICY_RANDOM   /* a seeded random choice among the ready (for tests) */
+} tp_policy;
+const char *tp_policy_name(tp_policy p);
+tp_status tp_policy_parse(const char *name, tp_policy *out);
+
+typedef enum tp_engine { TP_ENG_COMPUTE = 0, TP_ENG_H2D, TP_ENG_D2H, TP_ENG_PEER, TP_ENG_COUNT } tp_engine;
+
+typedef struct tp_run_opts {
+    tp_policy policy;
+    uint64_t seed;          /* random policy and copy jitter */
+    int streams;            /* compute streams per device, >= 1 */
+    const char *trace_path; /* Chrome trace-event JSON, or NULL */
+    int64_t fail_vertex;    /* test hook: this MemGraph vertex fails (-1: none) */
+} tp_run_opts;
+void tp_run_opts_init(tp_run_opts *o);
+
+typedef struct tp_run_summary {
+    int ndevices;
+    uint64_t vertices;
+    double makespan;     /* seconds from the first launch to the last completion */
+    double loop_seconds; /* executor's own time handling completions and launching */
+    struct {
+        double compute_busy;     /* summed kernel time on the device's streams */
+        double stall_mem;        /* compute idle while a kernel waited only on memory deps */
+        uint64_t kernels;
+        uint64_t copies[TP_ENG_COUNT], copy_bytes[TP_ENG_COUNT];
+        double copy_busy[TP_ENG_COUNT];
+    } dev[TP_MAX_DEVICES];
+} tp_run_summary;
+void tp_run_summary_print(const tp_run_summary *s, FILE *f);
+
+/* ---- backends ------------------------------------------------------------------------- */
+
+typedef struct tp_backend tp_backend; /* owned by the caller; tp_backend_free */
+
+typedef struct tp_cpu_opts {
+    double link_gbps;     /* host-device and peer bandwidth cap in GB/s (1e9 bytes/s); 0 = none */
+    double link_latency_us;
+    double jitter;        /* copy time x exp(jitter * N(0,1)), seeded per vertex */
+} tp_cpu_opts;
+void tp_cpu_opts_init(tp_cpu_opts *o);
+/* The cpu backend: emulated GPUs (memory arenas, worker threads for streams and copy engines). */
+tp_backend *tp_backend_cpu_new(const tp_cpu_opts *o);
+void tp_backend_free(tp_backend *be);
+const char *tp_backend_name(const tp_backend *be);
+
+/* ---- executor ------------------------------------------------------------------------- */
+
+typedef struct tp_exec tp_exec;
+
+/* Prepares mg (whose TaskGraph must outlive the executor) on be: checks every kernel's op and
+ * shapes, allocates device and host memory, starts the backend's threads. */
+tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *o, tp_exec **out, tp_error *err);
+/* Copies bytes into / out of a region (host or device memory of the backend). */
+tp_status tp_exec_write(tp_exec *x, const tp_region *r, const void *src, tp_error *err);
+tp_status tp_exec_read(tp_exec *x, const tp_region *r, void *dst, tp_error *err);
+/* Runs the MemGraph once. On a failed vertex the run stops launching, drains what is in
+ * flight and returns the failure, naming the vertex. */
+tp_status tp_exec_run(tp_exec *x, tp_run_summary *sum, tp_error *err);
+void tp_exec_free(tp_exec *x);
+
+/* Convenience for the command line and tests: loads every TaskGraph input of mg from a
+ * safetensors file (names = input ids; dtype and shape must agree with the graph), and
+ * writes every output to a safetensors file named by output ids. */
+tp_status tp_exec_load_inputs(tp_exec *x, const char *path, tp_error *err);
+tp_status tp_exec_save_outputs(tp_exec *x, const char *path, tp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,46 @@
+/* backend.h - the driver table every backend fills (internal), in the manner of StarPU's
+ * driver structures: prepare once, launch asynchronously, post completions to the sink. */
+#ifndef TP__BACKEND_H
+#define TP__BACKEND_H
+
+#include "turnip/exec.h"
+
+/* One completion, posted by a backend thread. */
+typedef struct tp__done {
+    uint32_t vertex;
+    tp_status status;
+    double t0, t1;        /* start and end, seconds on the executor's clock (tp__now) */
+    const tp_error *err;  /* details when status != TP_OK; owned by the backend's unit */
+} tp__done;
+
+/* The completion queue (src/exec/sink.c): multi-producer, one consumer. */
+typedef struct tp__sink tp__sink;
+void tp__sink_post(tp__sink *s, const tp__done *d);
+
+/* What the executor tells a backend about the plan it will run. */
+typedef struct tp__plan_info {
+    const tp_memgraph *mg;
+    const tp_run_opts *opts;
+    tp__sink *sink;
+    const uint8_t *engine; /* per MemGraph vertex: tp_engine (or TP_ENG_COUNT for inputs) */
+    const int16_t *device; /* per MemGraph vertex: device whose engine runs it */
+} tp__plan_info;
+
+typedef struct tp__backend_ops {
+    const char *name;
+    /* allocates memory, checks kernels, starts threads */
+    tp_status (*prepare)(tp_backend *be, const tp__plan_info *pi, tp_error *err);
+    /* starts vertex v on unit `unit` of its engine; completes through the sink */
+    void (*launch)(tp_backend *be, uint32_t v, int unit);
+    tp_status (*write)(tp_backend *be, const tp_region *r, const void *src, tp_error *err);
+    tp_status (*read)(tp_backend *be, const tp_region *r, void *dst, tp_error *err);
+    /* stops threads, frees memory (after every launch has completed) */
+    void (*release)(tp_backend *be);
+    void (*destroy)(tp_backend *be);
+} tp__backend_ops;
+
+struct tp_backend {
+    const tp__backend_ops *ops;
+};
+
+#endif

@@ -1,0 +1,215 @@
+/* safetensors.c - reading (mapped, validated) and writing safetensors files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "turnip/io.h"
+#include "io/util.h"
+
+struct tp_st {
+    void *map;
+    size_t size;
+    tp_st_tensor *t;
+    size_t n;
+    tp__strmap idx;
+};
+
+static const struct {
+    const char *name;
+    tp_dtype t;
+} st_dtypes[] = {{"F32", TP_DT_F32}, {"F16", TP_DT_F16}, {"BF16", TP_DT_BF16}, {"F64", TP_DT_F64},
+                 {"I32", TP_DT_I32}, {"I64", TP_DT_I64}, {"U8", TP_DT_U8}};
+
+static const char *st_name(tp_dtype t)
+{
+    for (size_t i = 0; i < sizeof st_dtypes / sizeof *st_dtypes; i++)
+        if (st_dtypes[i].t == t) return st_dtypes[i].name;
+    return NULL;
+}
+
+void tp_st_close(tp_st *st)
+{
+    if (!st) return;
+    for (size_t i = 0; i < st->n; i++) free((char *)st->t[i].name);
+    free(st->t);
+    tp__strmap_free(&st->idx);
+    if (st->map) munmap(st->map, st->size);
+    free(st);
+}
+
+tp_status tp_st_open(const char *path, tp_st **out, tp_error *err)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return tp__fail(err, TP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tp__fail(err, TP_ERR_PARSE, "%s: not a regular file", path);
+    }
+    tp_st *st = calloc(1, sizeof *st);
+    if (!st) {
+        close(fd);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
+    st->size = (size_t)sb.st_size;
+    tp_status s = TP_OK;
+    json_t *h = NULL;
+    if (st->size < 8) {
+        s = tp__fail(err, TP_ERR_PARSE, "%s: not a safetensors file (%zu bytes, no header)", path, st->size);
+        goto done;
+    }
+    st->map = mmap(NULL, st->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (st->map == MAP_FAILED) {
+        st->map = NULL;
+        s = tp__fail(err, TP_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
+        goto done;
+    }
+    const unsigned char *p = st->map;
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | p[i];
+    if (hl > st->size - 8 || hl > (100u << 20)) {
+        s = tp__fail(err, TP_ERR_PARSE, "%s: not a safetensors file (header length %llu, file %zu bytes)", path,
+                     (unsigned long long)hl, st->size);
+        goto done;
+    }
+    json_error_t je;
+    h = json_loadb((const char *)p + 8, (size_t)hl, 0, &je);
+    if (!h || !json_is_object(h)) {
+        s = tp__fail(err, TP_ERR_PARSE, "%s: not a safetensors file (header is not a JSON object%s%s)", path,
+                     h ? "" : ": ", h ? "" : je.text);
+        goto done;
+    }
+    const unsigned char *data = p + 8 + hl;
+    uint64_t dsize = st->size - 8 - hl;
+    size_t cap = json_object_size(h);
+    st->t = calloc(cap + 1, sizeof *st->t);
+    if (!st->t || !tp__strmap_init(&st->idx, cap)) {
+        s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(h, key, val) {
+        if (!strcmp(key, "__metadata__")) continue;
+        tp_st_tensor *t = &st->t[st->n];
+        json_t *jd = json_object_get(val, "dtype"), *js = json_object_get(val, "shape"), *jo = json_object_get(val, "data_offsets");
+        if (!json_is_string(jd) || !json_is_array(js) || !json_is_array(jo) || json_array_size(jo) != 2 ||
+            json_array_size(js) > TP_MAX_DIMS) {
+            s = tp__fail(err, TP_ERR_PARSE, "%s: tensor '%s': needs dtype, shape (at most 8 dims) and data_offsets [begin, end]", path, key);
+            goto done;
+        }
+        int found = 0;
+        for (size_t i = 0; i < sizeof st_dtypes / sizeof *st_dtypes; i++)
+            if (!strcmp(json_string_value(jd), st_dtypes[i].name)) {
+                t->dtype = st_dtypes[i].t;
+                found = 1;
+            }
+        if (!found) {
+            s = tp__fail(err, TP_ERR_PARSE, "%s: tensor '%s': unsupported dtype '%s'", path, key, json_string_value(jd));
+            goto done;
+        }
+        t->ndim = (int)json_array_size(js);
+        uint64_t n = tp_dtype_size(t->dtype);
+        for (int i = 0; i < t->ndim; i++) {
+            json_t *e = json_array_get(js, (size_t)i);
+            if (!json_is_integer(e) || json_integer_value(e) < 0 ||
+                __builtin_mul_overflow(n, (uint64_t)json_integer_value(e), &n)) {
+                s = tp__fail(err, TP_ERR_PARSE, "%s: tensor '%s': bad shape", path, key);
+                goto done;
+            }
+            t->shape[i] = (int64_t)json_integer_value(e);
+        }
+        json_t *b0 = json_array_get(jo, 0), *b1 = json_array_get(jo, 1);
+        if (!json_is_integer(b0) || !json_is_integer(b1) || json_integer_value(b0) < 0 ||
+            json_integer_value(b1) < json_integer_value(b0) || (uint64_t)json_integer_value(b1) > dsize) {
+            s = tp__fail(err, TP_ERR_PARSE, "%s: tensor '%s': data_offsets outside the file's %llu data bytes (truncated?)", path,
+                         key, (unsigned long long)dsize);
+            goto done;
+        }
+        t->bytes = (uint64_t)(json_integer_value(b1) - json_integer_value(b0));
+        if (t->bytes != n) {
+            s = tp__fail(err, TP_ERR_PARSE, "%s: tensor '%s': %llu data bytes, dtype and shape say %llu", path, key,
+                         (unsigned long long)t->bytes, (unsigned long long)n);
+            goto done;
+        }
+        t->data = data + json_integer_value(b0);
+        t->name = strdup(key);
+        if (!t->name || tp__strmap_put(&st->idx, t->name, (uint32_t)st->n, NULL) < 0) {
+            s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        st->n++;
+    }
+done:
+    close(fd);
+    json_decref(h);
+    if (s) {
+        tp_st_close(st);
+        return s;
+    }
+    *out = st;
+    return TP_OK;
+}
+
+size_t tp_st_count(const tp_st *st)
+{
+    return st->n;
+}
+
+const tp_st_tensor *tp_st_get(const tp_st *st, size_t i)
+{
+    return i < st->n ? &st->t[i] : NULL;
+}
+
+const tp_st_tensor *tp_st_find(const tp_st *st, const char *name)
+{
+    uint32_t i;
+    return tp__strmap_get(&st->idx, name, &i) ? &st->t[i] : NULL;
+}
+
+tp_status tp_st_write(const char *path, size_t n, const tp_st_tensor *t, tp_error *err)
+{
+    json_t *h = json_object();
+    uint64_t off = 0;
+    for (size_t i = 0; i < n && h; i++) {
+        const char *dn = st_name(t[i].dtype);
+        if (!dn) {
+            json_decref(h);
+            return tp__fail(err, TP_ERR_ARG, "%s: tensor '%s': dtype %s cannot be written", path, t[i].name, tp_dtype_name(t[i].dtype));
+        }
+        json_t *e = json_object(), *shape = json_array();
+        for (int k = 0; k < t[i].ndim; k++) json_array_append_new(shape, json_integer(t[i].shape[k]));
+        json_object_set_new(e, "dtype", json_string(dn));
+        json_object_set_new(e, "shape", shape);
+        json_t *offs = json_array();
+        json_array_append_new(offs, json_integer((json_int_t)off));
+        json_array_append_new(offs, json_integer((json_int_t)(off + t[i].bytes)));
+        json_object_set_new(e, "data_offsets", offs);
+        json_object_set_new(h, t[i].name, e);
+        off += t[i].bytes;
+    }
+    char *text = h ? json_dumps(h, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(h);
+    if (!text) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    size_t hl = strlen(text), pad = (8 - hl % 8) % 8;
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(text);
+        return tp__fail(err, TP_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    }
+    unsigned char len[8];
+    uint64_t L = hl + pad;
+    for (int i = 0; i < 8; i++) len[i] = (unsigned char)(L >> (8 * i));
+    fwrite(len, 1, 8, f);
+    fwrite(text, 1, hl, f);
+    for (size_t i = 0; i < pad; i++) fputc(' ', f);
+    free(text);
+    for (size_t i = 0; i < n; i++) fwrite(t[i].data, 1, t[i].bytes, f);
+    int bad = ferror(f);
+    if (fclose(f) || bad) return tp__fail(err, TP_ERR_IO, "%s: write error", path);
+    return TP_OK;
+}

@@ -1,0 +1,576 @@
+/* kernels.c - CPU kernels for the ops of docs/ops.md: f32 compute, f32/f16/bf16 storage,
+ * matmul through OpenBLAS (cblas_sgemm). */
+#include <cblas.h>
+#include <jansson.h>
+#include <math.h>
+#include <string.h>
+#include "kernels/kernels.h"
+#include "io/util.h"
+
+static const char *op_names[TP__OP_COUNT] = {
+    "opaque", "matmul", "add", "sub", "mul", "scale", "silu", "gelu", "exp", "relu", "softmax",
+    "rmsnorm", "rope", "embedding", "sum", "slice", "concat", "transpose", "cast"};
+
+const char *tp__op_name(tp__opcode op)
+{
+    return (unsigned)op < TP__OP_COUNT ? op_names[op] : "?";
+}
+
+/* ---- storage conversions (round to nearest even) -------------------------------------- */
+
+float tp__f16_to_f32(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff, bits;
+    if (e == 0) {
+        if (m == 0) {
+            bits = s;
+        } else { /* subnormal: normalize */
+            e = 127 - 15 + 1;
+            while (!(m & 0x400)) {
+                m <<= 1;
+                e--;
+            }
+            bits = s | (e << 23) | ((m & 0x3ff) << 13);
+        }
+    } else if (e == 31) {
+        bits = s | 0x7f800000u | (m << 13);
+    } else {
+        bits = s | ((e + 127 - 15) << 23) | (m << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t tp__f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t s = (x >> 16) & 0x8000, e = (x >> 23) & 0xff, m = x & 0x7fffff;
+    if (e == 0xff) return (uint16_t)(s | 0x7c00 | (m ? 0x200 : 0));
+    int32_t ee = (int32_t)e - 127 + 15;
+    if (ee >= 31) return (uint16_t)(s | 0x7c00);
+    if (ee <= 0) {
+        if (ee < -10) return (uint16_t)s;
+        m |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - ee);
+        uint32_t hm = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (hm & 1))) hm++;
+        return (uint16_t)(s | hm);
+    }
+    uint32_t hm = m >> 13, rem = m & 0x1fff;
+    uint32_t out = s | ((uint32_t)ee << 10) | hm;
+    if (rem > 0x1000 || (rem == 0x1000 && (hm & 1))) out++; /* may carry into the exponent: fine */
+    return (uint16_t)out;
+}
+
+float tp__bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t tp__f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffff)) return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+static uint64_t numel(const tp_vertex *v)
+{
+    uint64_t n = 1;
+    for (int i = 0; i < v->ndim; i++) n *= (uint64_t)v->shape[i];
+    return n;
+}
+
+static int is_float(tp_dtype t)
+{
+    return t == TP_DT_F32 || t == TP_DT_F16 || t == TP_DT_BF16;
+}
+
+/* f32 view of a tensor: the data itself when f32, else converted into *scratch */
+static const float *as_f32(const void *p, tp_dtype t, uint64_t n, float **scratch)
+{
+    if (t == TP_DT_F32) return p;
+    float *o = *scratch;
+    *scratch += n;
+    const uint16_t *h = p;
+    if (t == TP_DT_F16)
+        for (uint64_t i = 0; i < n; i++) o[i] = tp__f16_to_f32(h[i]);
+    else
+        for (uint64_t i = 0; i < n; i++) o[i] = tp__bf16_to_f32(h[i]);
+    return o;
+}
+
+static void store(void *dst, tp_dtype t, const float *src, uint64_t n)
+{
+    if (t == TP_DT_F32) {
+        if (dst != src) memmove(dst, src, n * 4);
+        return;
+    }
+    uint16_t *h = dst;
+    if (t == TP_DT_F16)
+        for (uint64_t i = 0; i < n; i++) h[i] = tp__f32_to_f16(src[i]);
+    else
+        for (uint64_t i = 0; i < n; i++) h[i] = tp__f32_to_bf16(src[i]);
+}
+
+/* ---- prepare: attributes and shapes ------------------------------------------------------ */
+
+typedef struct {
+    const tp_graph *g;
+    const tp_vertex *v;
+    tp_error *err;
+} pctx;
+
+#define PFAIL(...) tp__fail(c->err, TP_ERR_INVALID, "vertex '%s' (%s): " __VA_ARGS__)
+
+static tp_status attr_num(pctx *c, json_t *a, const char *name, float *out, float def)
+{
+    json_t *j = a ? json_object_get(a, name) : NULL;
+    *out = def;
+    if (!j) return TP_OK;
+    if (!json_is_number(j)) return PFAIL("attr '%s' must be a number", c->v->id, c->v->op, name);
+    *out = (float)json_number_value(j);
+    return TP_OK;
+}
+
+static tp_status attr_int(pctx *c, json_t *a, const char *name, int64_t *out, int64_t def, int required)
+{
+    json_t *j = a ? json_object_get(a, name) : NULL;
+    *out = def;
+    if (!j) return required ? PFAIL("needs integer attr '%s'", c->v->id, c->v->op, name) : TP_OK;
+    if (!json_is_integer(j)) return PFAIL("attr '%s' must be an integer", c->v->id, c->v->op, name);
+    *out = (int64_t)json_integer_value(j);
+    return TP_OK;
+}
+
+static tp_status attr_bool(pctx *c, json_t *a, const char *name, int *out)
+{
+    json_t *j = a ? json_object_get(a, name) : NULL;
+    *out = 0;
+    if (!j) return TP_OK;
+    if (!json_is_boolean(j)) return PFAIL("attr '%s' must be true or false", c->v->id, c->v->op, name);
+    *out = json_is_true(j);
+    return TP_OK;
+}
+
+static const tp_vertex *inp(pctx *c, uint32_t k)
+{
+    return tp_graph_vertex(c->g, c->v->inputs[k]);
+}
+
+static int same_shape(const tp_vertex *a, int ndim, const int64_t *shape)
+{
+    if (a->ndim != ndim) return 0;
+    for (int i = 0; i < ndim; i++)
+        if (a->shape[i] != shape[i]) return 0;
+    return 1;
+}
+
+static void shape_str(const tp_vertex *a, char *buf, size_t len)
+{
+    size_t o = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < a->ndim && o < len; i++) o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)a->shape[i]);
+    if (o < len) snprintf(buf + o, len - o, "]");
+}
+
+static tp_status want_out(pctx *c, int ndim, const int64_t *shape)
+{
+    if (same_shape(c->v, ndim, shape)) return TP_OK;
+    char got[128], want[128];
+    tp_vertex tmp = *c->v;
+    shape_str(c->v, got, sizeof got);
+    tmp.ndim = ndim;
+    memcpy(tmp.shape, shape, sizeof(int64_t) * (size_t)ndim);
+    shape_str(&tmp, want, sizeof want);
+    return PFAIL("output shape %s, the op gives %s", c->v->id, c->v->op, got, want);
+}
+
+tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_error *err)
+{
+    pctx c0 = {g, tp_graph_vertex(g, vi), err}, *c = &c0;
+    const tp_vertex *v = c->v;
+    memset(kp, 0, sizeof *kp);
+    int op = -1;
+    for (int i = 0; i < TP__OP_COUNT; i++)
+        if (!strcmp(v->op, op_names[i])) op = i;
+    if (op < 0) return tp__fail(err, TP_ERR_INVALID, "vertex '%s': unknown op '%s' (docs/ops.md lists the ops)", v->id, v->op);
+    kp->op = (tp__opcode)op;
+    if (op == TP__OP_OPAQUE) return TP_OK;
+    json_t *a = NULL;
+    if (v->attrs_json) a = json_loads(v->attrs_json, 0, NULL);
+    tp_status s = TP_OK;
+    int64_t dummy;
+    if (!is_float(v->dtype) || v->ndim < 0) {
+        s = PFAIL("needs an f32, f16 or bf16 dtype and a shape", v->id, v->op);
+        goto done;
+    }
+    for (uint32_t k = 0; k < v->ninputs; k++) {
+        const tp_vertex *x = inp(c, k);
+        int ids = op == TP__OP_EMBEDDING && k == 1;
+        if (x->ndim < 0 || (ids ? x->dtype != TP_DT_I32 : !is_float(x->dtype))) {
+            s = PFAIL("input %u '%s' must have a shape and %s dtype", v->id, v->op, k, x->id, ids ? "i32" : "an f32, f16 or bf16");
+            goto done;
+        }
+        if (!ids && x->dtype != TP_DT_F32) kp->scratch_floats += numel(x);
+    }
+    if (v->dtype != TP_DT_F32) kp->scratch_floats += numel(v);
+    uint32_t want_in = 1;
+    switch (op) {
+    case TP__OP_MATMUL: case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: case TP__OP_RMSNORM: case TP__OP_EMBEDDING:
+        want_in = 2;
+        break;
+    case TP__OP_SUM: case TP__OP_CONCAT:
+        want_in = v->ninputs ? v->ninputs : 1;
+        break;
+    }
+    if (v->ninputs != want_in) {
+        s = PFAIL("takes %u input%s, has %u", v->id, v->op, want_in, want_in == 1 ? "" : "s", v->ninputs);
+        goto done;
+    }
+    const tp_vertex *x0 = inp(c, 0);
+    int64_t shp[TP_MAX_DIMS];
+    int nd = x0->ndim;
+    memcpy(shp, x0->shape, sizeof shp);
+    switch (op) {
+    case TP__OP_MATMUL: {
+        const tp_vertex *B = inp(c, 1);
+        if ((s = attr_bool(c, a, "trans_a", &kp->trans_a)) || (s = attr_bool(c, a, "trans_b", &kp->trans_b)) ||
+            (s = attr_num(c, a, "alpha", &kp->alpha, 1.0f)))
+            goto done;
+        if (x0->ndim < 2 || B->ndim < 2 || (B->ndim != 2 && B->ndim != x0->ndim)) {
+            s = PFAIL("matmul needs A [..., m, k] and B [..., k, n] (same leading dims, or B 2-D)", v->id, v->op);
+            goto done;
+        }
+        for (int i = 0; B->ndim > 2 && i < B->ndim - 2; i++)
+            if (B->shape[i] != x0->shape[i]) {
+                s = PFAIL("matmul leading dims of A and B differ", v->id, v->op);
+                goto done;
+            }
+        int64_t m = x0->shape[nd - (kp->trans_a ? 1 : 2)], k = x0->shape[nd - (kp->trans_a ? 2 : 1)];
+        int64_t kb = B->shape[B->ndim - (kp->trans_b ? 1 : 2)], n = B->shape[B->ndim - (kp->trans_b ? 2 : 1)];
+        if (k != kb) {
+            s = PFAIL("matmul inner dimensions differ (%lld vs %lld)", v->id, v->op, (long long)k, (long long)kb);
+            goto done;
+        }
+        shp[nd - 2] = m;
+        shp[nd - 1] = n;
+        s = want_out(c, nd, shp);
+        break;
+    }
+    case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: {
+        const tp_vertex *b = inp(c, 1);
+        int ok = b->ndim <= x0->ndim;
+        for (int i = 0; ok && i < b->ndim; i++) ok = b->shape[b->ndim - 1 - i] == x0->shape[nd - 1 - i];
+        if (!ok || !numel(b)) {
+            s = PFAIL("b's shape must equal a's or be a suffix of it", v->id, v->op);
+            goto done;
+        }
+        s = want_out(c, nd, shp);
+        break;
+    }
+    case TP__OP_SCALE:
+        if ((s = attr_num(c, a, "alpha", &kp->alpha, 1.0f))) goto done;
+        s = want_out(c, nd, shp);
+        break;
+    case TP__OP_SILU: case TP__OP_GELU: case TP__OP_EXP: case TP__OP_RELU: case TP__OP_CAST:
+        s = want_out(c, nd, shp);
+        break;
+    case TP__OP_SOFTMAX:
+        if ((s = attr_num(c, a, "scale", &kp->scale, 1.0f)) || (s = attr_bool(c, a, "causal", &kp->causal)) ||
+            (s = attr_int(c, a, "row_offset", &kp->row_offset, 0, 0)))
+            goto done;
+        if (nd < 1) {
+            s = PFAIL("softmax needs at least one dimension", v->id, v->op);
+            goto done;
+        }
+        s = want_out(c, nd, shp);
+        break;
+    case TP__OP_RMSNORM: {
+        const tp_vertex *w = inp(c, 1);
+        if ((s = attr_num(c, a, "eps", &kp->eps, 1e-6f))) goto done;
+        if (nd < 1 || w->ndim != 1 || w->shape[0] != x0->shape[nd - 1]) {
+            s = PFAIL("rmsnorm needs x [..., d] and w [d]", v->id, v->op);
+            goto done;
+        }
+        s = want_out(c, nd, shp);
+        break;
+    }
+    case TP__OP_ROPE:
+        if ((s = attr_num(c, a, "theta", &kp->theta, 10000.0f)) || (s = attr_int(c, a, "pos_offset", &kp->pos_offset, 0, 0)))
+            goto done;
+        if (nd != 3 || x0->shape[2] % 2) {
+            s = PFAIL("rope needs x [T, heads, head_dim] with an even head_dim", v->id, v->op);
+            goto done;
+        }
+        s = want_out(c, nd, shp);
+        break;
+    case TP__OP_EMBEDDING: {
+        const tp_vertex *ids = inp(c, 1);
+        if (nd != 2 || ids->ndim != 1) {
+            s = PFAIL("embedding needs table [V, d] and ids [T]", v->id, v->op);
+            goto done;
+        }
+        int64_t o[2] = {ids->shape[0], x0->shape[1]};
+        s = want_out(c, 2, o);
+        break;
+    }
+    case TP__OP_SUM:
+        for (uint32_t k = 1; k < v->ninputs; k++)
+            if (!same_shape(inp(c, k), nd, shp)) {
+                s = PFAIL("sum inputs must have equal shapes (input %u differs)", v->id, v->op, k);
+                goto done;
+            }
+        s = want_out(c, nd, shp);
+        break;
+    case TP__OP_SLICE:
+        if ((s = attr_int(c, a, "axis", &kp->axis, 0, 1)) || (s = attr_int(c, a, "start", &kp->start, 0, 1)) ||
+            (s = attr_int(c, a, "length", &kp->length, 0, 1)))
+            goto done;
+        if (kp->axis < 0 || kp->axis >= nd || kp->start < 0 || kp->length < 1 || kp->start + kp->length > shp[kp->axis]) {
+            s = PFAIL("slice axis/start/length out of range", v->id, v->op);
+            goto done;
+        }
+        shp[kp->axis] = kp->length;
+        s = want_out(c, nd, shp);
+        break;
+    case TP__OP_CONCAT: {
+        if ((s = attr_int(c, a, "axis", &kp->axis, 0, 1))) goto done;
+        if (kp->axis < 0 || kp->axis >= nd) {
+            s = PFAIL("concat axis out of range", v->id, v->op);
+            goto done;
+        }
+        int64_t total = 0;
+        for (uint32_t k = 0; k < v->ninputs; k++) {
+            const tp_vertex *x = inp(c, k);
+            int ok = x->ndim == nd;
+            for (int i = 0; ok && i < nd; i++) ok = i == kp->axis || x->shape[i] == shp[i];
+            if (!ok) {
+                s = PFAIL("concat input %u's shape differs off the axis", v->id, v->op, k);
+                goto done;
+            }
+            total += x->shape[kp->axis];
+        }
+        shp[kp->axis] = total;
+        s = want_out(c, nd, shp);
+        break;
+    }
+    case TP__OP_TRANSPOSE: {
+        json_t *p = a ? json_object_get(a, "perm") : NULL;
+        int seen[TP_MAX_DIMS] = {0};
+        if (!json_is_array(p) || (int)json_array_size(p) != nd) {
+            s = PFAIL("transpose needs attr 'perm' with one axis per dimension", v->id, v->op);
+            goto done;
+        }
+        for (int i = 0; i < nd; i++) {
+            json_t *e = json_array_get(p, (size_t)i);
+            int64_t ax = json_is_integer(e) ? (int64_t)json_integer_value(e) : -1;
+            if (ax < 0 || ax >= nd || seen[ax]++) {
+                s = PFAIL("transpose 'perm' must be a permutation of 0..%d", v->id, v->op, nd - 1);
+                goto done;
+            }
+            kp->perm[i] = (int)ax;
+            shp[i] = x0->shape[ax];
+        }
+        s = want_out(c, nd, shp);
+        break;
+    }
+    }
+    (void)dummy;
+done:
+    json_decref(a);
+    return s;
+}
+
+/* ---- run ---------------------------------------------------------------------------------- */
+
+static float gelu(float x)
+{
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+
+tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, const void *const *in, void *out,
+                         float *scratch, tp_error *err)
+{
+    const tp_vertex *v = tp_graph_vertex(g, vi);
+    if (kp->op == TP__OP_OPAQUE) return TP_OK;
+    uint64_t n = numel(v);
+    const tp_vertex *x0 = tp_graph_vertex(g, v->inputs[0]);
+    float *sc = scratch;
+    const float *a = kp->op == TP__OP_SUM || kp->op == TP__OP_CONCAT ? NULL : as_f32(in[0], x0->dtype, numel(x0), &sc);
+    float *o = v->dtype == TP_DT_F32 ? out : sc;
+    switch (kp->op) {
+    case TP__OP_MATMUL: {
+        const tp_vertex *B = tp_graph_vertex(g, v->inputs[1]);
+        const float *b = as_f32(in[1], B->dtype, numel(B), &sc);
+        o = v->dtype == TP_DT_F32 ? out : sc;
+        int nd = x0->ndim;
+        int64_t m = v->shape[nd - 2], nn = v->shape[nd - 1];
+        int64_t k = x0->shape[nd - (kp->trans_a ? 2 : 1)];
+        uint64_t batch = 1;
+        for (int i = 0; i < nd - 2; i++) batch *= (uint64_t)x0->shape[i];
+        uint64_t sa = (uint64_t)(m * k), sb = B->ndim == 2 ? 0 : (uint64_t)(k * nn), so = (uint64_t)(m * nn);
+        for (uint64_t bi = 0; bi < batch; bi++)
+            cblas_sgemm(CblasRowMajor, kp->trans_a ? CblasTrans : CblasNoTrans, kp->trans_b ? CblasTrans : CblasNoTrans,
+                        (int)m, (int)nn, (int)k, kp->alpha, a + bi * sa, kp->trans_a ? (int)m : (int)k, b + bi * sb,
+                        kp->trans_b ? (int)k : (int)nn, 0.0f, o + bi * so, (int)nn);
+        break;
+    }
+    case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: {
+        const tp_vertex *B = tp_graph_vertex(g, v->inputs[1]);
+        uint64_t nb = numel(B);
+        const float *b = as_f32(in[1], B->dtype, nb, &sc);
+        o = v->dtype == TP_DT_F32 ? out : sc;
+        for (uint64_t i = 0; i < n; i++) {
+            float y = b[i % nb];
+            o[i] = kp->op == TP__OP_ADD ? a[i] + y : kp->op == TP__OP_SUB ? a[i] - y : a[i] * y;
+        }
+        break;
+    }
+    case TP__OP_SCALE:
+        for (uint64_t i = 0; i < n; i++) o[i] = a[i] * kp->alpha;
+        break;
+    case TP__OP_SILU:
+        for (uint64_t i = 0; i < n; i++) o[i] = a[i] / (1.0f + expf(-a[i]));
+        break;
+    case TP__OP_GELU:
+        for (uint64_t i = 0; i < n; i++) o[i] = gelu(a[i]);
+        break;
+    case TP__OP_EXP:
+        for (uint64_t i = 0; i < n; i++) o[i] = expf(a[i]);
+        break;
+    case TP__OP_RELU:
+        for (uint64_t i = 0; i < n; i++) o[i] = a[i] > 0 ? a[i] : 0;
+        break;
+    case TP__OP_CAST:
+        if (o != a) memcpy(o, a, n * 4);
+        break;
+    case TP__OP_SOFTMAX: {
+        int nd = v->ndim;
+        uint64_t C = (uint64_t)v->shape[nd - 1], R = nd >= 2 ? (uint64_t)v->shape[nd - 2] : 1;
+        for (uint64_t r = 0; r < n / C; r++) {
+            const float *x = a + r * C;
+            float *y = o + r * C;
+            int64_t lim = kp->causal ? (int64_t)(r % R) + kp->row_offset : (int64_t)C - 1; /* last unmasked column */
+            if (lim > (int64_t)C - 1) lim = (int64_t)C - 1;
+            if (lim < 0) {
+                memset(y, 0, C * 4);
+                continue;
+            }
+            float mx = -INFINITY;
+            for (int64_t j = 0; j <= lim; j++) mx = fmaxf(mx, x[j] * kp->scale);
+            double sum = 0;
+            for (int64_t j = 0; j <= lim; j++) sum += (y[j] = expf(x[j] * kp->scale - mx));
+            float inv = (float)(1.0 / sum);
+            for (int64_t j = 0; j <= lim; j++) y[j] *= inv;
+            for (uint64_t j = (uint64_t)lim + 1; j < C; j++) y[j] = 0;
+        }
+        break;
+    }
+    case TP__OP_RMSNORM: {
+        const tp_vertex *W = tp_graph_vertex(g, v->inputs[1]);
+        uint64_t d = (uint64_t)W->shape[0];
+        const float *w = as_f32(in[1], W->dtype, d, &sc);
+        o = v->dtype == TP_DT_F32 ? out : sc;
+        for (uint64_t r = 0; r < n / d; r++) {
+            const float *x = a + r * d;
+            double ss = 0;
+            for (uint64_t j = 0; j < d; j++) ss += (double)x[j] * x[j];
+            float inv = 1.0f / sqrtf((float)(ss / (double)d) + kp->eps);
+            for (uint64_t j = 0; j < d; j++) o[r * d + j] = (x[j] * inv) * w[j];
+        }
+        break;
+    }
+    case TP__OP_ROPE: {
+        int64_t T = v->shape[0], H = v->shape[1], D = v->shape[2], half = D / 2;
+        for (int64_t t = 0; t < T; t++) {
+            float pos = (float)(t + kp->pos_offset);
+            for (int64_t i = 0; i < half; i++) {
+                float inv_freq = 1.0f / powf(kp->theta, (float)(2 * i) / (float)D);
+                float ang = pos * inv_freq, cs = cosf(ang), sn = sinf(ang);
+                for (int64_t h = 0; h < H; h++) {
+                    const float *x = a + (t * H + h) * D;
+                    float *y = o + (t * H + h) * D;
+                    float x1 = x[i], x2 = x[i + half];
+                    y[i] = x1 * cs - x2 * sn;
+                    y[i + half] = x2 * cs + x1 * sn;
+                }
+            }
+        }
+        break;
+    }
+    case TP__OP_EMBEDDING: {
+        const int32_t *ids = in[1];
+        int64_t V = x0->shape[0], d = x0->shape[1], T = v->shape[0];
+        for (int64_t t = 0; t < T; t++) {
+            if (ids[t] < 0 || ids[t] >= V)
+                return tp__fail(err, TP_ERR_INVALID, "vertex '%s' (embedding): id %d at position %lld is outside [0, %lld)",
+                                v->id, ids[t], (long long)t, (long long)V);
+            memcpy(o + t * d, a + (int64_t)ids[t] * d, (size_t)d * 4);
+        }
+        break;
+    }
+    case TP__OP_SUM: { /* conversions at the start of scratch, a 16-bit output's f32 sum at its end */
+        float *ob = v->dtype == TP_DT_F32 ? out : scratch + kp->scratch_floats - n;
+        for (uint32_t k = 0; k < v->ninputs; k++) {
+            const tp_vertex *x = tp_graph_vertex(g, v->inputs[k]);
+            float *tmp = scratch;
+            const float *xf = as_f32(in[k], x->dtype, n, &tmp);
+            if (k == 0) memmove(ob, xf, n * 4);
+            else
+                for (uint64_t i = 0; i < n; i++) ob[i] += xf[i];
+        }
+        o = ob;
+        break;
+    }
+    case TP__OP_SLICE: case TP__OP_CONCAT: case TP__OP_TRANSPOSE: {
+        int nd = v->ndim;
+        if (kp->op == TP__OP_TRANSPOSE) {
+            int64_t istr[TP_MAX_DIMS], idx[TP_MAX_DIMS] = {0};
+            istr[nd - 1] = 1;
+            for (int i = nd - 2; i >= 0; i--) istr[i] = istr[i + 1] * x0->shape[i + 1];
+            for (uint64_t i = 0; i < n; i++) {
+                int64_t src = 0;
+                for (int j = 0; j < nd; j++) src += idx[j] * istr[kp->perm[j]];
+                o[i] = a[src];
+                for (int j = nd - 1; j >= 0 && ++idx[j] == v->shape[j]; j--) idx[j] = 0;
+            }
+            break;
+        }
+        /* slice and concat: outer x (axis extent x inner) blocks */
+        uint64_t outer = 1, inner = 1;
+        for (int i = 0; i < kp->axis; i++) outer *= (uint64_t)v->shape[i];
+        for (int i = (int)kp->axis + 1; i < nd; i++) inner *= (uint64_t)v->shape[i];
+        if (kp->op == TP__OP_SLICE) {
+            uint64_t ext = (uint64_t)x0->shape[kp->axis], len = (uint64_t)kp->length;
+            for (uint64_t q = 0; q < outer; q++)
+                memcpy(o + q * len * inner, a + (q * ext + (uint64_t)kp->start) * inner, len * inner * 4);
+            break;
+        }
+        uint64_t oext = (uint64_t)v->shape[kp->axis], at = 0;
+        float *ob = v->dtype == TP_DT_F32 ? out : scratch + kp->scratch_floats - n;
+        for (uint32_t k = 0; k < v->ninputs; k++) {
+            const tp_vertex *x = tp_graph_vertex(g, v->inputs[k]);
+            uint64_t ext = (uint64_t)x->shape[kp->axis];
+            float *tmp = scratch;
+            const float *xf = as_f32(in[k], x->dtype, numel(x), &tmp);
+            for (uint64_t q = 0; q < outer; q++) memcpy(ob + (q * oext + at) * inner, xf + q * ext * inner, ext * inner * 4);
+            at += ext;
+        }
+        o = ob;
+        break;
+    }
+    default:
+        break;
+    }
+    if (v->dtype != TP_DT_F32) store(out, v->dtype, o, n);
+    return TP_OK;
+}

@@ -1,0 +1,48 @@
+/* kernels.h - op semantics and CPU kernels (internal; docs/ops.md is the specification).
+ *
+ * Every op computes in f32 over row-major tensors stored as f32, f16 or bf16. A kernel is
+ * prepared once per TaskGraph vertex (op code, attributes, shapes checked, scratch needed),
+ * so the run itself parses and allocates nothing. */
+#ifndef TP__KERNELS_H
+#define TP__KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "turnip/graph.h"
+
+typedef enum {
+    TP__OP_OPAQUE = 0, TP__OP_MATMUL, TP__OP_ADD, TP__OP_SUB, TP__OP_MUL, TP__OP_SCALE,
+    TP__OP_SILU, TP__OP_GELU, TP__OP_EXP, TP__OP_RELU, TP__OP_SOFTMAX, TP__OP_RMSNORM,
+    TP__OP_ROPE, TP__OP_EMBEDDING, TP__OP_SUM, TP__OP_SLICE, TP__OP_CONCAT, TP__OP_TRANSPOSE,
+    TP__OP_CAST, TP__OP_COUNT
+} tp__opcode;
+
+typedef struct tp__kplan {
+    tp__opcode op;
+    int trans_a, trans_b, causal;
+    float alpha, scale, eps, theta;
+    int64_t row_offset, pos_offset, axis, start, length;
+    int perm[TP_MAX_DIMS];
+    uint64_t scratch_floats; /* f32 scratch this kernel needs at run time */
+} tp__kplan;
+
+/* Name of an op code ("matmul"). */
+const char *tp__op_name(tp__opcode op);
+
+/* Checks vertex v (a kernel) of g: known op, attribute types, input dtypes and shapes, output
+ * shape; fills kp. Errors name the vertex. */
+tp_status tp__kernel_prepare(const tp_graph *g, uint32_t v, tp__kplan *kp, tp_error *err);
+
+/* Runs it: in[k] points at input k's bytes, out at the output's; scratch holds at least
+ * kp->scratch_floats floats. Data-dependent failures (an embedding id out of range) return
+ * TP_ERR_INVALID with the vertex named. */
+tp_status tp__kernel_run(const tp_graph *g, uint32_t v, const tp__kplan *kp, const void *const *in, void *out,
+                         float *scratch, tp_error *err);
+
+/* storage conversions */
+float tp__f16_to_f32(uint16_t h);
+uint16_t tp__f32_to_f16(float f);
+float tp__bf16_to_f32(uint16_t h);
+uint16_t tp__f32_to_bf16(float f);
+
+#endif

@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""Every op of docs/ops.md against numpy on random data, with f32, f16 or bf16 storage.
+
+One TaskGraph per dtype holds one case per op (some on device 1, reached by transfers), run
+by `turnip run` under a cap that forces offloads; each output is compared with a numpy
+reference computed in float64 from the storage-rounded inputs.
+usage: ops_numpy.py TURNIP DTYPE"""
+import json, math, os, sys, tempfile
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tputil import store, write_st, read_st, run
+
+turnip, dtype = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng({"f32": 1, "f16": 2, "bf16": 3}[dtype])
+tmp = tempfile.mkdtemp(prefix="tp-ops-")
+V, inputs, refs = [], {}, {}
+erf = np.vectorize(math.erf)
+
+
+def inp(name, shape, dev=0, scale=1.0, dt=None):
+    dt = dt or dtype
+    raw, val = store(rng.standard_normal(shape) * scale, dt)
+    V.append({"id": name, "kind": "input", "device": dev, "dtype": dt, "shape": list(shape)})
+    inputs[name] = (dt, shape, raw)
+    return name, val.astype(np.float64)
+
+
+def kern(name, op, ins, shape, ref, dev=0, attrs=None, dt=None):
+    v = {"id": name, "kind": "kernel", "device": dev, "op": op, "inputs": ins, "dtype": dt or dtype, "shape": list(shape)}
+    if attrs:
+        v["attrs"] = attrs
+    V.append(v)
+    refs[name] = ref
+    return name
+
+
+def xfer(name, src, dev):
+    V.append({"id": name, "kind": "transfer", "device": dev, "inputs": [src]})
+    return name
+
+
+# matmul: plain, transposed, batched, batched with shared 2-D B, alpha
+a, A = inp("mm.a", (6, 10)); b, B = inp("mm.b", (10, 7))
+kern("matmul", "matmul", [a, b], (6, 7), A @ B)
+a, A = inp("mmt.a", (10, 6)); b, B = inp("mmt.b", (7, 10))
+kern("matmul_tt", "matmul", [a, b], (6, 7), 0.5 * (A.T @ B.T), attrs={"trans_a": True, "trans_b": True, "alpha": 0.5})
+a, A = inp("bmm.a", (3, 4, 5)); b, B = inp("bmm.b", (3, 5, 6))
+kern("matmul_batched", "matmul", [a, b], (3, 4, 6), A @ B)
+b2, B2 = inp("bmm.b2", (5, 6))
+kern("matmul_shared", "matmul", [a, b2], (3, 4, 6), A @ B2)
+# elementwise with broadcast (b a suffix of a), on device 1 through transfers
+x, X = inp("ew.x", (4, 3, 8)); y, Y = inp("ew.y", (3, 8)); z, Z = inp("ew.z", (4, 3, 8))
+x1, y1, z1 = xfer("ew.x@1", x, 1), xfer("ew.y@1", y, 1), xfer("ew.z@1", z, 1)
+kern("add", "add", [x1, y1], (4, 3, 8), X + Y, dev=1)
+kern("sub", "sub", [x1, z1], (4, 3, 8), X - Z, dev=1)
+kern("mul", "mul", [x1, y1], (4, 3, 8), X * Y, dev=1)
+kern("scale", "scale", [x], (4, 3, 8), X * -1.5, attrs={"alpha": -1.5})
+kern("silu", "silu", [x], (4, 3, 8), X / (1 + np.exp(-X)))
+kern("gelu", "gelu", [x], (4, 3, 8), 0.5 * X * (1 + erf(X / math.sqrt(2))))
+kern("exp", "exp", [x], (4, 3, 8), np.exp(X))
+kern("relu", "relu", [x], (4, 3, 8), np.maximum(X, 0))
+# softmax: plain with scale; causal with a row offset over [heads, rows, cols]
+s, S = inp("sm.s", (2, 5, 9), scale=3.0)
+
+
+def softmax_ref(S, scale, causal, off):
+    R, C = S.shape[-2], S.shape[-1]
+    out = np.zeros_like(S)
+    for idx in np.ndindex(S.shape[:-1]):
+        i = idx[-1]
+        lim = min(C - 1, i + off) if causal else C - 1
+        if lim < 0:
+            continue
+        row = S[idx][:lim + 1] * scale
+        e = np.exp(row - row.max())
+        out[idx][:lim + 1] = e / e.sum()
+    return out
+
+
+kern("softmax", "softmax", [s], (2, 5, 9), softmax_ref(S, 0.7, False, 0), attrs={"scale": 0.7})
+kern("softmax_causal", "softmax", [s], (2, 5, 9), softmax_ref(S, 1.0, True, 3), attrs={"causal": True, "row_offset": 3})
+kern("softmax_masked_rows", "softmax", [s], (2, 5, 9), softmax_ref(S, 1.0, True, -2), attrs={"causal": True, "row_offset": -2})
+# rmsnorm
+x, X = inp("rms.x", (5, 16)); w, W = inp("rms.w", (16,))
+kern("rmsnorm", "rmsnorm", [x, w], (5, 16), X / np.sqrt((X * X).mean(-1, keepdims=True) + 1e-5) * W, attrs={"eps": 1e-5})
+# rope, Hugging Face rotate-half convention
+q, Q = inp("rope.x", (6, 2, 8))
+
+
+def rope_ref(Q, theta, off):
+    T, H, D = Q.shape
+    inv = 1.0 / theta ** (np.arange(0, D, 2) / D)
+    ang = np.outer(np.arange(off, off + T), inv)
+    cos, sin = np.cos(np.concatenate([ang, ang], -1))[:, None, :], np.sin(np.concatenate([ang, ang], -1))[:, None, :]
+    rot = np.concatenate([-Q[..., D // 2:], Q[..., :D // 2]], -1)
+    return Q * cos + rot * sin
+
+
+kern("rope", "rope", [q], (6, 2, 8), rope_ref(Q, 10000.0, 0))
+kern("rope_offset", "rope", [q], (6, 2, 8), rope_ref(Q, 500000.0, 7), attrs={"theta": 500000.0, "pos_offset": 7})
+# embedding
+t, Tb = inp("emb.table", (11, 6)); ids = np.array([3, 0, 10, 3, 7], dtype=np.int32)
+V.append({"id": "emb.ids", "kind": "input", "device": 0, "dtype": "i32", "shape": [5]})
+inputs["emb.ids"] = ("i32", (5,), ids.tobytes())
+kern("embedding", "embedding", [t, "emb.ids"], (5, 6), Tb[ids])
+# sum, slice, concat, transpose, cast
+p, P = inp("sum.a", (3, 7)); r, R = inp("sum.b", (3, 7)); u, U = inp("sum.c", (3, 7))
+kern("sum", "sum", [p, r, u, r], (3, 7), P + R + U + R)
+x, X = inp("sl.x", (4, 6, 5))
+kern("slice", "slice", [x], (4, 2, 5), X[:, 3:5, :], attrs={"axis": 1, "start": 3, "length": 2})
+kern("concat", "concat", [p, r, u], (3, 21), np.concatenate([P, R, U], 1), attrs={"axis": 1})
+kern("concat0", "concat", [p, r], (6, 7), np.concatenate([P, R], 0), attrs={"axis": 0})
+kern("transpose", "transpose", [x], (5, 4, 6), X.transpose(2, 0, 1), attrs={"perm": [2, 0, 1]})
+other = {"f32": "bf16", "f16": "f32", "bf16": "f16"}[dtype]
+kern("cast", "cast", [x], (4, 6, 5), X, dt=other)
+
+outputs = list(refs)
+tg = {"format": "turnip.taskgraph/1", "devices": 2, "vertices": V, "outputs": outputs}
+gp, ip, op = (os.path.join(tmp, f) for f in ("g.json", "in.safetensors", "out.safetensors"))
+json.dump(tg, open(gp, "w"))
+write_st(ip, inputs)
+# a cap of 4 KiB per device forces offloads of these small tensors (up to 1.7 KiB each)
+r = run(turnip, ["run", gp, "--device-mem", "4KiB", "--inputs", ip, "--out", op, "--order", "random", "--seed", "5"])
+vals, _ = read_st(op)
+# relative to the output's scale: f32 compute error, or half an ulp of the 16-bit output
+tol = {"f32": 1e-5, "f16": 1e-3, "bf16": 8e-3}
+failures = 0
+for name, ref in refs.items():
+    got = vals[name].astype(np.float64)
+    odt = next(v["dtype"] for v in V if v["id"] == name)
+    scale = max(1.0, float(np.abs(ref).max()))
+    allowed = max(tol[odt], tol[dtype]) * scale
+    err = float(np.abs(got - ref).max()) if got.shape == ref.shape else float("inf")
+    ok = err <= allowed
+    print(f"{'ok  ' if ok else 'FAIL'} {dtype:4s} {name:22s} max abs err {err:.3e} (allowed {allowed:.1e})")
+    failures += not ok
+# device rows of the plan statistics: dev, capacity (2), peak (2), loads (3), reloads (3), offloads (3)
+plan_rows = r.stdout.split("capacity", 1)[1].split("host:", 1)[0].splitlines()[1:]
+offl = sum(int(line.split()[11]) for line in plan_rows)
+print(f"plan offloads: {offl}")
+if offl == 0:
+    print("FAIL: the cap did not force any offload")
+    failures += 1
+print(f"{len(refs) - failures} passed, {failures} failed")
+sys.exit(1 if failures else 0)
