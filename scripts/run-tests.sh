@@ -1,5 +1,6 @@
 #!/bin/bash
-# All tests: install, build twice (plain, and ASan+UBSan), run the CTest suite on both.
+# All tests: install, build three times (plain; ASan+UBSan; TSan), run the whole CTest suite
+# on the first two and the executor's tests on the third.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -8,3 +9,5 @@ scripts/build.sh build
 (cd build && ctest --output-on-failure -j"$jobs")
 scripts/build.sh build-asan -DTP_SANITIZE=address
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$jobs")
+scripts/build.sh build-tsan -DTP_SANITIZE=thread
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j"$jobs" -R '^exec_')
