@@ -66,7 +66,12 @@ static const char *gen_help =
     "and device, K attention heads as parallel lanes (q/k/v projections, T x T scores,\n"
     "softmax, weighted sum, output projection) summed in a chain, then an MLP in C column\n"
     "chunks; partial sums are reduced on device 0 and broadcast back. Hidden size is\n"
-    "D*K*E. Defaults: D=2 L=2 K=4 C=2 T=512 E=64 B=2.\n";
+    "D*K*E. Defaults: D=2 L=2 K=4 C=2 T=512 E=64 B=2.\n"
+    "\n"
+    "usage: turnip gen inputs TASKGRAPH -o IN.safetensors [--seed S] [--int-max N]\n"
+    "\n"
+    "Writes a random tensor for every input of TASKGRAPH, named by id, in its dtype and shape:\n"
+    "floats from N(0, 0.5^2), integers uniform in [0, N) (default 10), bytes-only inputs as u8.\n";
 
 static const char *run_help =
     "usage: turnip run TASKGRAPH --device-mem SIZE[,SIZE...] --inputs IN.safetensors --out OUT.safetensors\n"
@@ -442,6 +447,27 @@ static int cmd_gen(int argc, char **argv)
     tp_layered_opts_init(&lo);
     const char *out = NULL, *v;
     int model = 0;
+    if (argc > 2 && !strcmp(argv[2], "inputs")) {
+        const char *tgp = NULL;
+        long long seed = 0, imax = 10;
+        for (int i = 3; i < argc; i++) {
+            char *end;
+            if (opt_val(argc, argv, &i, "-o", &v)) out = v;
+            else if (opt_val(argc, argv, &i, "--seed", &v)) {
+                if (!v || (seed = strtoll(v, &end, 10)) < 0 || *end) return usage_error("gen", "--seed needs a non-negative integer", v);
+            } else if (opt_val(argc, argv, &i, "--int-max", &v)) {
+                if (!v || (imax = strtoll(v, &end, 10)) < 1 || *end) return usage_error("gen", "--int-max needs a positive integer", v);
+            } else if (argv[i][0] == '-' && argv[i][1]) return usage_error("gen", "unknown option", argv[i]);
+            else tgp = argv[i];
+        }
+        if (!tgp || !out) return usage_error("gen", "gen inputs needs a TaskGraph and -o FILE", NULL);
+        tp_error e;
+        tp_graph *g;
+        tp_status s = tp_graph_read_file(tgp, &g, &e);
+        if (!s) s = tp_random_inputs(g, (uint64_t)seed, imax, out, &e);
+        tp_graph_free(g);
+        return s ? fail(s, &e) : 0;
+    }
     for (int i = 2; i < argc; i++) {
         long long x = 0;
         const char *names[] = {"--devices", "--layers", "--heads", "--chunks", "--seq", "--head-dim", "--dtype-bytes"};
