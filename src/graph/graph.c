@@ -54,6 +54,7 @@ void tp_graph_free(tp_graph *g)
     }
     free(g->v);
     free(g->outputs);
+    free(g->is_out);
     free(g->cons_off);
     free(g->cons);
     tp__strmap_free(&g->ids);
@@ -168,10 +169,14 @@ tp_status tp_graph_add_transfer(tp_graph *g, const char *id, int device, uint32_
 tp_status tp_graph_add_output(tp_graph *g, uint32_t vertex, tp_error *err)
 {
     if (vertex >= g->n) return tp__fail(err, TP_ERR_INVALID, "output: vertex %u does not exist", vertex);
-    for (size_t i = 0; i < g->nout; i++)
-        if (g->outputs[i] == vertex)
-            return tp__fail(err, TP_ERR_INVALID, "output '%s' is listed twice", g->v[vertex].id);
+    if (vertex >= g->cap_is_out) {
+        size_t old = g->cap_is_out;
+        if (!TP__GROW(g->is_out, g->cap_is_out, (size_t)vertex + 1)) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        memset(g->is_out + old, 0, g->cap_is_out - old);
+    }
+    if (g->is_out[vertex]) return tp__fail(err, TP_ERR_INVALID, "output '%s' is listed twice", g->v[vertex].id);
     if (!TP__GROW(g->outputs, g->capout, g->nout + 1)) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    g->is_out[vertex] = 1;
     g->outputs[g->nout++] = vertex;
     return TP_OK;
 }

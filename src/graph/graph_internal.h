@@ -12,6 +12,8 @@ struct tp_graph {
     tp__strmap ids;
     uint32_t *outputs;
     size_t nout, capout;
+    uint8_t *is_out; /* per vertex: listed as an output (grown with the outputs) */
+    size_t cap_is_out;
     int finalized;
     uint32_t *cons_off; /* CSR of distinct consumers, n+1 entries */
     uint32_t *cons;

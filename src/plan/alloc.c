@@ -56,14 +56,32 @@ static uint32_t insert_after(tp__alloc *a, uint32_t after)
     return i;
 }
 
+static void free_push(tp__alloc *a, uint32_t i)
+{
+    a->b[i].fprev = TP__NONE;
+    a->b[i].fnext = a->fhead;
+    if (a->fhead != TP__NONE) a->b[a->fhead].fprev = i;
+    a->fhead = i;
+}
+
+static void free_unlink(tp__alloc *a, uint32_t i)
+{
+    tp__block *x = &a->b[i];
+    if (x->fprev != TP__NONE) a->b[x->fprev].fnext = x->fnext;
+    else a->fhead = x->fnext;
+    if (x->fnext != TP__NONE) a->b[x->fnext].fprev = x->fprev;
+}
+
 int tp__alloc_init(tp__alloc *a, uint64_t cap)
 {
     memset(a, 0, sizeof *a);
     a->cap = cap;
     a->head = TP__NONE;
     a->freelist = TP__NONE;
+    a->fhead = TP__NONE;
     uint32_t i = insert_after(a, TP__NONE);
-    a->b[i] = (tp__block){0, cap, TP__NONE, TP__NONE, TP__NONE, TP__NONE, 0};
+    a->b[i] = (tp__block){0, cap, TP__NONE, TP__NONE, TP__NONE, TP__NONE, TP__NONE, TP__NONE, 0};
+    free_push(a, i);
     return 1;
 }
 
@@ -79,9 +97,8 @@ int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *add
     uint64_t al = tp__align_of(size);
     int found = 0;
     uint64_t best_age = 0, best_addr = 0;
-    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
+    for (uint32_t i = a->fhead; i != TP__NONE; i = a->b[i].fnext) {
         const tp__block *x = &a->b[i];
-        if (x->owner != TP__NONE) continue;
         uint64_t start = align_up(x->start, al);
         if (start + size < start) continue;
         uint64_t end = start + size, age = 0;
@@ -96,15 +113,11 @@ int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *add
             }
         }
         if (!ok) continue;
-        if (fit == TP__FIT_LOWEST) {
-            *addr = start;
-            return 1;
-        }
-        if (!found || age < best_age) {
+        if (fit == TP__FIT_LOWEST) age = start; /* first fit: the lowest start wins */
+        if (!found || age < best_age || (age == best_age && start < best_addr)) {
             found = 1;
             best_age = age;
             best_addr = start;
-            if (age == 0) break; /* never-used memory is the oldest there is */
         }
     }
     if (found) *addr = best_addr;
@@ -116,8 +129,8 @@ uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t own
 {
     uint64_t end = addr + size;
     /* find the free segment holding addr */
-    uint32_t i = a->head;
-    while (a->b[i].start + a->b[i].size <= addr) i = a->b[i].next;
+    uint32_t i = a->fhead;
+    while (!(a->b[i].start <= addr && addr < a->b[i].start + a->b[i].size)) i = a->b[i].fnext;
     /* split off the part before addr */
     if (a->b[i].start < addr) {
         uint32_t j = insert_after(a, i); /* may move a->b: index, don't hold pointers */
@@ -127,6 +140,7 @@ uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t own
         a->b[j].rel = a->b[i].rel;
         a->b[j].freed_at = a->b[i].freed_at;
         a->b[i].size = addr - a->b[i].start;
+        free_push(a, j);
         i = j;
     }
     /* i starts at addr; consume segments until end */
@@ -147,17 +161,20 @@ uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t own
             a->b[t].rel = a->b[cur].rel;
             a->b[t].freed_at = a->b[cur].freed_at;
             a->b[cur].size = end - a->b[cur].start;
+            free_push(a, t);
             yend = end;
         }
         if (yend == end) break;
         cur = a->b[cur].next;
     }
-    /* merge first..cur into `first` */
+    /* merge first..cur into `first`, which leaves the free list */
     while (a->b[first].next != TP__NONE && a->b[first].start + a->b[first].size < end) {
         uint32_t nx = a->b[first].next;
         a->b[first].size += a->b[nx].size;
+        free_unlink(a, nx);
         drop_block(a, nx);
     }
+    free_unlink(a, first);
     tp__block *f = &a->b[first];
     f->owner = owner;
     f->rel = TP__NONE;
@@ -174,12 +191,14 @@ void tp__alloc_release(tp__alloc *a, uint32_t blk, uint32_t rel, uint64_t stamp)
     x->owner = TP__NONE;
     x->rel = rel;
     x->freed_at = stamp;
-    /* fold into a free neighbour that carries the same release list */
+    free_push(a, blk);
+    /* fold in a free neighbour that carries the same release list */
     if (x->next != TP__NONE) {
         tp__block *y = &a->b[x->next];
         if (y->owner == TP__NONE && y->rel == rel) {
             x->size += y->size;
             if (y->freed_at > x->freed_at) x->freed_at = y->freed_at;
+            free_unlink(a, x->next);
             drop_block(a, x->next);
         }
     }

@@ -20,6 +20,7 @@
 typedef struct tp__block {
     uint64_t start, size;
     uint32_t prev, next;  /* address order; TP__NONE at the ends */
+    uint32_t fprev, fnext; /* free blocks only: the free list (any order) */
     uint32_t owner;       /* occupied: the value; free: TP__NONE */
     uint32_t rel;         /* free: release-list head (TP__NONE: never used) */
     uint64_t freed_at;    /* free: release stamp (0: never used) */
@@ -30,6 +31,7 @@ typedef struct tp__alloc {
     tp__block *b;
     size_t nb, capb;
     uint32_t head;      /* lowest block */
+    uint32_t fhead;     /* free list: every free block, so fitting never walks occupied ones */
     uint32_t freelist;  /* recycled block slots, linked through .next */
     uint32_t nblocks;   /* blocks in the address list */
 } tp__alloc;

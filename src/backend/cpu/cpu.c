@@ -120,8 +120,8 @@ static void *worker_main(void *arg)
         uint32_t v = atomic_load(&w->job);
         if (v == NO_JOB) {
             double until = tp__now() + 20e-6;
-            while ((v = atomic_load(&w->job)) == NO_JOB && !atomic_load(&w->stop) && tp__now() < until) {
-            }
+            for (unsigned k = 1; (v = atomic_load(&w->job)) == NO_JOB && !atomic_load(&w->stop); k++)
+                if (!(k & 63) && tp__now() >= until) break; /* read the clock every 64 polls */
         }
         if (v == NO_JOB) {
             pthread_mutex_lock(&w->mu);

@@ -1,0 +1,172 @@
+/* bench_offload - offload efficiency and the nondeterminism ablation on the cpu backend.
+ *
+ * Workload: a chain of layers h' = relu(concat_k(h @ W_k)), each contraction decomposed into
+ * K column chunks emitted together (the paper's V for decomposed contractions), f32, weights
+ * as inputs in host memory, one device. Every cap is a fraction of the unconstrained peak
+ * along that order; the link is throttled so that transfers matter.
+ *
+ * For each cap it prints the makespan over the lower bound max(device compute time, busiest
+ * link's bytes / bandwidth), with compute time and bytes measured in the same run; then, at
+ * 50% with copy jitter, `any` over `fixed` makespan across seeds (the paper's ablation).
+ *
+ * usage: bench_offload [--quick] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cblas.h>
+#include "turnip/turnip.h"
+
+enum { T = 256, H = 512, B = 4, K = 4, LAYERS = 12 };
+
+/* layer: out[b][k] = h_b @ W_k for B row blocks and K column chunks, all B*K emitted together;
+ * h'_b = relu(concat_k out[b][k]) */
+static tp_graph *build(void)
+{
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    int64_t hs[2] = {T / B, H}, ws[2] = {H, H / K}, os[2] = {T / B, H / K};
+    uint32_t h[B], w[K], parts[B][K], c;
+    char id[32];
+    for (int b = 0; b < B; b++) {
+        snprintf(id, sizeof id, "x.%d", b);
+        tp_graph_add_input(g, id, 0, TP_DT_F32, 2, hs, 0, &h[b], &e);
+    }
+    for (int l = 0; l < LAYERS; l++) {
+        for (int k = 0; k < K; k++) {
+            snprintf(id, sizeof id, "w%d.%d", l, k);
+            tp_graph_add_input(g, id, 0, TP_DT_F32, 2, ws, 0, &w[k], &e);
+        }
+        for (int k = 0; k < K; k++)
+            for (int b = 0; b < B; b++) {
+                uint32_t in[2] = {h[b], w[k]};
+                snprintf(id, sizeof id, "mm%d.%d.%d", l, b, k);
+                tp_graph_add_kernel(g, id, 0, "matmul", 2, in, TP_DT_F32, 2, os, 0, NULL, 2.0 * (T / B) * H * (H / K), &parts[b][k], &e);
+            }
+        for (int b = 0; b < B; b++) {
+            snprintf(id, sizeof id, "cat%d.%d", l, b);
+            tp_graph_add_kernel(g, id, 0, "concat", K, parts[b], TP_DT_F32, 2, hs, 0, "{\"axis\":1}", 0, &c, &e);
+            snprintf(id, sizeof id, "relu%d.%d", l, b);
+            tp_graph_add_kernel(g, id, 0, "relu", 1, &c, TP_DT_F32, 2, hs, 0, NULL, 0, &h[b], &e);
+        }
+    }
+    for (int b = 0; b < B; b++) tp_graph_add_output(g, h[b], &e);
+    if (tp_graph_finalize(g, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    return g;
+}
+
+typedef struct {
+    double makespan, bound, compute, link;
+    uint64_t moved;
+} res;
+
+static res run(const tp_graph *g, uint64_t cap, double gbps, tp_policy pol, uint64_t seed, double jitter, int streams)
+{
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, 1, cap);
+    po.order = TP_ORDER_TOPO;
+    tp_memgraph *mg;
+    tp_error e;
+    if (tp_plan(g, &po, &mg, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    tp_cpu_opts co;
+    tp_cpu_opts_init(&co);
+    co.link_gbps = gbps;
+    co.jitter = jitter;
+    tp_backend *be = tp_backend_cpu_new(&co);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    ro.policy = pol;
+    ro.seed = seed;
+    ro.streams = streams;
+    tp_exec *x;
+    if (tp_exec_new(mg, be, &ro, &x, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    float *buf = malloc((size_t)H * H * 4 + (size_t)T * H * 4);
+    for (size_t i = 0; i < (size_t)H * H + (size_t)T * H; i++) buf[i] = ((float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f) * 0.08f;
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind == TP_M_INPUT) tp_exec_write(x, &v.write, buf, &e);
+    }
+    free(buf);
+    tp_run_summary s;
+    if (tp_exec_run(x, &s, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    res r = {s.makespan, 0, s.dev[0].compute_busy / streams, 0, 0};
+    for (int k = 1; k < TP_ENG_COUNT; k++) {
+        double l = (double)s.dev[0].copy_bytes[k] / (gbps * 1e9);
+        if (l > r.link) r.link = l;
+        r.moved += s.dev[0].copy_bytes[k];
+    }
+    r.bound = r.compute > r.link ? r.compute : r.link;
+    tp_exec_free(x);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    return r;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    char *cfg = openblas_get_config();
+    printf("BLAS: %s; %d threads; OPENBLAS_CORETYPE=%s\n", cfg ? cfg : "?", openblas_get_num_threads(),
+           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
+    tp_graph *g = build();
+    uint64_t minf, peak;
+    tp_error e;
+    tp_plan_bounds(g, TP_ORDER_TOPO, &minf, &peak, &e);
+    double gbps = 0.25;
+    char b1[32], b2[32];
+    printf("workload: %d layers of %dx%d @ %dx%d matmul in %d row blocks x %d column chunks, concat, relu; f32, 1 device\n",
+           LAYERS, T, H, H, H, B, K);
+    printf("unconstrained peak %s, smallest feasible %s; link throttled to %.1f GB/s\n", tp_format_size(peak, b1, sizeof b1),
+           tp_format_size(minf, b2, sizeof b2), gbps);
+    printf("%6s %8s %12s %12s %12s %12s %10s\n", "cap", "streams", "makespan ms", "compute ms", "link ms", "moved", "ratio");
+    const double fr[3] = {1.0, 0.5, 0.25};
+    for (int i = 0; i < 3; i++) {
+        uint64_t cap = (uint64_t)(fr[i] * (double)peak);
+        if (cap < minf) cap = minf;
+        for (int st = 1; st <= 2; st++) {
+            res best = {1e30, 0, 0, 0, 0};
+            for (int rep = 0; rep < (quick ? 1 : 3); rep++) {
+                res r = run(g, cap, gbps, TP_POLICY_ANY, 0, 0, st);
+                if (r.makespan < best.makespan) best = r;
+            }
+            printf("%5.0f%% %8d %12.2f %12.2f %12.2f %12s %10.3f\n", fr[i] * 100, st, best.makespan * 1e3, best.compute * 1e3,
+                   best.link * 1e3, tp_format_size(best.moved, b1, sizeof b1), best.makespan / best.bound);
+        }
+    }
+    int seeds = quick ? 4 : 20;
+    double ratio[64];
+    uint64_t cap = (uint64_t)(0.5 * (double)peak);
+    if (cap < minf) cap = minf;
+    for (int s = 0; s < seeds; s++) {
+        res a = run(g, cap, gbps, TP_POLICY_ANY, (uint64_t)s + 1, 0.5, 1);
+        res f = run(g, cap, gbps, TP_POLICY_FIXED, (uint64_t)s + 1, 0.5, 1);
+        ratio[s] = a.makespan / f.makespan;
+    }
+    qsort(ratio, (size_t)seeds, sizeof *ratio, cmpd);
+    double mean = 0, sd = 0;
+    for (int s = 0; s < seeds; s++) mean += ratio[s] / seeds;
+    for (int s = 0; s < seeds; s++) sd += (ratio[s] - mean) * (ratio[s] - mean) / (seeds > 1 ? seeds - 1 : 1);
+    printf("ablation at 50%% cap, jitter 0.5, %d seeds: makespan(any)/makespan(fixed) mean %.3f, sd %.3f, min %.3f, median %.3f, max %.3f\n",
+           seeds, mean, sqrt(sd), ratio[0], ratio[seeds / 2], ratio[seeds - 1]);
+    tp_graph_free(g);
+    return 0;
+}
