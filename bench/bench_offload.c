@@ -1,9 +1,12 @@
 /* bench_offload - offload efficiency and the nondeterminism ablation on the cpu backend.
  *
  * Workload: a chain of layers h' = relu(concat_k(h @ W_k)), each contraction decomposed into
- * K column chunks emitted together (the paper's V for decomposed contractions), f32, weights
- * as inputs in host memory, one device. Every cap is a fraction of the unconstrained peak
- * along that order; the link is throttled so that transfers matter.
+ * row blocks and column chunks emitted together (the paper's V for decomposed contractions),
+ * f32, weights as inputs in host memory, one device; the link is throttled so that transfers
+ * matter. Caps are fractions of two "unconstrained peaks": `resident`, what a run without
+ * offload holds (every weight resident plus the live activations: PyTorch's footprint), and
+ * `live`, the most bytes live at once when every value is loaded at first use and freed after
+ * its last use (at 100% of it nothing can be prefetched, so transfers cannot overlap compute).
  *
  * For each cap it prints the makespan over the lower bound max(device compute time, busiest
  * link's bytes / bandwidth), with compute time and bytes measured in the same run; then, at
@@ -17,7 +20,7 @@
 #include <cblas.h>
 #include "turnip/turnip.h"
 
-enum { T = 256, H = 512, B = 4, K = 4, LAYERS = 12 };
+enum { T = 256, H = 512, B = 4, K = 4, LAYERS = 24 };
 
 /* layer: out[b][k] = h_b @ W_k for B row blocks and K column chunks, all B*K emitted together;
  * h'_b = relu(concat_k out[b][k]) */
@@ -128,45 +131,60 @@ int main(int argc, char **argv)
     printf("BLAS: %s; %d threads; OPENBLAS_CORETYPE=%s\n", cfg ? cfg : "?", openblas_get_num_threads(),
            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
     tp_graph *g = build();
+    if (getenv("TP_BENCH_DUMP")) { /* write the workload as a TaskGraph, for turnip run --trace */
+        FILE *f = fopen(getenv("TP_BENCH_DUMP"), "w");
+        tp_graph_write(g, f, NULL);
+        fclose(f);
+    }
     uint64_t minf, peak;
     tp_error e;
     tp_plan_bounds(g, TP_ORDER_TOPO, &minf, &peak, &e);
-    double gbps = 0.25;
+    double gbps = getenv("TP_BENCH_GBPS") ? atof(getenv("TP_BENCH_GBPS")) : 0.25;
     char b1[32], b2[32];
     printf("workload: %d layers of %dx%d @ %dx%d matmul in %d row blocks x %d column chunks, concat, relu; f32, 1 device\n",
            LAYERS, T, H, H, H, B, K);
-    printf("unconstrained peak %s, smallest feasible %s; link throttled to %.1f GB/s\n", tp_format_size(peak, b1, sizeof b1),
+    printf("live peak %s, smallest feasible %s; link throttled to %.2f GB/s\n", tp_format_size(peak, b1, sizeof b1),
            tp_format_size(minf, b2, sizeof b2), gbps);
-    printf("%6s %8s %12s %12s %12s %12s %10s\n", "cap", "streams", "makespan ms", "compute ms", "link ms", "moved", "ratio");
+    uint64_t inputs = 0;
+    for (uint32_t i = 0; i < tp_graph_size(g); i++)
+        if (tp_graph_vertex(g, i)->kind == TP_V_INPUT) inputs += tp_graph_vertex(g, i)->bytes;
+    const char *defs[2] = {"resident", "live"};
+    uint64_t peaks[2] = {inputs + peak, peak};
+    printf("%-9s %5s %8s %12s %12s %12s %12s %10s\n", "peak", "cap", "streams", "makespan ms", "compute ms", "link ms", "moved",
+           "ratio");
     const double fr[3] = {1.0, 0.5, 0.25};
-    for (int i = 0; i < 3; i++) {
-        uint64_t cap = (uint64_t)(fr[i] * (double)peak);
-        if (cap < minf) cap = minf;
-        for (int st = 1; st <= 2; st++) {
-            res best = {1e30, 0, 0, 0, 0};
-            for (int rep = 0; rep < (quick ? 1 : 3); rep++) {
-                res r = run(g, cap, gbps, TP_POLICY_ANY, 0, 0, st);
-                if (r.makespan < best.makespan) best = r;
+    for (int p = 0; p < 2; p++)
+        for (int i = 0; i < 3; i++) {
+            uint64_t cap = (uint64_t)(fr[i] * (double)peaks[p]);
+            if (cap < minf) cap = minf;
+            for (int st = 1; st <= 2; st++) {
+                res best = {1e30, 0, 0, 0, 0};
+                for (int rep = 0; rep < (quick ? 1 : 3); rep++) {
+                    res r = run(g, cap, gbps, TP_POLICY_ANY, 0, 0, st);
+                    if (r.makespan < best.makespan) best = r;
+                }
+                printf("%-9s %4.0f%% %8d %12.2f %12.2f %12.2f %12s %10.3f\n", defs[p], fr[i] * 100, st, best.makespan * 1e3,
+                       best.compute * 1e3, best.link * 1e3, tp_format_size(best.moved, b1, sizeof b1), best.makespan / best.bound);
             }
-            printf("%5.0f%% %8d %12.2f %12.2f %12.2f %12s %10.3f\n", fr[i] * 100, st, best.makespan * 1e3, best.compute * 1e3,
-                   best.link * 1e3, tp_format_size(best.moved, b1, sizeof b1), best.makespan / best.bound);
         }
-    }
     int seeds = quick ? 4 : 20;
-    double ratio[64];
-    uint64_t cap = (uint64_t)(0.5 * (double)peak);
-    if (cap < minf) cap = minf;
-    for (int s = 0; s < seeds; s++) {
-        res a = run(g, cap, gbps, TP_POLICY_ANY, (uint64_t)s + 1, 0.5, 1);
-        res f = run(g, cap, gbps, TP_POLICY_FIXED, (uint64_t)s + 1, 0.5, 1);
-        ratio[s] = a.makespan / f.makespan;
+    for (int p = 0; p < 2; p++) {
+        double ratio[64];
+        uint64_t cap = (uint64_t)(0.5 * (double)peaks[p]);
+        if (cap < minf) cap = minf;
+        for (int s = 0; s < seeds; s++) {
+            res a = run(g, cap, gbps, TP_POLICY_ANY, (uint64_t)s + 1, 0.5, 1);
+            res f = run(g, cap, gbps, TP_POLICY_FIXED, (uint64_t)s + 1, 0.5, 1);
+            ratio[s] = a.makespan / f.makespan;
+        }
+        qsort(ratio, (size_t)seeds, sizeof *ratio, cmpd);
+        double mean = 0, sd = 0;
+        for (int s = 0; s < seeds; s++) mean += ratio[s] / seeds;
+        for (int s = 0; s < seeds; s++) sd += (ratio[s] - mean) * (ratio[s] - mean) / (seeds > 1 ? seeds - 1 : 1);
+        printf("ablation, 50%% of %s peak, copy jitter 0.5, %d seeds: makespan(any)/makespan(fixed) mean %.3f, sd %.3f, "
+               "min %.3f, median %.3f, max %.3f\n",
+               defs[p], seeds, mean, sqrt(sd), ratio[0], ratio[seeds / 2], ratio[seeds - 1]);
     }
-    qsort(ratio, (size_t)seeds, sizeof *ratio, cmpd);
-    double mean = 0, sd = 0;
-    for (int s = 0; s < seeds; s++) mean += ratio[s] / seeds;
-    for (int s = 0; s < seeds; s++) sd += (ratio[s] - mean) * (ratio[s] - mean) / (seeds > 1 ? seeds - 1 : 1);
-    printf("ablation at 50%% cap, jitter 0.5, %d seeds: makespan(any)/makespan(fixed) mean %.3f, sd %.3f, min %.3f, median %.3f, max %.3f\n",
-           seeds, mean, sqrt(sd), ratio[0], ratio[seeds / 2], ratio[seeds - 1]);
     tp_graph_free(g);
     return 0;
 }

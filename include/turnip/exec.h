@@ -35,6 +35,8 @@ typedef struct tp_run_opts {
     tp_policy policy;
     uint64_t seed;          /* random policy and copy jitter */
     int streams;            /* compute streams per device, >= 1 */
+    int copy_depth;         /* vertices queued at once on each copy engine (like a CUDA stream
+                               queue; copies still run one at a time, in order), >= 1 */
     const char *trace_path; /* Chrome trace-event JSON, or NULL */
     int64_t fail_vertex;    /* test hook: this MemGraph vertex fails (-1: none) */
 } tp_run_opts;

@@ -41,6 +41,7 @@ void tp_run_opts_init(tp_run_opts *o)
     memset(o, 0, sizeof *o);
     o->policy = TP_POLICY_ANY;
     o->streams = 1;
+    o->copy_depth = 2;
     o->fail_vertex = -1;
 }
 
@@ -176,6 +177,7 @@ static int by_rank(const void *a, const void *b)
 tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *o, tp_exec **out, tp_error *err)
 {
     if (o->streams < 1 || o->streams > 64) return tp__fail(err, TP_ERR_ARG, "streams must be 1..64, not %d", o->streams);
+    if (o->copy_depth < 1 || o->copy_depth > 4) return tp__fail(err, TP_ERR_ARG, "copy depth must be 1..4, not %d", o->copy_depth);
     tp_exec *x = calloc(1, sizeof *x);
     if (!x) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     x->mg = mg;
@@ -247,7 +249,7 @@ tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *
         if (x->engine[i] != TP_ENG_COUNT) x->q[qidx(x, i)].cap++;
     for (int qi = 0; qi < x->nq; qi++) {
         queue *q = &x->q[qi];
-        int units = qi % TP_ENG_COUNT == TP_ENG_COMPUTE ? o->streams : 1;
+        int units = qi % TP_ENG_COUNT == TP_ENG_COMPUTE ? o->streams : o->copy_depth;
         q->v = malloc((q->cap + 1) * sizeof *q->v);
         q->free_units = malloc((size_t)units * sizeof *q->free_units);
         if (!q->v || !q->free_units) {
@@ -275,7 +277,7 @@ tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *
         for (int qi = 0; qi < x->nq; qi++) qsort(x->q[qi].v, x->q[qi].count, sizeof(uint32_t), by_rank);
         free(rank);
     }
-    if (!tp__sink_init(&x->sink, (size_t)x->nd * (size_t)(o->streams + 3) + 1)) {
+    if (!tp__sink_init(&x->sink, (size_t)x->nd * (size_t)(o->streams + 3 * o->copy_depth) + 1)) {
         s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
         goto fail;
     }
@@ -350,7 +352,7 @@ tp_status tp_exec_run(tp_exec *x, tp_run_summary *sum, tp_error *err)
     x->rng = x->o.seed * 0x2545f4914f6cdd1dull + 1;
     for (int qi = 0; qi < x->nq; qi++) {
         queue *q = &x->q[qi];
-        int units = qi % TP_ENG_COUNT == TP_ENG_COMPUTE ? x->o.streams : 1;
+        int units = qi % TP_ENG_COUNT == TP_ENG_COMPUTE ? x->o.streams : x->o.copy_depth;
         q->nfree = units;
         for (int u = 0; u < units; u++) q->free_units[u] = units - 1 - u;
         q->head = q->tail = 0;

@@ -74,7 +74,8 @@ tp_status tp__trace_write(const tp_exec *x, const char *path, double start, tp_e
         snprintf(name, sizeof name, "%s %.120s", tp_mkind_name(v.kind), tp_graph_vertex(g, v.task)->id);
         tp__json_str(f, name);
         fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, \"tid\": %d, \"args\": {\"vertex\": %u, \"task\": ",
-                tp_mkind_name(v.kind), (t0[i] - start) * 1e6, (t1[i] - t0[i]) * 1e6, dev[i], eng[i] * 100 + unit[i], i);
+                tp_mkind_name(v.kind), (t0[i] - start) * 1e6, (t1[i] - t0[i]) * 1e6, dev[i],
+                eng[i] * 100 + (eng[i] == TP_ENG_COMPUTE ? unit[i] : 0), i); /* a copy engine is one track */
         tp__json_str(f, tp_graph_vertex(g, v.task)->id);
         fprintf(f, ", \"bytes\": %llu}},\n", (unsigned long long)v.write.bytes);
     }

@@ -58,6 +58,9 @@ typedef struct planner {
     size_t capseen;
     uint64_t relstamp;
     uint32_t e;
+    uint32_t pin_pos;  /* eviction may take values whose next use is after this position */
+    uint32_t *mgv;     /* TaskGraph vertex -> its kernel/transfer MemGraph vertex */
+    uint64_t *dies;    /* prefix sums per device: bytes of values whose last use is before position p */
     uint32_t *victims;
     size_t capvict;
 } planner;
@@ -249,6 +252,7 @@ static void do_output(planner *P, uint32_t p, uint64_t addr)
                         TP_SPACE_DEVICE, addr, v->bytes, srcs, nsrc);
     if (srcs != buf) free(srcs);
     if (P->st) return;
+    P->mgv[t] = m;
     P->dcopy[t] = m;
     P->dblk[t] = blk;
     P->drd[t] = TP__NONE;
@@ -302,8 +306,9 @@ static tp__victim_score score_victim(void *ctx, uint32_t x)
     planner *P = ctx;
     tp__victim_score s;
     uint64_t nu = next_use(P, x);
-    /* at a forced step nothing past e holds memory on this device; e's inputs stay */
-    s.pinned = nu <= P->e;
+    /* values needed at or before pin_pos stay (a forced step pins e's inputs; a horizon step
+     * the inputs of everything it has allocated); so do values nobody will read */
+    s.pinned = nu <= P->pin_pos || (nu == INF_USE && !P->is_out[x]);
     s.next_use = nu;
     s.cost = P->hcopy[x] == TP__NONE ? V_(P, x)->bytes : 0;
     return s;
@@ -312,6 +317,7 @@ static tp__victim_score score_victim(void *ctx, uint32_t x)
 static int alloc_evicting(planner *P, int d, uint64_t size, uint64_t *addr)
 {
     if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
+    P->pin_pos = P->e;
     if (!TP__GROW(P->victims, P->capvict, P->dev[d].nblocks + 1)) return oom(P);
     uint32_t nvict;
     if (!tp__alloc_find_window(&P->dev[d], size, score_victim, P, addr, P->victims, &nvict)) return 0;
@@ -337,7 +343,29 @@ static int reads_on(const planner *P, uint32_t t, int d)
     return V_(P, t)->ninputs && tp_graph_read_device(P->g, t) == d;
 }
 
-/* The allocation horizon's step: satisfies p's needs on d without evicting. */
+/* Bytes of values on d whose last use lies in [e, p): what will be freed before p anyway. */
+static uint64_t dying(const planner *P, int d, uint32_t p)
+{
+    const uint64_t *pre = P->dies + (size_t)d * (P->npos + 1);
+    return pre[p] - pre[P->e];
+}
+
+/* A horizon allocation that may evict ahead of execution: when the bytes free now plus those
+ * dying before p cannot hold `size`, waiting would not help, so values needed after p (and
+ * never p's own) are evicted now, and the transfers start early. */
+static int horizon_alloc(planner *P, int d, uint32_t p, uint64_t size, uint64_t *addr)
+{
+    if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
+    if (P->dev[d].cap - P->dev[d].used + dying(P, d, p) >= size) return 0;
+    P->pin_pos = p;
+    if (!TP__GROW(P->victims, P->capvict, P->dev[d].nblocks + 1)) return oom(P);
+    uint32_t nvict;
+    if (!tp__alloc_find_window(&P->dev[d], size, score_victim, P, addr, P->victims, &nvict)) return 0;
+    for (uint32_t i = 0; i < nvict && !P->st; i++) evict(P, P->victims[i]);
+    return !P->st;
+}
+
+/* The allocation horizon's step: satisfies p's needs on d, evicting only as above. */
 static int try_satisfy(planner *P, int d, uint32_t p)
 {
     uint32_t t = P->V[p];
@@ -348,14 +376,14 @@ static int try_satisfy(planner *P, int d, uint32_t p)
         for (uint32_t k = 0; k < v->ninputs; k++) {
             uint32_t x = v->inputs[k];
             if (!first_time(P, x, stamp) || P->dcopy[x] != TP__NONE) continue;
-            if (!tp__alloc_find(&P->dev[d], V_(P, x)->bytes, TP__FIT_OLDEST, &addr)) return 0;
+            if (!horizon_alloc(P, d, p, V_(P, x)->bytes, &addr)) return 0;
             do_reload(P, x, d, addr);
             if (P->st) return 0;
         }
         P->rdone[p] = 1;
     }
     if (v->device == d && !P->wdone[p]) {
-        if (!tp__alloc_find(&P->dev[d], v->bytes, TP__FIT_OLDEST, &addr)) return 0;
+        if (!horizon_alloc(P, d, p, v->bytes, &addr)) return 0;
         do_output(P, p, addr);
         P->wdone[p] = 1;
     }
@@ -459,7 +487,7 @@ static void exec(planner *P, uint32_t p)
 {
     uint32_t t = P->V[p];
     const tp_vertex *v = V_(P, t);
-    uint32_t m = P->dcopy[t];
+    uint32_t m = P->mgv[t]; /* its copy may already be evicted (offloaded) ahead */
     uint32_t buf[16], *from = v->ninputs <= 16 ? buf : malloc(v->ninputs * sizeof *from);
     if (!from) {
         oom(P);
@@ -475,14 +503,14 @@ static void exec(planner *P, uint32_t p)
         P->drd[x] = rl_push(P, P->drd[x], m);
         P->use_cur[x]++;
         if (next_use(P, x) == INF_USE && !P->is_out[x]) {
-            free_device_copy(P, x);
+            if (P->dcopy[x] != TP__NONE) free_device_copy(P, x);
             if (P->hcopy[x] != TP__NONE && V_(P, x)->kind != TP_V_INPUT) {
                 tp__alloc_release(&P->host, P->hblk[x], rel_of(P, P->hrd[x], P->hcopy[x]), ++P->relstamp);
                 P->hcopy[x] = P->hblk[x] = P->hrd[x] = TP__NONE;
             }
         }
     }
-    if (P->use_off[t + 1] == P->use_off[t] && !P->is_out[t]) free_device_copy(P, t);
+    if (P->use_off[t + 1] == P->use_off[t] && !P->is_out[t] && P->dcopy[t] != TP__NONE) free_device_copy(P, t);
 }
 
 static tp_status precheck(planner *P)
@@ -577,6 +605,8 @@ static void planner_free(planner *P)
     free(P->hblk);
     free(P->hrd);
     free(P->vmark);
+    free(P->mgv);
+    free(P->dies);
     for (int d = 0; d < P->nd; d++) {
         free(P->L[d]);
         tp__alloc_free(&P->dev[d]);
@@ -609,10 +639,11 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     P->hblk = malloc((n + 1) * sizeof *P->hblk);
     P->hrd = malloc((n + 1) * sizeof *P->hrd);
     P->vmark = calloc(n + 1, sizeof *P->vmark);
+    P->mgv = malloc((n + 1) * sizeof *P->mgv);
     P->mg->order_pos = malloc((n + 1) * sizeof *P->mg->order_pos);
     if (!order || !P->V || !P->pos || !P->use_off || !P->use_cur || !P->is_out || !P->loaded ||
         !P->rdone || !P->wdone || !P->dcopy || !P->dblk || !P->drd || !P->hcopy || !P->hblk ||
-        !P->hrd || !P->vmark || !P->mg->order_pos) {
+        !P->hrd || !P->vmark || !P->mgv || !P->mg->order_pos) {
         free(order);
         return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
     }
@@ -630,7 +661,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
             P->pos[x] = P->npos;
             P->V[P->npos++] = x;
         }
-        P->dcopy[x] = P->dblk[x] = P->drd[x] = P->hcopy[x] = P->hblk[x] = P->hrd[x] = TP__NONE;
+        P->dcopy[x] = P->dblk[x] = P->drd[x] = P->hcopy[x] = P->hblk[x] = P->hrd[x] = P->mgv[x] = TP__NONE;
     }
     free(order);
     /* uses: consumer positions, sorted */
@@ -651,6 +682,17 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         qsort(P->use_pos + P->use_off[x], nc, sizeof *P->use_pos, cmp_u32);
     }
     for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) P->is_out[tp_graph_outputs(g)[k]] = 1;
+    /* bytes dying at each position, per device (a value dies after its last use) */
+    P->dies = calloc((size_t)P->nd * (P->npos + 1), sizeof *P->dies);
+    if (!P->dies) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t x = 0; x < n; x++) {
+        uint32_t nu = P->use_off[x + 1] - P->use_off[x];
+        if (!nu || P->is_out[x]) continue;
+        uint32_t last = P->use_pos[P->use_off[x + 1] - 1];
+        if (last + 1 <= P->npos) P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + last + 1] += V_(P, x)->bytes;
+    }
+    for (int d = 0; d < P->nd; d++)
+        for (uint32_t q = 1; q <= P->npos; q++) P->dies[(size_t)d * (P->npos + 1) + q] += P->dies[(size_t)d * (P->npos + 1) + q - 1];
     /* per-device horizon lists */
     for (int d = 0; d < P->nd; d++) {
         P->L[d] = malloc((P->npos + 1) * sizeof *P->L[d]);

@@ -4,9 +4,10 @@
  * threads that run the CPU kernels of src/kernels; its host-to-device, device-to-host and
  * peer-in copy engines are worker threads that memcpy and then, to emulate a PCIe link,
  * wait until latency + bytes / bandwidth has passed, stretched by a seeded log-normal jitter
- * (the nondeterminism the paper is about). Each worker holds one job at a time: the executor
- * gives it a vertex, it posts the completion to the executor's sink. Workers spin briefly
- * for the next job before they sleep. */
+ * (the nondeterminism the paper is about). A worker takes jobs from a small in-order queue
+ * (one slot per executor unit it serves: a compute stream has one, a copy engine
+ * `copy_depth`, so the next copy is already queued when one ends, as on a CUDA stream) and
+ * posts each completion to the executor's sink. Workers spin briefly before they sleep. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,7 +28,8 @@ typedef struct worker {
     int started;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    atomic_uint job;
+    atomic_uint ring[4];    /* queued vertices; producer: the executor, consumer: the worker */
+    atomic_uint wpos, rpos;
     atomic_int sleeping, stop;
     float *scratch;
     tp_error err;
@@ -113,31 +115,37 @@ static tp_status run_vertex(worker *w, uint32_t v)
     return TP_OK;
 }
 
+static int has_job(worker *w)
+{
+    return atomic_load(&w->rpos) != atomic_load(&w->wpos);
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
     for (;;) {
-        uint32_t v = atomic_load(&w->job);
-        if (v == NO_JOB) {
+        if (!has_job(w)) {
             double until = tp__now() + 20e-6;
-            for (unsigned k = 1; (v = atomic_load(&w->job)) == NO_JOB && !atomic_load(&w->stop); k++)
+            for (unsigned k = 1; !has_job(w) && !atomic_load(&w->stop); k++)
                 if (!(k & 63) && tp__now() >= until) break; /* read the clock every 64 polls */
         }
-        if (v == NO_JOB) {
+        if (!has_job(w)) {
             pthread_mutex_lock(&w->mu);
             atomic_store(&w->sleeping, 1);
-            while ((v = atomic_load(&w->job)) == NO_JOB && !atomic_load(&w->stop)) pthread_cond_wait(&w->cv, &w->mu);
+            while (!has_job(w) && !atomic_load(&w->stop)) pthread_cond_wait(&w->cv, &w->mu);
             atomic_store(&w->sleeping, 0);
             pthread_mutex_unlock(&w->mu);
         }
-        if (v == NO_JOB) break; /* stop */
-        atomic_store(&w->job, NO_JOB);
+        if (!has_job(w)) break; /* stop */
+        unsigned r = atomic_load(&w->rpos);
+        uint32_t v = atomic_load(&w->ring[r % 4]);
         tp__done d;
         d.vertex = v;
         d.t0 = tp__now();
         d.status = run_vertex(w, v);
         d.t1 = tp__now();
         d.err = &w->err;
+        atomic_store(&w->rpos, r + 1);
         tp__sink_post(w->cpu->pi.sink, &d);
     }
     return NULL;
@@ -148,7 +156,9 @@ static void cpu_launch(tp_backend *be, uint32_t v, int unit)
     cpu *c = (cpu *)be;
     int d = c->pi.device[v], e = c->pi.engine[v];
     worker *w = &c->w[d * c->per_dev + (e == TP_ENG_COMPUTE ? unit : c->ro.streams + e - 1)];
-    atomic_store(&w->job, v);
+    unsigned p = atomic_load(&w->wpos);
+    atomic_store(&w->ring[p % 4], v);
+    atomic_store(&w->wpos, p + 1);
     if (atomic_load(&w->sleeping)) {
         pthread_mutex_lock(&w->mu);
         pthread_cond_signal(&w->cv);
@@ -245,7 +255,9 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
         int k = i % c->per_dev;
         w->engine = k < c->ro.streams ? TP_ENG_COMPUTE : k - c->ro.streams + 1;
         w->unit = k < c->ro.streams ? k : 0;
-        atomic_init(&w->job, NO_JOB);
+        for (int q = 0; q < 4; q++) atomic_init(&w->ring[q], NO_JOB);
+        atomic_init(&w->wpos, 0);
+        atomic_init(&w->rpos, 0);
         atomic_init(&w->sleeping, 0);
         atomic_init(&w->stop, 0);
         if (w->engine == TP_ENG_COMPUTE && scratch[w->device]) {
