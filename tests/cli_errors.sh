@@ -57,6 +57,29 @@ expect 2 "unk.json: vertices\[1\] (id 'y'): input 'q' is not a vertex id" "$T" p
 printf '{"format": "turnip.taskgraph/1", "devices": 3, "vertices": [{"id": "A", "kind": "input", "device": 0, "bytes": 1024}]}' >"$D/other.json"
 expect 1 "INVALID" "$T" verify "$D/mg.json" --taskgraph "$D/other.json"
 
+# turnip run: inputs must match the TaskGraph (exit 2 naming the file and tensor)
+MLP=$SRC/examples/mlp.json
+"$T" gen inputs "$MLP" -o "$D/in.st" --seed 3 >/dev/null 2>&1
+expect 0 "outputs:" "$T" run "$MLP" --device-mem 512KiB --inputs "$D/in.st" --out "$D/out.st"
+printf '{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": "a", "kind": "input", "device": 0, "dtype": "f32", "shape": [2, 3]}, {"id": "b", "kind": "kernel", "device": 0, "op": "relu", "inputs": ["a"], "dtype": "f32", "shape": [2, 3]}], "outputs": ["b"]}' >"$D/small.json"
+printf '{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": "a", "kind": "input", "device": 0, "dtype": "f16", "shape": [2, 3]}]}' >"$D/f16.json"
+printf '{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": "a", "kind": "input", "device": 0, "dtype": "f32", "shape": [3, 2]}]}' >"$D/shape.json"
+printf '{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": "z", "kind": "input", "device": 0, "dtype": "f32", "shape": [2, 3]}]}' >"$D/other_in.json"
+"$T" gen inputs "$D/f16.json" -o "$D/f16.st" >/dev/null 2>&1
+"$T" gen inputs "$D/shape.json" -o "$D/shape.st" >/dev/null 2>&1
+"$T" gen inputs "$D/other_in.json" -o "$D/z.st" >/dev/null 2>&1
+expect 2 "z.st: no tensor 'a'" "$T" run "$D/small.json" --device-mem 1KiB --inputs "$D/z.st" --out "$D/o.st"
+expect 2 "f16.st: tensor 'a' is f16, the TaskGraph says f32" "$T" run "$D/small.json" --device-mem 1KiB --inputs "$D/f16.st" --out "$D/o.st"
+expect 2 "shape.st: tensor 'a' has shape \[3, 2\], the TaskGraph says \[2, 3\]" "$T" run "$D/small.json" --device-mem 1KiB --inputs "$D/shape.st" --out "$D/o.st"
+expect 2 "not a safetensors file" "$T" run "$D/small.json" --device-mem 1KiB --inputs "$D/small.json" --out "$D/o.st"
+head -c 100 "$D/in.st" >"$D/trunc.st"
+expect 2 "trunc.st" "$T" run "$MLP" --device-mem 512KiB --inputs "$D/trunc.st" --out "$D/o.st"
+printf '{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": "a", "kind": "input", "device": 0, "dtype": "f32", "shape": [2, 3]}, {"id": "b", "kind": "kernel", "device": 0, "op": "matmul", "inputs": ["a", "a"], "dtype": "f32", "shape": [2, 3]}], "outputs": ["b"]}' >"$D/badop.json"
+expect 2 "vertex 'b' (matmul): matmul inner dimensions differ" "$T" run "$D/badop.json" --device-mem 1KiB --inputs "$D/in.st" --out "$D/o.st"
+expect 2 "vertex 60 (.*) failed: injected fault" "$T" run "$MLP" --device-mem 512KiB --inputs "$D/in.st" --out "$D/o.st" --fail-vertex 60
+expect 2 "not a vertex that runs" "$T" run "$MLP" --device-mem 512KiB --inputs "$D/in.st" --out "$D/o.st" --fail-vertex 0
+expect 0 "usage: turnip run" "$T" run --help
+
 # damaged files never crash: every prefix of a TaskGraph, and byte flips of a MemGraph
 size=$(wc -c <"$EX")
 crash=0

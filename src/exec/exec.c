@@ -257,6 +257,11 @@ tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *
             goto fail;
         }
     }
+    if (o->fail_vertex >= 0 && ((uint64_t)o->fail_vertex >= n || x->engine[o->fail_vertex] == TP_ENG_COUNT)) {
+        s = tp__fail(err, TP_ERR_ARG, "fault injection: vertex %lld is not a vertex that runs (an input, or out of range)",
+                     (long long)o->fail_vertex);
+        goto fail;
+    }
     if (o->policy == TP_POLICY_FIXED) {
         uint32_t *rank = malloc((n + 1) * sizeof *rank);
         if (!rank) {
