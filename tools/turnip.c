@@ -3,7 +3,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "turnip/turnip.h"
+
+/* a usage problem found after parsing, as a status */
+static tp_status tp__fail_public(tp_error *e, const char *msg)
+{
+    snprintf(e->msg, sizeof e->msg, "%s", msg);
+    e->code = TP_ERR_ARG;
+    return TP_ERR_ARG;
+}
 
 static const char *prog = "turnip";
 
@@ -18,6 +27,7 @@ static void usage_main(FILE *f)
             "  plan     compile a TaskGraph into a MemGraph under memory caps\n"
             "  verify   check a MemGraph against its TaskGraph\n"
             "  run      plan, verify and execute a TaskGraph on the cpu backend\n"
+            "  llama    LLaMA prefill from a Hugging Face checkpoint (or a preset) under a memory cap\n"
             "  dot      draw a MemGraph as Graphviz DOT\n"
             "  gen      write a synthetic transformer-like TaskGraph\n"
             "\n"
@@ -91,6 +101,23 @@ static const char *run_help =
     "  --jitter F             copy time x exp(F x N(0,1)), seeded by --seed and the vertex\n"
     "  --trace FILE           Chrome trace-event JSON of the run (open in Perfetto)\n"
     "exit: 0 ok, 2 unusable input, infeasible plan or failed vertex (named)\n";
+
+static const char *llama_help =
+    "usage: turnip llama (--model DIR | --preset NAME) (--prompt-ids 1,2,3 | --seq-len N [--seed S])\n"
+    "                    --device-mem SIZE[,..] [--devices D] [--blocks B] [--host-mem SIZE]\n"
+    "                    [--out logits.safetensors] [--all-logits] [--trace FILE] [--order POLICY]\n"
+    "                    [--streams N] [--link-bandwidth GB/s] [--jitter F] [--no-data]\n"
+    "\n"
+    "Builds the prefill TaskGraph of a LLaMA model (Hugging Face semantics: RMSNorm, RoPE,\n"
+    "grouped-query causal attention, SwiGLU MLP) for the prompt, split over D devices (KV groups,\n"
+    "MLP columns and vocabulary per device), with attention in B query blocks; plans it under the\n"
+    "cap and runs it on the cpu backend. Prints plan statistics, the run summary and the top-5\n"
+    "next-token ids.\n"
+    "  --model DIR    config.json and model.safetensors (or shards with model.safetensors.index.json)\n"
+    "  --preset NAME  tiny, 7b, 13b, 65b, llama3-8b, llama2-70b: random weights made in-process\n"
+    "  --seq-len N    a random prompt of N tokens (seeded by --seed)\n"
+    "  --blocks B     query blocks (default: enough that one head's scores use ~1/16 of the cap)\n"
+    "  --no-data      plan only (for the big presets): graph sizes and plan statistics\n";
 
 static int fail(tp_status s, const tp_error *e)
 {
@@ -437,6 +464,215 @@ static int cmd_run(int argc, char **argv)
     return 0;
 }
 
+static void progress_line(void *ctx, uint64_t done, uint64_t total)
+{
+    (void)ctx;
+    fprintf(stderr, "\r  running: %llu / %llu vertices (%.0f%%)   ", (unsigned long long)done, (unsigned long long)total,
+            100.0 * (double)done / (double)(total ? total : 1));
+}
+
+static int cmd_llama(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(llama_help, stdout);
+        return 0;
+    }
+    const char *model = NULL, *preset = NULL, *pids = NULL, *dm = NULL, *hm = NULL, *outp = NULL, *trace = NULL, *pol = NULL, *v;
+    long long seq = 0, seed = 0, devices = 1, blocks = 0, streams = 1;
+    double bw = 0, jit = 0;
+    int all = 0, nodata = 0;
+    for (int i = 2; i < argc; i++) {
+        char *end = NULL;
+        long long *iv = NULL;
+        if (opt_val(argc, argv, &i, "--model", &v)) model = v;
+        else if (opt_val(argc, argv, &i, "--preset", &v)) preset = v;
+        else if (opt_val(argc, argv, &i, "--prompt-ids", &v)) pids = v;
+        else if (opt_val(argc, argv, &i, "--device-mem", &v)) dm = v;
+        else if (opt_val(argc, argv, &i, "--host-mem", &v)) hm = v;
+        else if (opt_val(argc, argv, &i, "--out", &v)) outp = v;
+        else if (opt_val(argc, argv, &i, "--trace", &v)) trace = v;
+        else if (opt_val(argc, argv, &i, "--order", &v)) pol = v;
+        else if (opt_val(argc, argv, &i, "--seq-len", &v)) iv = &seq;
+        else if (opt_val(argc, argv, &i, "--seed", &v)) iv = &seed;
+        else if (opt_val(argc, argv, &i, "--devices", &v)) iv = &devices;
+        else if (opt_val(argc, argv, &i, "--blocks", &v)) iv = &blocks;
+        else if (opt_val(argc, argv, &i, "--streams", &v)) iv = &streams;
+        else if (opt_val(argc, argv, &i, "--link-bandwidth", &v) || opt_val(argc, argv, &i, "--jitter", &v)) {
+            double d = v ? strtod(v, &end) : -1;
+            if (!v || !(d >= 0) || *end) return usage_error("llama", "needs a non-negative number", argv[i - 1]);
+            if (strstr(argv[i - 1], "bandwidth")) bw = d;
+            else jit = d;
+            continue;
+        } else if (!strcmp(argv[i], "--all-logits")) {
+            all = 1;
+            continue;
+        } else if (!strcmp(argv[i], "--no-data")) {
+            nodata = 1;
+            continue;
+        } else return usage_error("llama", "unknown argument", argv[i]);
+        if (!v) return usage_error("llama", "option needs a value", argv[i]);
+        if (iv && ((*iv = strtoll(v, &end, 10)) < 0 || *end)) return usage_error("llama", "needs a non-negative integer", v);
+    }
+    if (!model == !preset) return usage_error("llama", "give one of --model DIR and --preset NAME", NULL);
+    if (!pids == !seq) return usage_error("llama", "give one of --prompt-ids and --seq-len", NULL);
+    if (!dm) return usage_error("llama", "--device-mem is required", NULL);
+    if (devices < 1 || devices > TP_MAX_DEVICES) return usage_error("llama", "--devices must be 1..64", NULL);
+    tp_error e;
+    tp_llama_config c;
+    tp_status s;
+    if (model) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/config.json", model);
+        s = tp_llama_config_read(path, &c, &e);
+    } else {
+        s = tp_llama_preset(preset, &c, &e);
+    }
+    if (s) return fail(s, &e);
+    /* the prompt */
+    int64_t T = seq;
+    int32_t *ids = NULL;
+    if (pids) {
+        T = 1;
+        for (const char *p = pids; *p; p++) T += *p == ',';
+    }
+    ids = malloc(sizeof *ids * (size_t)T);
+    if (!ids) return 3;
+    if (pids) {
+        const char *p = pids;
+        for (int64_t k = 0; k < T; k++) {
+            char *end;
+            long long id = strtoll(p, &end, 10);
+            if (end == p || id < 0 || id >= c.vocab || (*end && *end != ',')) {
+                free(ids);
+                fprintf(stderr, "%s llama: --prompt-ids: token %lld is not an id in [0, %lld)\n", prog, (long long)k, (long long)c.vocab);
+                return 2;
+            }
+            ids[k] = (int32_t)id;
+            p = *end ? end + 1 : end;
+        }
+    } else {
+        uint64_t st = (uint64_t)seed * 0x9e3779b97f4a7c15ull + 12345;
+        for (int64_t k = 0; k < T; k++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            ids[k] = (int32_t)((st >> 33) % (uint64_t)c.vocab);
+        }
+    }
+    tp_plan_opts o;
+    tp_plan_opts_init(&o, (int)devices, 0);
+    int n;
+    if (tp_parse_size_list(dm, o.device_mem, TP_MAX_DEVICES, &n) || (n != 1 && n != o.ndevices)) {
+        free(ids);
+        return usage_error("llama", "--device-mem: one size, or one per device", dm);
+    }
+    for (int d = n; d < o.ndevices; d++) o.device_mem[d] = o.device_mem[0];
+    if (hm && (tp_parse_size(hm, &o.host_mem) || !o.host_mem)) {
+        free(ids);
+        return usage_error("llama", "--host-mem: not a positive size", hm);
+    }
+    if (!blocks) { /* one head's scores and probabilities within ~1/16 of the smallest cap */
+        uint64_t cap = o.device_mem[0];
+        for (int d = 1; d < o.ndevices; d++) cap = o.device_mem[d] < cap ? o.device_mem[d] : cap;
+        uint64_t rows = cap / 16 / (8 * (uint64_t)T);
+        blocks = rows ? (T + (long long)rows - 1) / (long long)rows : T;
+        if (blocks < 1) blocks = 1;
+        if (blocks > T) blocks = T;
+    }
+    tp_llama_opts lo = {(int)devices, T, (int)blocks, all};
+    char b1[32];
+    printf("model: %s; %lld layers, hidden %lld, %lld heads (%lld KV), vocab %lld, %s weights; prompt %lld tokens; "
+           "%lld devices, %lld query blocks\n",
+           model ? model : preset, (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads,
+           (long long)c.vocab, tp_dtype_name(c.dtype), (long long)T, devices, blocks);
+    double t0 = tp_now_seconds();
+    tp_graph *g;
+    s = tp_llama_build(&c, &lo, &g, &e);
+    if (s) {
+        free(ids);
+        return fail(s, &e);
+    }
+    uint64_t nin = 0, edges = 0;
+    for (uint32_t i = 0; i < tp_graph_size(g); i++) {
+        uint32_t nc;
+        tp_graph_consumers(g, i, &nc);
+        edges += nc;
+        nin += tp_graph_vertex(g, i)->kind == TP_V_INPUT;
+    }
+    printf("TaskGraph: %llu non-input vertices, %llu input vertices, %llu edges (built in %.2f s)\n",
+           (unsigned long long)(tp_graph_size(g) - nin), (unsigned long long)nin, (unsigned long long)edges, tp_now_seconds() - t0);
+    tp_memgraph *mg = NULL;
+    s = tp_plan(g, &o, &mg, &e);
+    int rc = 0;
+    if (!s) {
+        tp_plan_stats st;
+        tp_memgraph_stats(mg, &st);
+        uint64_t mnin = 0;
+        for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+            tp_mvertex mv;
+            tp_memgraph_vertex(mg, i, &mv);
+            mnin += mv.kind == TP_M_INPUT;
+        }
+        printf("MemGraph: %llu non-input vertices, %llu input vertices, %llu edges\n", (unsigned long long)(st.vertices - mnin),
+               (unsigned long long)mnin, (unsigned long long)st.edges);
+        tp_plan_stats_print(&st, stdout);
+    }
+    tp_backend *be = NULL;
+    tp_exec *x = NULL;
+    if (!s && !nodata) {
+        tp_cpu_opts co;
+        tp_cpu_opts_init(&co);
+        co.link_gbps = bw;
+        co.jitter = jit;
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        ro.streams = (int)streams;
+        ro.seed = (uint64_t)seed;
+        ro.trace_path = trace;
+        if (pol && tp_policy_parse(pol, &ro.policy)) s = tp__fail_public(&e, "--order must be any, fixed or random");
+        if (isatty(2)) ro.progress = progress_line;
+        be = tp_backend_cpu_new(&co);
+        if (!s) s = tp_exec_new(mg, be, &ro, &x, &e);
+        if (!s) s = model ? tp_llama_load(x, &c, model, ids, &e) : tp_llama_random(x, &c, (uint64_t)seed, ids, &e);
+        tp_run_summary sum;
+        if (!s) s = tp_exec_run(x, &sum, &e);
+        if (ro.progress) fputs("\r\033[K", stderr);
+        if (!s) {
+            tp_run_summary_print(&sum, stdout);
+            tp_mvertex lv;
+            tp_memgraph_vertex(mg, tp_memgraph_outputs(mg)[0], &lv);
+            float *lg = malloc(lv.write.bytes);
+            if (!lg) s = TP_ERR_NOMEM;
+            if (!s) s = tp_exec_read(x, &lv.write, lg, &e);
+            if (!s) {
+                const float *last = lg + (lv.write.bytes / 4 - (uint64_t)c.vocab);
+                int top[5] = {-1, -1, -1, -1, -1};
+                for (int64_t k = 0; k < c.vocab; k++)
+                    for (int j = 0; j < 5; j++)
+                        if (top[j] < 0 || last[k] > last[top[j]]) {
+                            for (int q = 4; q > j; q--) top[q] = top[q - 1];
+                            top[j] = (int)k;
+                            break;
+                        }
+                printf("next token, top 5 (id: logit):");
+                for (int j = 0; j < 5 && top[j] >= 0; j++) printf(" %d: %.4f%s", top[j], last[top[j]], j < 4 ? "," : "\n");
+                if (outp) s = tp_exec_save_outputs(x, outp, &e);
+            }
+            free(lg);
+        }
+        printf("total %.3f s\n", tp_now_seconds() - t0);
+    }
+    tp_exec_free(x);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    free(ids);
+    (void)b1;
+    if (s) {
+        fprintf(stderr, "%s llama: %s\n", prog, e.msg);
+        return rc ? rc : tp_status_exit_code(s);
+    }
+    return 0;
+}
+
 static int cmd_gen(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -530,6 +766,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "dot")) return cmd_dot(argc, argv);
     if (!strcmp(c, "gen")) return cmd_gen(argc, argv);
     if (!strcmp(c, "run")) return cmd_run(argc, argv);
+    if (!strcmp(c, "llama")) return cmd_llama(argc, argv);
     fprintf(stderr, "%s: unknown command '%s'\n", prog, c);
     usage_main(stderr);
     return 2;

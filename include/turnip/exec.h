@@ -39,6 +39,9 @@ typedef struct tp_run_opts {
                                queue; copies still run one at a time, in order), >= 1 */
     const char *trace_path; /* Chrome trace-event JSON, or NULL */
     int64_t fail_vertex;    /* test hook: this MemGraph vertex fails (-1: none) */
+    /* called from the executor's thread about 4 times a second while a run goes on */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
 } tp_run_opts;
 void tp_run_opts_init(tp_run_opts *o);
 
@@ -79,6 +82,8 @@ typedef struct tp_exec tp_exec;
 /* Prepares mg (whose TaskGraph must outlive the executor) on be: checks every kernel's op and
  * shapes, allocates device and host memory, starts the backend's threads. */
 tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *o, tp_exec **out, tp_error *err);
+/* The MemGraph the executor runs (borrowed). */
+const tp_memgraph *tp_exec_memgraph(const tp_exec *x);
 /* Copies bytes into / out of a region (host or device memory of the backend). */
 tp_status tp_exec_write(tp_exec *x, const tp_region *r, const void *src, tp_error *err);
 tp_status tp_exec_read(tp_exec *x, const tp_region *r, void *dst, tp_error *err);

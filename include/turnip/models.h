@@ -32,6 +32,47 @@ void tp_layered_opts_init(tp_layered_opts *o);
 uint64_t tp_layered_vertices(const tp_layered_opts *o);
 tp_status tp_model_layered(const tp_layered_opts *o, tp_graph **out, tp_error *err);
 
+/* ---- LLaMA prefill (Hugging Face semantics) -------------------------------------------- */
+
+typedef struct tp_llama_config {
+    int64_t hidden, intermediate, heads, kv_heads, layers, vocab;
+    double eps, theta;
+    tp_dtype dtype;     /* storage dtype of the weights (torch_dtype) */
+    int tie_embeddings; /* lm_head shares model.embed_tokens.weight */
+} tp_llama_config;
+
+/* Reads a Hugging Face config.json; a missing or mistyped field is an error naming it. */
+tp_status tp_llama_config_read(const char *path, tp_llama_config *c, tp_error *err);
+/* Built-in shapes: tiny, 7b, 13b, 65b, llama3-8b, llama2-70b. */
+tp_status tp_llama_preset(const char *name, tp_llama_config *c, tp_error *err);
+
+typedef struct tp_llama_opts {
+    int devices;      /* attention heads (by KV group), MLP columns and vocabulary split over them */
+    int64_t seq;      /* prompt tokens T */
+    int blocks;       /* query blocks: the T x T scores are computed T/blocks rows at a time */
+    int all_logits;   /* output logits for every position, not just the last */
+} tp_llama_opts;
+
+/* Builds the prefill TaskGraph. Weight inputs are named after Hugging Face tensors, with a
+ * slice and a device suffix where split: "NAME", "NAME#rA:B" (rows A..B-1), "NAME#cA:B"
+ * (columns), then "@dN" for copies on device N > 0. "input_ids" (i32 [T]) is the prompt; the
+ * output "logits" is f32 [1, vocab] (or [T, vocab]). Activations are f32. */
+tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err);
+
+/* Writes the weights of the run's TaskGraph (built by tp_llama_build) from a Hugging Face
+ * checkpoint directory (model.safetensors, or the shards model.safetensors.index.json lists),
+ * slicing as the input ids say, and the prompt ids. A missing tensor, a wrong shape or dtype,
+ * or a damaged file is TP_ERR_INVALID/PARSE naming the file and tensor. */
+struct tp_exec;
+tp_status tp_llama_load(struct tp_exec *x, const tp_llama_config *c, const char *dir, const int32_t *ids, tp_error *err);
+/* Same with random weights made in-process (N(0, 0.02^2) matrices, norms near 1), each
+ * tensor a function of (seed, name, index) so every slice of it agrees. */
+tp_status tp_llama_random(struct tp_exec *x, const tp_llama_config *c, uint64_t seed, const int32_t *ids, tp_error *err);
+
+/* Splits a weight input id into its tensor name (into name[], the caller's), slice kind
+ * ('r', 'c' or 0) and range. */
+int tp_llama_parse_input(const char *id, char *name, size_t len, char *kind, int64_t *a, int64_t *b);
+
 #ifdef __cplusplus
 }
 #endif

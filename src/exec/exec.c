@@ -371,7 +371,7 @@ tp_status tp_exec_run(tp_exec *x, tp_run_summary *sum, tp_error *err)
     uint32_t done = 0, inflight = 0;
     int failed = 0;
     tp_status fst = TP_OK;
-    double start = tp__now(), loop = 0;
+    double start = tp__now(), loop = 0, last_progress = start;
     for (int d = 0; d < x->nd; d++) last[d] = start;
     /* inputs complete at once; the rest wait for their deps */
     for (uint32_t i = 0; i < n; i++) {
@@ -466,6 +466,10 @@ tp_status tp_exec_run(tp_exec *x, tp_run_summary *sum, tp_error *err)
                 if (!x->left[w] && !failed) make_ready(x, w);
             }
         }
+        if (x->o.progress && tl - last_progress > 0.25) {
+            last_progress = tl;
+            x->o.progress(x->o.progress_ctx, done, n);
+        }
         loop += tp__now() - tl;
     }
     double end = tp__now();
@@ -485,6 +489,7 @@ const int16_t *tp__exec_units(const tp_exec *x);
 const uint8_t *tp__exec_engines(const tp_exec *x);
 const int16_t *tp__exec_devices(const tp_exec *x);
 const tp_memgraph *tp__exec_mg(const tp_exec *x) { return x->mg; }
+const tp_memgraph *tp_exec_memgraph(const tp_exec *x) { return x->mg; }
 const double *tp__exec_times(const tp_exec *x, int end) { return end ? x->t1 : x->t0; }
 const int16_t *tp__exec_units(const tp_exec *x) { return x->unit; }
 const uint8_t *tp__exec_engines(const tp_exec *x) { return x->engine; }

@@ -307,8 +307,8 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
     case TP__OP_ROPE:
         if ((s = attr_num(c, a, "theta", &kp->theta, 10000.0f)) || (s = attr_int(c, a, "pos_offset", &kp->pos_offset, 0, 0)))
             goto done;
-        if (nd != 3 || x0->shape[2] % 2) {
-            s = PFAIL("rope needs x [T, heads, head_dim] with an even head_dim", v->id, v->op);
+        if ((nd != 3 && nd != 2) || x0->shape[nd - 1] % 2) {
+            s = PFAIL("rope needs x [T, heads, head_dim] or [T, head_dim] with an even head_dim", v->id, v->op);
             goto done;
         }
         s = want_out(c, nd, shp);
@@ -490,7 +490,7 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
         break;
     }
     case TP__OP_ROPE: {
-        int64_t T = v->shape[0], H = v->shape[1], D = v->shape[2], half = D / 2;
+        int64_t T = v->shape[0], H = v->ndim == 3 ? v->shape[1] : 1, D = v->shape[v->ndim - 1], half = D / 2;
         for (int64_t t = 0; t < T; t++) {
             float pos = (float)(t + kp->pos_offset);
             for (int64_t i = 0; i < half; i++) {

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""Writes a random tiny LLaMA checkpoint in Hugging Face format (config.json, and
+model.safetensors or shards with model.safetensors.index.json), with numpy only.
+
+usage: make_tiny_llama.py DIR [--dtype float32|bfloat16|float16] [--seed S] [--shards N]
+       [--layers L] [--hidden H] [--heads NH] [--kv-heads NKV] [--intermediate F] [--vocab V]
+Defaults: 2 layers, hidden 256, 8 heads, 4 KV heads, intermediate 512, vocab 1000."""
+import argparse, json, os, struct
+import numpy as np
+
+
+def bf16_bits(a):
+    u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def write_st(path, tensors):
+    header, off, blobs = {}, 0, []
+    for name, (dt, arr) in tensors.items():
+        raw = bf16_bits(arr).tobytes() if dt == "BF16" else arr.astype({"F32": np.float32, "F16": np.float16}[dt]).tobytes()
+        header[name] = {"dtype": dt, "shape": list(arr.shape), "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        blobs.append(raw)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def make(d, dtype="float32", seed=0, shards=1, layers=2, hidden=256, heads=8, kv_heads=4, intermediate=512, vocab=1000):
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    hd = hidden // heads
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden,
+           "intermediate_size": intermediate, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+           "num_hidden_layers": layers, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "vocab_size": vocab,
+           "torch_dtype": dtype, "tie_word_embeddings": False}
+    json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=1)
+    st = {"float32": "F32", "bfloat16": "BF16", "float16": "F16"}[dtype]
+    w = lambda *s: (st, (rng.standard_normal(s) * 0.05).astype(np.float32))
+    n = lambda s: (st, (1.0 + 0.1 * rng.standard_normal(s)).astype(np.float32))
+    t = {"model.embed_tokens.weight": (st, rng.standard_normal((vocab, hidden)).astype(np.float32) * 0.5)}
+    for l in range(layers):
+        p = f"model.layers.{l}."
+        t[p + "input_layernorm.weight"] = n(hidden)
+        t[p + "self_attn.q_proj.weight"] = w(heads * hd, hidden)
+        t[p + "self_attn.k_proj.weight"] = w(kv_heads * hd, hidden)
+        t[p + "self_attn.v_proj.weight"] = w(kv_heads * hd, hidden)
+        t[p + "self_attn.o_proj.weight"] = w(hidden, heads * hd)
+        t[p + "post_attention_layernorm.weight"] = n(hidden)
+        t[p + "mlp.gate_proj.weight"] = w(intermediate, hidden)
+        t[p + "mlp.up_proj.weight"] = w(intermediate, hidden)
+        t[p + "mlp.down_proj.weight"] = w(hidden, intermediate)
+    t["model.norm.weight"] = n(hidden)
+    t["lm_head.weight"] = w(vocab, hidden)
+    names = list(t)
+    if shards <= 1:
+        write_st(os.path.join(d, "model.safetensors"), t)
+    else:
+        wm = {}
+        for k in range(shards):
+            fn = f"model-{k + 1:05d}-of-{shards:05d}.safetensors"
+            part = {nm: t[nm] for nm in names[k::shards]}
+            write_st(os.path.join(d, fn), part)
+            wm.update({nm: fn for nm in part})
+        json.dump({"metadata": {}, "weight_map": wm}, open(os.path.join(d, "model.safetensors.index.json"), "w"))
+    return cfg
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dir")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shards", type=int, default=1)
+    for k, v in [("layers", 2), ("hidden", 256), ("heads", 8), ("kv-heads", 4), ("intermediate", 512), ("vocab", 1000)]:
+        ap.add_argument("--" + k, type=int, default=v)
+    a = ap.parse_args()
+    make(a.dir, a.dtype, a.seed, a.shards, a.layers, a.hidden, a.heads, a.kv_heads, a.intermediate, a.vocab)
+    print(f"wrote {a.dir}")

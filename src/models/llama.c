@@ -1,0 +1,391 @@
+/* llama.c - LLaMA prefill TaskGraphs with Hugging Face semantics (issue 4; paper section 8).
+ *
+ * Decomposition over D devices, Megatron-style: each device owns a contiguous range of KV
+ * groups (with their query heads), of MLP columns and of vocabulary rows; the residual
+ * stream lives on device 0 as B row blocks (f32) and is broadcast by transfers; per-device
+ * partial sums return by transfers and are summed with the residual on device 0. Attention
+ * runs per (query head, row block): the scores of block b cover keys 0..end of b only (the
+ * rest is causally masked), T/B x (b+1)T/B at a time, which is what bounds the memory of
+ * long prompts. Keys and values of a group grow block by block by concatenation. */
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "turnip/models.h"
+#include "io/util.h"
+
+/* ---- configs ------------------------------------------------------------------------------ */
+
+static tp_status cfg_int(json_t *j, const char *path, const char *name, int64_t *out, tp_error *err)
+{
+    json_t *v = json_object_get(j, name);
+    if (!v) return tp__fail(err, TP_ERR_INVALID, "%s: config field '%s' is missing", path, name);
+    if (!json_is_integer(v) || json_integer_value(v) <= 0)
+        return tp__fail(err, TP_ERR_INVALID, "%s: config field '%s' must be a positive integer", path, name);
+    *out = (int64_t)json_integer_value(v);
+    return TP_OK;
+}
+
+static tp_status check(const tp_llama_config *c, const char *where, tp_error *err)
+{
+    if (c->hidden % c->heads || c->heads % c->kv_heads || (c->hidden / c->heads) % 2)
+        return tp__fail(err, TP_ERR_INVALID,
+                        "%s: hidden_size %lld, num_attention_heads %lld and num_key_value_heads %lld do not divide "
+                        "(head_dim must be even, heads a multiple of KV heads)",
+                        where, (long long)c->hidden, (long long)c->heads, (long long)c->kv_heads);
+    return TP_OK;
+}
+
+tp_status tp_llama_config_read(const char *path, tp_llama_config *c, tp_error *err)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    if (!j) return tp__fail(err, TP_ERR_PARSE, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    memset(c, 0, sizeof *c);
+    tp_status s = TP_OK;
+    if (!json_is_object(j)) s = tp__fail(err, TP_ERR_PARSE, "%s: not a JSON object", path);
+    if (!s) s = cfg_int(j, path, "hidden_size", &c->hidden, err);
+    if (!s) s = cfg_int(j, path, "intermediate_size", &c->intermediate, err);
+    if (!s) s = cfg_int(j, path, "num_attention_heads", &c->heads, err);
+    if (!s) s = cfg_int(j, path, "num_hidden_layers", &c->layers, err);
+    if (!s) s = cfg_int(j, path, "vocab_size", &c->vocab, err);
+    if (!s) {
+        if (json_object_get(j, "num_key_value_heads")) s = cfg_int(j, path, "num_key_value_heads", &c->kv_heads, err);
+        else c->kv_heads = c->heads; /* LLaMA 1 configs have none: no grouping */
+    }
+    c->eps = 1e-6;
+    c->theta = 10000.0;
+    c->dtype = TP_DT_F32;
+    json_t *v;
+    if (!s && (v = json_object_get(j, "rms_norm_eps"))) {
+        if (!json_is_number(v) || json_number_value(v) <= 0) s = tp__fail(err, TP_ERR_INVALID, "%s: config field 'rms_norm_eps' must be a positive number", path);
+        else c->eps = json_number_value(v);
+    }
+    if (!s && (v = json_object_get(j, "rope_theta"))) {
+        if (!json_is_number(v) || json_number_value(v) <= 0) s = tp__fail(err, TP_ERR_INVALID, "%s: config field 'rope_theta' must be a positive number", path);
+        else c->theta = json_number_value(v);
+    }
+    if (!s && (v = json_object_get(j, "torch_dtype"))) {
+        const char *t = json_is_string(v) ? json_string_value(v) : "";
+        if (!strcmp(t, "float32")) c->dtype = TP_DT_F32;
+        else if (!strcmp(t, "float16")) c->dtype = TP_DT_F16;
+        else if (!strcmp(t, "bfloat16")) c->dtype = TP_DT_BF16;
+        else s = tp__fail(err, TP_ERR_INVALID, "%s: config field 'torch_dtype' must be float32, float16 or bfloat16", path);
+    }
+    if (!s && (v = json_object_get(j, "tie_word_embeddings"))) {
+        if (!json_is_boolean(v)) s = tp__fail(err, TP_ERR_INVALID, "%s: config field 'tie_word_embeddings' must be true or false", path);
+        else c->tie_embeddings = json_is_true(v);
+    }
+    json_decref(j);
+    if (!s) s = check(c, path, err);
+    return s;
+}
+
+tp_status tp_llama_preset(const char *name, tp_llama_config *c, tp_error *err)
+{
+    static const struct {
+        const char *name;
+        tp_llama_config c;
+    } presets[] = {
+        {"tiny", {256, 512, 8, 4, 2, 1000, 1e-5, 10000.0, TP_DT_F32, 0}},
+        {"7b", {4096, 11008, 32, 32, 32, 32000, 1e-6, 10000.0, TP_DT_F16, 0}},
+        {"13b", {5120, 13824, 40, 40, 40, 32000, 1e-6, 10000.0, TP_DT_F16, 0}},
+        {"65b", {8192, 22016, 64, 64, 80, 32000, 1e-5, 10000.0, TP_DT_F16, 0}},
+        {"llama3-8b", {4096, 14336, 32, 8, 32, 128256, 1e-5, 500000.0, TP_DT_BF16, 0}},
+        {"llama2-70b", {8192, 28672, 64, 8, 80, 32000, 1e-5, 10000.0, TP_DT_F16, 0}},
+    };
+    for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
+        if (!strcmp(name, presets[i].name)) {
+            *c = presets[i].c;
+            return TP_OK;
+        }
+    return tp__fail(err, TP_ERR_ARG, "unknown preset '%s' (tiny, 7b, 13b, 65b, llama3-8b, llama2-70b)", name);
+}
+
+int tp_llama_parse_input(const char *id, char *name, size_t len, char *kind, int64_t *a, int64_t *b)
+{
+    size_t n = strcspn(id, "#@");
+    if (n + 1 > len) return 0;
+    memcpy(name, id, n);
+    name[n] = 0;
+    *kind = 0;
+    *a = *b = 0;
+    if (id[n] == '#') {
+        long long x, y;
+        char k;
+        if (sscanf(id + n + 1, "%c%lld:%lld", &k, &x, &y) != 3 || (k != 'r' && k != 'c')) return 0;
+        *kind = k;
+        *a = x;
+        *b = y;
+    }
+    return 1;
+}
+
+/* ---- builder ---------------------------------------------------------------------------- */
+
+typedef struct {
+    tp_graph *g;
+    tp_error *err;
+    tp_status st;
+    const tp_llama_config *c;
+    char id[256];
+} B;
+
+static const char *nm(B *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->id, sizeof b->id, fmt, ap);
+    va_end(ap);
+    return b->id;
+}
+
+/* weight input: HF tensor `name`, rows or columns [a, b) (kind 0: whole), on device d */
+static uint32_t W(B *b, int d, const char *name, char kind, int64_t a, int64_t z, int64_t r, int64_t cols)
+{
+    char id[256];
+    int o = snprintf(id, sizeof id, "%s", name);
+    if (kind) o += snprintf(id + o, sizeof id - (size_t)o, "#%c%lld:%lld", kind, (long long)a, (long long)z);
+    if (d) snprintf(id + o, sizeof id - (size_t)o, "@d%d", d);
+    int64_t shape[2] = {r, cols};
+    uint32_t v = 0;
+    if (b->st) return 0;
+    int64_t got = tp_graph_find(b->g, id);
+    if (got >= 0) return (uint32_t)got;
+    b->st = tp_graph_add_input(b->g, id, d, b->c->dtype, cols ? 2 : 1, shape[1] ? shape : &shape[0], 0, &v, b->err);
+    return v;
+}
+
+static uint32_t vec(B *b, int d, const char *name, int64_t n)
+{
+    char id[256];
+    snprintf(id, sizeof id, d ? "%s@d%d" : "%s", name, d);
+    int64_t shape[1] = {n};
+    uint32_t v = 0;
+    if (b->st) return 0;
+    int64_t got = tp_graph_find(b->g, id);
+    if (got >= 0) return (uint32_t)got;
+    b->st = tp_graph_add_input(b->g, id, d, b->c->dtype, 1, shape, 0, &v, b->err);
+    return v;
+}
+
+static uint32_t K(B *b, int d, const char *id, const char *op, uint32_t n, const uint32_t *in, int64_t rows, int64_t cols,
+                  const char *attrs, double flops)
+{
+    int64_t shape[2] = {rows, cols};
+    uint32_t v = 0;
+    if (b->st) return 0;
+    b->st = tp_graph_add_kernel(b->g, id, d, op, n, in, TP_DT_F32, 2, shape, 0, attrs, flops, &v, b->err);
+    return v;
+}
+
+static uint32_t X(B *b, int d, uint32_t src, const char *id)
+{
+    uint32_t v = 0;
+    if (b->st) return 0;
+    b->st = tp_graph_add_transfer(b->g, id, d, src, &v, b->err);
+    return v;
+}
+
+static uint32_t mm(B *b, int d, const char *id, uint32_t a, uint32_t w, int64_t m, int64_t n, int64_t k)
+{
+    uint32_t in[2] = {a, w};
+    return K(b, d, id, "matmul", 2, in, m, n, "{\"trans_b\":true}", 2.0 * (double)m * (double)n * (double)k);
+}
+
+static int64_t lo(int64_t n, int parts, int i)
+{
+    return n * i / parts;
+}
+
+tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err)
+{
+    int D = o->devices, NB = o->blocks;
+    int64_t T = o->seq, H = c->hidden, hd = c->hidden / c->heads, G = c->heads / c->kv_heads, V = c->vocab, F = c->intermediate;
+    if (D < 1 || D > TP_MAX_DEVICES || T < 1 || NB < 1 || NB > T || c->kv_heads < D)
+        return tp__fail(err, TP_ERR_ARG, "llama: need 1 <= devices <= KV heads (%lld), 1 <= blocks <= tokens",
+                        (long long)c->kv_heads);
+    B b0 = {tp_graph_new(D), err, TP_OK, c, {0}}, *b = &b0;
+    if (!b->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    uint32_t *x = malloc(sizeof(uint32_t) * (size_t)NB * 4), *xd = x + NB, *tmp = xd + NB;
+    uint32_t *KK = malloc(sizeof(uint32_t) * (size_t)c->kv_heads * 2), *VV = KK + c->kv_heads;
+    uint32_t *heads = malloc(sizeof(uint32_t) * (size_t)(c->heads + D + 4));
+    if (!x || !KK || !heads) {
+        free(x);
+        free(KK);
+        free(heads);
+        tp_graph_free(b->g);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
+    (void)tmp;
+    char attrs[128];
+    int64_t ids_shape[1] = {T};
+    uint32_t ids = 0, emb;
+    b->st = tp_graph_add_input(b->g, "input_ids", 0, TP_DT_I32, 1, ids_shape, 0, &ids, err);
+    uint32_t table = W(b, 0, "model.embed_tokens.weight", 0, 0, 0, V, H);
+    uint32_t ein[2] = {table, ids};
+    emb = K(b, 0, "embed", "embedding", 2, ein, T, H, NULL, 0);
+    for (int q = 0; q < NB; q++) {
+        int64_t r0 = lo(T, NB, q), r1 = lo(T, NB, q + 1);
+        if (NB == 1) x[q] = emb;
+        else {
+            snprintf(attrs, sizeof attrs, "{\"axis\":0,\"start\":%lld,\"length\":%lld}", (long long)r0, (long long)(r1 - r0));
+            x[q] = K(b, 0, nm(b, "x0.b%d", q), "slice", 1, &emb, r1 - r0, H, attrs, 0);
+        }
+    }
+    double scale = 1.0 / sqrt((double)hd);
+    char pre[96];
+    for (int64_t l = 0; l < c->layers && !b->st; l++) {
+        snprintf(pre, sizeof pre, "model.layers.%lld.", (long long)l);
+        char wn[160];
+        /* attention: per device, per block */
+        uint32_t part[TP_MAX_DEVICES][1];
+        (void)part;
+        uint32_t *partb = malloc(sizeof(uint32_t) * (size_t)NB * (size_t)D);
+        if (!partb) {
+            b->st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (int d = 0; d < D && !b->st; d++) {
+            int64_t g0 = lo(c->kv_heads, D, d), g1 = lo(c->kv_heads, D, d + 1);
+            snprintf(wn, sizeof wn, "%sinput_layernorm.weight", pre);
+            uint32_t lnw = vec(b, d, wn, H);
+            for (int q = 0; q < NB && !b->st; q++) {
+                int64_t r0 = lo(T, NB, q), r1 = lo(T, NB, q + 1), rows = r1 - r0;
+                uint32_t xin = d ? X(b, d, x[q], nm(b, "L%lld.x.b%d@d%d", (long long)l, q, d)) : x[q];
+                uint32_t nin[2] = {xin, lnw};
+                snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
+                uint32_t hn = K(b, d, nm(b, "L%lld.attn_norm.b%d.d%d", (long long)l, q, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
+                int nh = 0;
+                for (int64_t g = g0; g < g1 && !b->st; g++) {
+                    snprintf(wn, sizeof wn, "%sself_attn.k_proj.weight", pre);
+                    uint32_t wk = W(b, d, wn, 'r', g * hd, (g + 1) * hd, hd, H);
+                    snprintf(wn, sizeof wn, "%sself_attn.v_proj.weight", pre);
+                    uint32_t wv = W(b, d, wn, 'r', g * hd, (g + 1) * hd, hd, H);
+                    uint32_t k = mm(b, d, nm(b, "L%lld.k.g%lld.b%d", (long long)l, (long long)g, q), hn, wk, rows, hd, H);
+                    snprintf(attrs, sizeof attrs, "{\"theta\":%.17g,\"pos_offset\":%lld}", c->theta, (long long)r0);
+                    k = K(b, d, nm(b, "L%lld.k_rope.g%lld.b%d", (long long)l, (long long)g, q), "rope", 1, &k, rows, hd, attrs, 6.0 * rows * hd);
+                    uint32_t v = mm(b, d, nm(b, "L%lld.v.g%lld.b%d", (long long)l, (long long)g, q), hn, wv, rows, hd, H);
+                    if (q == 0) {
+                        KK[g] = k;
+                        VV[g] = v;
+                    } else {
+                        uint32_t kc[2] = {KK[g], k}, vc[2] = {VV[g], v};
+                        KK[g] = K(b, d, nm(b, "L%lld.K.g%lld.b%d", (long long)l, (long long)g, q), "concat", 2, kc, r1, hd, "{\"axis\":0}", 0);
+                        VV[g] = K(b, d, nm(b, "L%lld.V.g%lld.b%d", (long long)l, (long long)g, q), "concat", 2, vc, r1, hd, "{\"axis\":0}", 0);
+                    }
+                    for (int64_t h = g * G; h < (g + 1) * G && !b->st; h++) {
+                        snprintf(wn, sizeof wn, "%sself_attn.q_proj.weight", pre);
+                        uint32_t wq = W(b, d, wn, 'r', h * hd, (h + 1) * hd, hd, H);
+                        uint32_t qq = mm(b, d, nm(b, "L%lld.q.h%lld.b%d", (long long)l, (long long)h, q), hn, wq, rows, hd, H);
+                        qq = K(b, d, nm(b, "L%lld.q_rope.h%lld.b%d", (long long)l, (long long)h, q), "rope", 1, &qq, rows, hd, attrs, 6.0 * rows * hd);
+                        uint32_t sin[2] = {qq, KK[g]};
+                        char sa[96];
+                        snprintf(sa, sizeof sa, "{\"trans_b\":true,\"alpha\":%.17g}", scale);
+                        uint32_t sc = K(b, d, nm(b, "L%lld.scores.h%lld.b%d", (long long)l, (long long)h, q), "matmul", 2, sin, rows, r1, sa,
+                                        2.0 * rows * r1 * hd);
+                        char ma[96];
+                        snprintf(ma, sizeof ma, "{\"causal\":true,\"row_offset\":%lld}", (long long)r0);
+                        uint32_t pr = K(b, d, nm(b, "L%lld.probs.h%lld.b%d", (long long)l, (long long)h, q), "softmax", 1, &sc, rows, r1, ma,
+                                        5.0 * rows * r1);
+                        uint32_t pin[2] = {pr, VV[g]};
+                        heads[nh++] = K(b, d, nm(b, "L%lld.attn.h%lld.b%d", (long long)l, (long long)h, q), "matmul", 2, pin, rows, hd, NULL,
+                                        2.0 * rows * r1 * hd);
+                    }
+                }
+                uint32_t att = heads[0];
+                if (nh > 1) att = K(b, d, nm(b, "L%lld.heads.b%d.d%d", (long long)l, q, d), "concat", (uint32_t)nh, heads, rows, nh * hd, "{\"axis\":1}", 0);
+                snprintf(wn, sizeof wn, "%sself_attn.o_proj.weight", pre);
+                uint32_t wo = W(b, d, wn, 'c', g0 * G * hd, g1 * G * hd, H, (g1 - g0) * G * hd);
+                partb[q * D + d] = mm(b, d, nm(b, "L%lld.o.b%d.d%d", (long long)l, q, d), att, wo, rows, H, nh * hd);
+            }
+        }
+        /* residual + partial sums on device 0 */
+        for (int q = 0; q < NB && !b->st; q++) {
+            int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
+            heads[0] = x[q];
+            for (int d = 0; d < D; d++)
+                heads[1 + d] = d ? X(b, 0, partb[q * D + d], nm(b, "L%lld.o.b%d.d%d@d0", (long long)l, q, d)) : partb[q * D];
+            x[q] = K(b, 0, nm(b, "L%lld.h.b%d", (long long)l, q), "sum", (uint32_t)D + 1, heads, rows, H, NULL, (double)rows * H * D);
+        }
+        /* MLP */
+        for (int d = 0; d < D && !b->st; d++) {
+            int64_t f0 = lo(F, D, d), f1 = lo(F, D, d + 1), fd = f1 - f0;
+            snprintf(wn, sizeof wn, "%spost_attention_layernorm.weight", pre);
+            uint32_t lnw = vec(b, d, wn, H);
+            snprintf(wn, sizeof wn, "%smlp.gate_proj.weight", pre);
+            uint32_t wg = W(b, d, wn, 'r', f0, f1, fd, H);
+            snprintf(wn, sizeof wn, "%smlp.up_proj.weight", pre);
+            uint32_t wu = W(b, d, wn, 'r', f0, f1, fd, H);
+            snprintf(wn, sizeof wn, "%smlp.down_proj.weight", pre);
+            uint32_t wdn = W(b, d, wn, 'c', f0, f1, H, fd);
+            for (int q = 0; q < NB && !b->st; q++) {
+                int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
+                uint32_t xin = d ? X(b, d, x[q], nm(b, "L%lld.h.b%d@d%d", (long long)l, q, d)) : x[q];
+                uint32_t nin[2] = {xin, lnw};
+                snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
+                uint32_t hn = K(b, d, nm(b, "L%lld.mlp_norm.b%d.d%d", (long long)l, q, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
+                uint32_t gt = mm(b, d, nm(b, "L%lld.gate.b%d.d%d", (long long)l, q, d), hn, wg, rows, fd, H);
+                uint32_t up = mm(b, d, nm(b, "L%lld.up.b%d.d%d", (long long)l, q, d), hn, wu, rows, fd, H);
+                uint32_t sg = K(b, d, nm(b, "L%lld.silu.b%d.d%d", (long long)l, q, d), "silu", 1, &gt, rows, fd, NULL, 4.0 * rows * fd);
+                uint32_t pin[2] = {sg, up};
+                uint32_t pr = K(b, d, nm(b, "L%lld.swiglu.b%d.d%d", (long long)l, q, d), "mul", 2, pin, rows, fd, NULL, (double)rows * fd);
+                partb[q * D + d] = mm(b, d, nm(b, "L%lld.down.b%d.d%d", (long long)l, q, d), pr, wdn, rows, H, fd);
+            }
+        }
+        for (int q = 0; q < NB && !b->st; q++) {
+            int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
+            heads[0] = x[q];
+            for (int d = 0; d < D; d++)
+                heads[1 + d] = d ? X(b, 0, partb[q * D + d], nm(b, "L%lld.down.b%d.d%d@d0", (long long)l, q, d)) : partb[q * D];
+            x[q] = K(b, 0, nm(b, "L%lld.out.b%d", (long long)l, q), "sum", (uint32_t)D + 1, heads, rows, H, NULL, (double)rows * H * D);
+        }
+        free(partb);
+    }
+    /* final norm and lm_head, vocabulary split over devices */
+    const char *lm = c->tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    uint32_t normw = vec(b, 0, "model.norm.weight", H);
+    uint32_t *blocks = malloc(sizeof(uint32_t) * (size_t)(NB + 1));
+    int first = o->all_logits ? 0 : NB - 1;
+    for (int q = first; q < NB && !b->st && blocks; q++) {
+        int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
+        uint32_t nin[2] = {x[q], normw};
+        snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
+        uint32_t hn = K(b, 0, nm(b, "final_norm.b%d", q), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
+        if (!o->all_logits) { /* the last position only */
+            snprintf(attrs, sizeof attrs, "{\"axis\":0,\"start\":%lld,\"length\":1}", (long long)(rows - 1));
+            hn = K(b, 0, "last_token", "slice", 1, &hn, 1, H, attrs, 0);
+            rows = 1;
+        }
+        for (int d = 0; d < D; d++) {
+            int64_t v0 = lo(V, D, d), v1 = lo(V, D, d + 1);
+            uint32_t hin = d ? X(b, d, hn, nm(b, "final.b%d@d%d", q, d)) : hn;
+            uint32_t w = W(b, d, lm, D > 1 ? 'r' : 0, v0, v1, v1 - v0, H);
+            uint32_t lg = mm(b, d, nm(b, "logits.b%d.d%d", q, d), hin, w, rows, v1 - v0, H);
+            heads[d] = d ? X(b, 0, lg, nm(b, "logits.b%d.d%d@d0", q, d)) : lg;
+        }
+        const char *bid = (o->all_logits && NB > 1) ? nm(b, "logits.b%d", q) : "logits";
+        blocks[q] = D > 1 ? K(b, 0, bid, "concat", (uint32_t)D, heads, rows, V, "{\"axis\":1}", 0) : heads[0];
+        if (D == 1 && !b->st) { /* name the output "logits" even without a concat */
+            uint32_t in1 = heads[0];
+            blocks[q] = K(b, 0, (o->all_logits && NB > 1) ? nm(b, "logits.b%d.c", q) : "logits", "scale", 1, &in1, rows, V, "{\"alpha\":1}", 0);
+        }
+    }
+    uint32_t outv = blocks ? blocks[NB - 1] : 0;
+    if (o->all_logits && NB > 1 && blocks && !b->st)
+        outv = K(b, 0, "logits", "concat", (uint32_t)NB, blocks, T, V, "{\"axis\":0}", 0);
+    free(blocks);
+    free(x);
+    free(KK);
+    free(heads);
+    if (!b->st) b->st = tp_graph_add_output(b->g, outv, err);
+    if (!b->st) b->st = tp_graph_finalize(b->g, err);
+    if (b->st) {
+        tp_graph_free(b->g);
+        return b->st;
+    }
+    *out = b->g;
+    return TP_OK;
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""LLaMA prefill logits against an independent PyTorch implementation of Hugging Face LLaMA
+semantics (written here, with Debian's python3-torch), for D = 1, 2 and 3 devices under a cap
+that forces offloads; the same logits under the fixed and random orders; bad model
+directories rejected with exit 2 naming the tensor or field.
+usage: llama_torch.py TURNIP SOURCE_DIR"""
+import json, os, shutil, subprocess, sys, tempfile
+import numpy as np
+
+turnip, src = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(src, "scripts"))
+sys.path.insert(0, os.path.join(src, "tests"))
+from make_tiny_llama import make
+from tputil import read_st
+
+try:
+    import torch
+except ImportError:
+    print("skipped: python3-torch is not installed")
+    sys.exit(77)
+torch.set_num_threads(2)
+tmp = tempfile.mkdtemp(prefix="tp-llama-")
+failures = 0
+
+
+def load_weights(d, cfg):
+    vals = {}
+    files = [f for f in os.listdir(d) if f.endswith(".safetensors")]
+    for f in files:
+        v, _ = read_st(os.path.join(d, f))
+        vals.update(v)
+    return {k: torch.tensor(np.asarray(v, dtype=np.float32)) for k, v in vals.items()}
+
+
+def reference(W, cfg, ids):
+    """Hugging Face LlamaForCausalLM forward (eager attention), in float32."""
+    H, NH, NKV = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd, eps, theta = H // NH, cfg["rms_norm_eps"], cfg["rope_theta"]
+    T = len(ids)
+
+    def rms(x, w):
+        var = x.pow(2).mean(-1, keepdim=True)
+        return w * (x * torch.rsqrt(var + eps))
+
+    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    freqs = torch.outer(torch.arange(T).float(), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    rot = lambda x: torch.cat((-x[..., hd // 2:], x[..., :hd // 2]), dim=-1)
+    x = W["model.embed_tokens.weight"][torch.tensor(ids)]
+    mask = torch.full((T, T), float("-inf")).triu(1)
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        h = rms(x, W[p + "input_layernorm.weight"])
+        q = (h @ W[p + "self_attn.q_proj.weight"].T).view(T, NH, hd).transpose(0, 1)
+        k = (h @ W[p + "self_attn.k_proj.weight"].T).view(T, NKV, hd).transpose(0, 1)
+        v = (h @ W[p + "self_attn.v_proj.weight"].T).view(T, NKV, hd).transpose(0, 1)
+        q, k = q * cos + rot(q) * sin, k * cos + rot(k) * sin
+        k, v = k.repeat_interleave(NH // NKV, 0), v.repeat_interleave(NH // NKV, 0)
+        att = torch.softmax(q @ k.transpose(1, 2) / hd ** 0.5 + mask, dim=-1, dtype=torch.float32)
+        o = (att @ v).transpose(0, 1).reshape(T, H)
+        x = x + o @ W[p + "self_attn.o_proj.weight"].T
+        h = rms(x, W[p + "post_attention_layernorm.weight"])
+        g = h @ W[p + "mlp.gate_proj.weight"].T
+        u = h @ W[p + "mlp.up_proj.weight"].T
+        x = x + (torch.nn.functional.silu(g) * u) @ W[p + "mlp.down_proj.weight"].T
+    x = rms(x, W["model.norm.weight"])
+    return (x @ W["lm_head.weight"].T).numpy()
+
+
+def llama(args, check=True):
+    r = subprocess.run([turnip, "llama"] + args, capture_output=True, text=True)
+    if check and r.returncode:
+        raise RuntimeError(f"turnip llama {' '.join(args)}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+T = 128
+rng = np.random.default_rng(7)
+ids = [int(i) for i in rng.integers(0, 1000, T)]
+for dtype, tol in [("float32", 1e-3), ("bfloat16", 1e-3)]:
+    d = os.path.join(tmp, dtype)
+    cfg = make(d, dtype=dtype, seed=3, shards=2 if dtype == "bfloat16" else 1)
+    ref = reference(load_weights(d, cfg), cfg, ids)
+    scale = float(np.abs(ref).max())
+    outs = {}
+    for D, cap in [(1, "2MiB"), (2, "1536KiB"), (3, "1536KiB")]:
+        out = os.path.join(tmp, f"logits_{dtype}_{D}.st")
+        r = llama(["--model", d, "--prompt-ids", ",".join(map(str, ids)), "--devices", str(D), "--device-mem", cap,
+                   "--all-logits", "--out", out, "--blocks", "4"])
+        rows = r.stdout.split("capacity", 1)[1].split("host:", 1)[0].splitlines()[1:]
+        evicted = sum(int(line.split()[11]) + int(line.split()[14]) for line in rows)
+        got = read_st(out)[0]["logits"]
+        err = float(np.abs(got - ref).max())
+        ok = err <= tol * scale and evicted > 0
+        print(f"{'ok  ' if ok else 'FAIL'} {dtype} D={D} cap {cap}: max |logits - torch| = {err:.2e} "
+              f"(allowed {tol * scale:.2e} = {tol} x scale {scale:.2f}); {evicted} offloads+drops")
+        failures += not ok
+        outs[D] = got
+    # orders: the same bits
+    base = os.path.join(tmp, "order_base.st")
+    llama(["--model", d, "--prompt-ids", ",".join(map(str, ids)), "--devices", "2", "--device-mem", "1536KiB",
+           "--all-logits", "--out", base, "--order", "fixed"])
+    braw = read_st(base)[1]["logits"]
+    for seed in range(1, 5):
+        o = os.path.join(tmp, f"order_{seed}.st")
+        llama(["--model", d, "--prompt-ids", ",".join(map(str, ids)), "--devices", "2", "--device-mem", "1536KiB",
+               "--all-logits", "--out", o, "--order", "random", "--seed", str(seed), "--jitter", "0.5"])
+        same = read_st(o)[1]["logits"] == braw
+        print(f"{'ok  ' if same else 'FAIL'} {dtype} random order seed {seed}: logits bit-identical to the fixed order")
+        failures += not same
+
+# bad model directories: exit 2 naming the tensor or field
+good = os.path.join(tmp, "float32")
+
+
+def bad_case(name, mutate, needle):
+    global failures
+    d = os.path.join(tmp, "bad_" + name)
+    shutil.copytree(good, d)
+    mutate(d)
+    r = llama(["--model", d, "--seq-len", "16", "--device-mem", "4MiB"], check=False)
+    ok = r.returncode == 2 and needle in r.stderr
+    print(f"{'ok  ' if ok else 'FAIL'} bad model ({name}): exit {r.returncode}: {r.stderr.strip()}")
+    failures += not ok
+
+
+def drop_field(d):
+    c = json.load(open(os.path.join(d, "config.json")))
+    del c["intermediate_size"]
+    json.dump(c, open(os.path.join(d, "config.json"), "w"))
+
+
+def rewrite(d, edit):
+    from make_tiny_llama import write_st
+    v, _ = read_st(os.path.join(d, "model.safetensors"))
+    t = {k: ("F32", np.asarray(a, dtype=np.float32)) for k, a in v.items()}
+    edit(t)
+    write_st(os.path.join(d, "model.safetensors"), t)
+
+
+bad_case("missing tensor", lambda d: rewrite(d, lambda t: t.pop("model.layers.1.mlp.up_proj.weight")),
+         "model.layers.1.mlp.up_proj.weight")
+bad_case("wrong shape", lambda d: rewrite(d, lambda t: t.update({"model.norm.weight": ("F32", np.ones(100, np.float32))})),
+         "tensor 'model.norm.weight' has shape [100], the config needs [256]")
+bad_case("config field missing", drop_field, "intermediate_size")
+
+
+def truncate(d):
+    p = os.path.join(d, "model.safetensors")
+    data = open(p, "rb").read()
+    open(p, "wb").write(data[:len(data) // 2])
+
+
+bad_case("truncated file", truncate, "model.safetensors")
+print(f"{20 - failures} passed, {failures} failed")
+sys.exit(1 if failures else 0)
