@@ -104,7 +104,8 @@ static const char *run_help =
 
 static const char *llama_help =
     "usage: turnip llama (--model DIR | --preset NAME) (--prompt-ids 1,2,3 | --seq-len N [--seed S])\n"
-    "                    --device-mem SIZE[,..] [--devices D] [--blocks B] [--host-mem SIZE]\n"
+    "                    --device-mem SIZE[,..] [--devices D] [--blocks B] [--mlp-chunks C] [--vocab-chunks C]\n"
+    "                    [--host-mem SIZE]\n"
     "                    [--out logits.safetensors] [--all-logits] [--trace FILE] [--order POLICY]\n"
     "                    [--streams N] [--link-bandwidth GB/s] [--jitter F] [--no-data]\n"
     "\n"
@@ -117,6 +118,8 @@ static const char *llama_help =
     "  --preset NAME  tiny, 7b, 13b, 65b, llama3-8b, llama2-70b: random weights made in-process\n"
     "  --seq-len N    a random prompt of N tokens (seeded by --seed)\n"
     "  --blocks B     query blocks (default: enough that one head's scores use ~1/16 of the cap)\n"
+    "  --mlp-chunks C, --vocab-chunks C  column chunks of each device's MLP and vocabulary rows\n"
+    "                 (default: enough that one weight chunk is at most 1/8 of the cap)\n"
     "  --no-data      plan only (for the big presets): graph sizes and plan statistics\n";
 
 static int fail(tp_status s, const tp_error *e)
@@ -478,7 +481,7 @@ static int cmd_llama(int argc, char **argv)
         return 0;
     }
     const char *model = NULL, *preset = NULL, *pids = NULL, *dm = NULL, *hm = NULL, *outp = NULL, *trace = NULL, *pol = NULL, *v;
-    long long seq = 0, seed = 0, devices = 1, blocks = 0, streams = 1;
+    long long seq = 0, seed = 0, devices = 1, blocks = 0, streams = 1, mchunks = 0, vchunks = 0;
     double bw = 0, jit = 0;
     int all = 0, nodata = 0;
     for (int i = 2; i < argc; i++) {
@@ -496,6 +499,8 @@ static int cmd_llama(int argc, char **argv)
         else if (opt_val(argc, argv, &i, "--seed", &v)) iv = &seed;
         else if (opt_val(argc, argv, &i, "--devices", &v)) iv = &devices;
         else if (opt_val(argc, argv, &i, "--blocks", &v)) iv = &blocks;
+        else if (opt_val(argc, argv, &i, "--mlp-chunks", &v)) iv = &mchunks;
+        else if (opt_val(argc, argv, &i, "--vocab-chunks", &v)) iv = &vchunks;
         else if (opt_val(argc, argv, &i, "--streams", &v)) iv = &streams;
         else if (opt_val(argc, argv, &i, "--link-bandwidth", &v) || opt_val(argc, argv, &i, "--jitter", &v)) {
             double d = v ? strtod(v, &end) : -1;
@@ -569,20 +574,20 @@ static int cmd_llama(int argc, char **argv)
         free(ids);
         return usage_error("llama", "--host-mem: not a positive size", hm);
     }
-    if (!blocks) { /* one head's scores and probabilities within ~1/16 of the smallest cap */
-        uint64_t cap = o.device_mem[0];
-        for (int d = 1; d < o.ndevices; d++) cap = o.device_mem[d] < cap ? o.device_mem[d] : cap;
-        uint64_t rows = cap / 16 / (8 * (uint64_t)T);
-        blocks = rows ? (T + (long long)rows - 1) / (long long)rows : T;
-        if (blocks < 1) blocks = 1;
-        if (blocks > T) blocks = T;
-    }
-    tp_llama_opts lo = {(int)devices, T, (int)blocks, all};
+    uint64_t mincap = o.device_mem[0];
+    for (int d = 1; d < o.ndevices; d++) mincap = o.device_mem[d] < mincap ? o.device_mem[d] : mincap;
+    tp_llama_opts lo;
+    tp_llama_opts_default(&lo, &c, (int)devices, T, mincap);
+    if (blocks) lo.blocks = (int)(blocks > T ? T : blocks);
+    if (mchunks) lo.mlp_chunks = (int)mchunks;
+    if (vchunks) lo.vocab_chunks = (int)vchunks;
+    lo.all_logits = all;
+    blocks = lo.blocks;
     char b1[32];
     printf("model: %s; %lld layers, hidden %lld, %lld heads (%lld KV), vocab %lld, %s weights; prompt %lld tokens; "
-           "%lld devices, %lld query blocks\n",
+           "%lld devices, %lld query blocks, %d MLP and %d vocabulary chunks per device\n",
            model ? model : preset, (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads,
-           (long long)c.vocab, tp_dtype_name(c.dtype), (long long)T, devices, blocks);
+           (long long)c.vocab, tp_dtype_name(c.dtype), (long long)T, devices, blocks, lo.mlp_chunks, lo.vocab_chunks);
     double t0 = tp_now_seconds();
     tp_graph *g;
     s = tp_llama_build(&c, &lo, &g, &e);
@@ -614,6 +619,14 @@ static int cmd_llama(int argc, char **argv)
         printf("MemGraph: %llu non-input vertices, %llu input vertices, %llu edges\n", (unsigned long long)(st.vertices - mnin),
                (unsigned long long)mnin, (unsigned long long)st.edges);
         tp_plan_stats_print(&st, stdout);
+        uint64_t minf[TP_MAX_DEVICES], peak[TP_MAX_DEVICES];
+        if (tp_plan_bounds(g, o.order, minf, peak, &e) == TP_OK) {
+            char c1[32], c2[32];
+            printf("bytes per device, smallest feasible capacity / unconstrained peak:");
+            for (int d = 0; d < o.ndevices; d++)
+                printf(" %llu / %llu (%s / %s)%s", (unsigned long long)minf[d], (unsigned long long)peak[d],
+                       tp_format_size(minf[d], c1, sizeof c1), tp_format_size(peak[d], c2, sizeof c2), d + 1 < o.ndevices ? "," : "\n");
+        }
     }
     tp_backend *be = NULL;
     tp_exec *x = NULL;

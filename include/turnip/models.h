@@ -51,7 +51,13 @@ typedef struct tp_llama_opts {
     int64_t seq;      /* prompt tokens T */
     int blocks;       /* query blocks: the T x T scores are computed T/blocks rows at a time */
     int all_logits;   /* output logits for every position, not just the last */
+    int mlp_chunks;   /* column chunks of each device's MLP slice (>= 1) */
+    int vocab_chunks; /* row chunks of each device's vocabulary slice, for lm_head and embedding */
 } tp_llama_opts;
+
+/* Fills o: blocks so one head's scores take ~1/16 of `cap`, chunks so a weight chunk is at
+ * most cap/8. */
+void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devices, int64_t seq, uint64_t cap);
 
 /* Builds the prefill TaskGraph. Weight inputs are named after Hugging Face tensors, with a
  * slice and a device suffix where split: "NAME", "NAME#rA:B" (rows A..B-1), "NAME#cA:B"

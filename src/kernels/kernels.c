@@ -319,6 +319,7 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
             s = PFAIL("embedding needs table [V, d] and ids [T]", v->id, v->op);
             goto done;
         }
+        if ((s = attr_int(c, a, "id_offset", &kp->start, 0, 0)) || (s = attr_bool(c, a, "masked", &kp->masked))) goto done;
         int64_t o[2] = {ids->shape[0], x0->shape[1]};
         s = want_out(c, 2, o);
         break;
@@ -511,10 +512,16 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
         const int32_t *ids = in[1];
         int64_t V = x0->shape[0], d = x0->shape[1], T = v->shape[0];
         for (int64_t t = 0; t < T; t++) {
-            if (ids[t] < 0 || ids[t] >= V)
-                return tp__fail(err, TP_ERR_INVALID, "vertex '%s' (embedding): id %d at position %lld is outside [0, %lld)",
-                                v->id, ids[t], (long long)t, (long long)V);
-            memcpy(o + t * d, a + (int64_t)ids[t] * d, (size_t)d * 4);
+            int64_t r = (int64_t)ids[t] - kp->start;
+            if (r < 0 || r >= V) {
+                if (kp->masked) { /* a vocabulary slice: ids outside it give zero rows */
+                    memset(o + t * d, 0, (size_t)d * 4);
+                    continue;
+                }
+                return tp__fail(err, TP_ERR_INVALID, "vertex '%s' (embedding): id %d at position %lld is outside [%lld, %lld)",
+                                v->id, ids[t], (long long)t, (long long)kp->start, (long long)(kp->start + V));
+            }
+            memcpy(o + t * d, a + r * d, (size_t)d * 4);
         }
         break;
     }

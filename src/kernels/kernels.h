@@ -19,7 +19,7 @@ typedef enum {
 
 typedef struct tp__kplan {
     tp__opcode op;
-    int trans_a, trans_b, causal;
+    int trans_a, trans_b, causal, masked;
     float alpha, scale, eps, theta;
     int64_t row_offset, pos_offset, axis, start, length;
     int perm[TP_MAX_DIMS];

@@ -200,6 +200,25 @@ static int64_t lo(int64_t n, int parts, int i)
     return n * i / parts;
 }
 
+static int chunks_for(uint64_t bytes, uint64_t limit)
+{
+    uint64_t c = limit ? (bytes + limit - 1) / limit : 1;
+    return c < 1 ? 1 : c > 4096 ? 4096 : (int)c;
+}
+
+void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devices, int64_t seq, uint64_t cap)
+{
+    memset(o, 0, sizeof *o);
+    o->devices = devices;
+    o->seq = seq;
+    uint64_t rows = cap / 16 / (8 * (uint64_t)seq);
+    int64_t nb = rows ? (seq + (int64_t)rows - 1) / (int64_t)rows : seq;
+    o->blocks = (int)(nb < 1 ? 1 : nb > seq ? seq : nb);
+    uint64_t es = tp_dtype_size(c->dtype);
+    o->mlp_chunks = chunks_for((uint64_t)(c->intermediate / devices) * (uint64_t)c->hidden * es, cap / 8);
+    o->vocab_chunks = chunks_for((uint64_t)(c->vocab / devices) * (uint64_t)c->hidden * es, cap / 8);
+}
+
 tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err)
 {
     int D = o->devices, NB = o->blocks;
@@ -211,7 +230,8 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
     if (!b->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     uint32_t *x = malloc(sizeof(uint32_t) * (size_t)NB * 4), *xd = x + NB, *tmp = xd + NB;
     uint32_t *KK = malloc(sizeof(uint32_t) * (size_t)c->kv_heads * 2), *VV = KK + c->kv_heads;
-    uint32_t *heads = malloc(sizeof(uint32_t) * (size_t)(c->heads + D + 4));
+    int hcap = (int)c->heads + D * (o->vocab_chunks > 0 ? o->vocab_chunks : 1) + 4;
+    uint32_t *heads = malloc(sizeof(uint32_t) * (size_t)hcap);
     if (!x || !KK || !heads) {
         free(x);
         free(KK);
@@ -222,11 +242,34 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
     (void)tmp;
     char attrs[128];
     int64_t ids_shape[1] = {T};
-    uint32_t ids = 0, emb;
+    uint32_t ids = 0, emb = 0;
     b->st = tp_graph_add_input(b->g, "input_ids", 0, TP_DT_I32, 1, ids_shape, 0, &ids, err);
-    uint32_t table = W(b, 0, "model.embed_tokens.weight", 0, 0, 0, V, H);
-    uint32_t ein[2] = {table, ids};
-    emb = K(b, 0, "embed", "embedding", 2, ein, T, H, NULL, 0);
+    int VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1, MC = o->mlp_chunks > 0 ? o->mlp_chunks : 1;
+    if (VC * D > V || MC * D > F) {
+        tp_graph_free(b->g);
+        free(x);
+        free(KK);
+        free(heads);
+        return tp__fail(err, TP_ERR_ARG, "llama: more chunks than vocabulary rows or MLP columns");
+    }
+    if (VC == 1) {
+        uint32_t table = W(b, 0, "model.embed_tokens.weight", 0, 0, 0, V, H);
+        uint32_t ein[2] = {table, ids};
+        emb = K(b, 0, "embed", "embedding", 2, ein, T, H, NULL, 0);
+    } else { /* the table in VC row chunks: masked lookups, summed */
+        emb = 0;
+        for (int k = 0; k < VC && !b->st; k++) {
+            int64_t v0 = lo(V, VC, k), v1 = lo(V, VC, k + 1);
+            uint32_t ein[2] = {W(b, 0, "model.embed_tokens.weight", 'r', v0, v1, v1 - v0, H), ids};
+            snprintf(attrs, sizeof attrs, "{\"id_offset\":%lld,\"masked\":true}", (long long)v0);
+            uint32_t e1 = K(b, 0, nm(b, "embed.v%d", k), "embedding", 2, ein, T, H, attrs, 0);
+            if (k) {
+                uint32_t ad[2] = {emb, e1};
+                e1 = K(b, 0, nm(b, "embed.sum%d", k), "add", 2, ad, T, H, NULL, (double)T * H);
+            }
+            emb = e1;
+        }
+    }
     for (int q = 0; q < NB; q++) {
         int64_t r0 = lo(T, NB, q), r1 = lo(T, NB, q + 1);
         if (NB == 1) x[q] = emb;
@@ -310,29 +353,39 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                 heads[1 + d] = d ? X(b, 0, partb[q * D + d], nm(b, "L%lld.o.b%d.d%d@d0", (long long)l, q, d)) : partb[q * D];
             x[q] = K(b, 0, nm(b, "L%lld.h.b%d", (long long)l, q), "sum", (uint32_t)D + 1, heads, rows, H, NULL, (double)rows * H * D);
         }
-        /* MLP */
+        /* MLP: each device's columns in MC chunks, partial outputs accumulated in a chain */
         for (int d = 0; d < D && !b->st; d++) {
-            int64_t f0 = lo(F, D, d), f1 = lo(F, D, d + 1), fd = f1 - f0;
+            int64_t f0 = lo(F, D, d), f1 = lo(F, D, d + 1);
             snprintf(wn, sizeof wn, "%spost_attention_layernorm.weight", pre);
             uint32_t lnw = vec(b, d, wn, H);
-            snprintf(wn, sizeof wn, "%smlp.gate_proj.weight", pre);
-            uint32_t wg = W(b, d, wn, 'r', f0, f1, fd, H);
-            snprintf(wn, sizeof wn, "%smlp.up_proj.weight", pre);
-            uint32_t wu = W(b, d, wn, 'r', f0, f1, fd, H);
-            snprintf(wn, sizeof wn, "%smlp.down_proj.weight", pre);
-            uint32_t wdn = W(b, d, wn, 'c', f0, f1, H, fd);
             for (int q = 0; q < NB && !b->st; q++) {
                 int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
                 uint32_t xin = d ? X(b, d, x[q], nm(b, "L%lld.h.b%d@d%d", (long long)l, q, d)) : x[q];
                 uint32_t nin[2] = {xin, lnw};
                 snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
                 uint32_t hn = K(b, d, nm(b, "L%lld.mlp_norm.b%d.d%d", (long long)l, q, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
-                uint32_t gt = mm(b, d, nm(b, "L%lld.gate.b%d.d%d", (long long)l, q, d), hn, wg, rows, fd, H);
-                uint32_t up = mm(b, d, nm(b, "L%lld.up.b%d.d%d", (long long)l, q, d), hn, wu, rows, fd, H);
-                uint32_t sg = K(b, d, nm(b, "L%lld.silu.b%d.d%d", (long long)l, q, d), "silu", 1, &gt, rows, fd, NULL, 4.0 * rows * fd);
-                uint32_t pin[2] = {sg, up};
-                uint32_t pr = K(b, d, nm(b, "L%lld.swiglu.b%d.d%d", (long long)l, q, d), "mul", 2, pin, rows, fd, NULL, (double)rows * fd);
-                partb[q * D + d] = mm(b, d, nm(b, "L%lld.down.b%d.d%d", (long long)l, q, d), pr, wdn, rows, H, fd);
+                uint32_t acc = 0;
+                for (int k = 0; k < MC && !b->st; k++) {
+                    int64_t c0 = f0 + lo(f1 - f0, MC, k), c1 = f0 + lo(f1 - f0, MC, k + 1), fd = c1 - c0;
+                    snprintf(wn, sizeof wn, "%smlp.gate_proj.weight", pre);
+                    uint32_t wg = W(b, d, wn, 'r', c0, c1, fd, H);
+                    snprintf(wn, sizeof wn, "%smlp.up_proj.weight", pre);
+                    uint32_t wu = W(b, d, wn, 'r', c0, c1, fd, H);
+                    snprintf(wn, sizeof wn, "%smlp.down_proj.weight", pre);
+                    uint32_t wdn = W(b, d, wn, 'c', c0, c1, H, fd);
+                    uint32_t gt = mm(b, d, nm(b, "L%lld.gate.b%d.d%d.c%d", (long long)l, q, d, k), hn, wg, rows, fd, H);
+                    uint32_t up = mm(b, d, nm(b, "L%lld.up.b%d.d%d.c%d", (long long)l, q, d, k), hn, wu, rows, fd, H);
+                    uint32_t sg = K(b, d, nm(b, "L%lld.silu.b%d.d%d.c%d", (long long)l, q, d, k), "silu", 1, &gt, rows, fd, NULL, 4.0 * rows * fd);
+                    uint32_t pin[2] = {sg, up};
+                    uint32_t pr = K(b, d, nm(b, "L%lld.swiglu.b%d.d%d.c%d", (long long)l, q, d, k), "mul", 2, pin, rows, fd, NULL, (double)rows * fd);
+                    uint32_t dn = mm(b, d, nm(b, "L%lld.down.b%d.d%d.c%d", (long long)l, q, d, k), pr, wdn, rows, H, fd);
+                    if (k) {
+                        uint32_t ad[2] = {acc, dn};
+                        dn = K(b, d, nm(b, "L%lld.down_acc.b%d.d%d.c%d", (long long)l, q, d, k), "add", 2, ad, rows, H, NULL, (double)rows * H);
+                    }
+                    acc = dn;
+                }
+                partb[q * D + d] = acc;
             }
         }
         for (int q = 0; q < NB && !b->st; q++) {
@@ -359,16 +412,19 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
             hn = K(b, 0, "last_token", "slice", 1, &hn, 1, H, attrs, 0);
             rows = 1;
         }
+        int np = 0;
         for (int d = 0; d < D; d++) {
-            int64_t v0 = lo(V, D, d), v1 = lo(V, D, d + 1);
             uint32_t hin = d ? X(b, d, hn, nm(b, "final.b%d@d%d", q, d)) : hn;
-            uint32_t w = W(b, d, lm, D > 1 ? 'r' : 0, v0, v1, v1 - v0, H);
-            uint32_t lg = mm(b, d, nm(b, "logits.b%d.d%d", q, d), hin, w, rows, v1 - v0, H);
-            heads[d] = d ? X(b, 0, lg, nm(b, "logits.b%d.d%d@d0", q, d)) : lg;
+            for (int k = 0; k < VC; k++) {
+                int64_t v0 = lo(V, D * VC, d * VC + k), v1 = lo(V, D * VC, d * VC + k + 1);
+                uint32_t w = W(b, d, lm, D * VC > 1 ? 'r' : 0, v0, v1, v1 - v0, H);
+                uint32_t lg = mm(b, d, nm(b, "logits.b%d.d%d.v%d", q, d, k), hin, w, rows, v1 - v0, H);
+                heads[np++] = d ? X(b, 0, lg, nm(b, "logits.b%d.d%d.v%d@d0", q, d, k)) : lg;
+            }
         }
         const char *bid = (o->all_logits && NB > 1) ? nm(b, "logits.b%d", q) : "logits";
-        blocks[q] = D > 1 ? K(b, 0, bid, "concat", (uint32_t)D, heads, rows, V, "{\"axis\":1}", 0) : heads[0];
-        if (D == 1 && !b->st) { /* name the output "logits" even without a concat */
+        blocks[q] = np > 1 ? K(b, 0, bid, "concat", (uint32_t)np, heads, rows, V, "{\"axis\":1}", 0) : heads[0];
+        if (np == 1 && !b->st) { /* name the output "logits" even without a concat */
             uint32_t in1 = heads[0];
             blocks[q] = K(b, 0, (o->all_logits && NB > 1) ? nm(b, "logits.b%d.c", q) : "logits", "scale", 1, &in1, rows, V, "{\"alpha\":1}", 0);
         }
