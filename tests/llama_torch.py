@@ -110,6 +110,24 @@ for dtype, tol in [("float32", 1e-3), ("bfloat16", 1e-3)]:
         print(f"{'ok  ' if same else 'FAIL'} {dtype} random order seed {seed}: logits bit-identical to the fixed order")
         failures += not same
 
+# the README's main job exactly: checkpoint seed 0, --seq-len 128 --seed 0, 2 devices at 1.5 MiB
+M = 2**64
+st = (0 * 0x9e3779b97f4a7c15 + 12345) % M
+main_ids = []
+for _ in range(128):
+    st = (st * 6364136223846793005 + 1442695040888963407) % M
+    main_ids.append((st >> 33) % 1000)
+d = os.path.join(tmp, "main")
+cfg = make(d)
+ref = reference(load_weights(d, cfg), cfg, main_ids)[-1]
+out = os.path.join(tmp, "main.st")
+llama(["--model", d, "--seq-len", "128", "--seed", "0", "--devices", "2", "--device-mem", "1.5MiB", "--out", out])
+got = read_st(out)[0]["logits"][-1]
+err = float(np.abs(got - ref).max())
+ok = err <= 1e-3 * float(np.abs(ref).max())
+print(f"{'ok  ' if ok else 'FAIL'} main job configuration: max |logits - torch| = {err:.2e}")
+failures += not ok
+
 # bad model directories: exit 2 naming the tensor or field
 good = os.path.join(tmp, "float32")
 
@@ -153,5 +171,5 @@ def truncate(d):
 
 
 bad_case("truncated file", truncate, "model.safetensors")
-print(f"{20 - failures} passed, {failures} failed")
+print(f"{21 - failures} passed, {failures} failed")
 sys.exit(1 if failures else 0)

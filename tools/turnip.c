@@ -104,7 +104,7 @@ static const char *run_help =
 
 static const char *llama_help =
     "usage: turnip llama (--model DIR | --preset NAME) (--prompt-ids 1,2,3 | --seq-len N [--seed S])\n"
-    "                    --device-mem SIZE[,..] [--devices D] [--blocks B] [--mlp-chunks C] [--vocab-chunks C]\n"
+    "                    --device-mem SIZE[,..] [--devices D] [--backend cpu] [--blocks B] [--mlp-chunks C] [--vocab-chunks C]\n"
     "                    [--host-mem SIZE]\n"
     "                    [--out logits.safetensors] [--all-logits] [--trace FILE] [--order POLICY]\n"
     "                    [--streams N] [--link-bandwidth GB/s] [--jitter F] [--no-data]\n"
@@ -116,7 +116,8 @@ static const char *llama_help =
     "next-token ids.\n"
     "  --model DIR    config.json and model.safetensors (or shards with model.safetensors.index.json)\n"
     "  --preset NAME  tiny, 7b, 13b, 65b, llama3-8b, llama2-70b: random weights made in-process\n"
-    "  --seq-len N    a random prompt of N tokens (seeded by --seed)\n"
+    "  --seq-len N    a random prompt of N tokens (seeded by --seed: id_k = (s_k >> 33) mod vocab,\n"
+    "                 s_0 = seed x 0x9e3779b97f4a7c15 + 12345, s_k+1 = s_k x 6364136223846793005 + 1442695040888963407)\n"
     "  --blocks B     query blocks (default: enough that one head's scores use ~1/16 of the cap)\n"
     "  --mlp-chunks C, --vocab-chunks C  column chunks of each device's MLP and vocabulary rows\n"
     "                 (default: enough that one weight chunk is at most 1/8 of the cap)\n"
@@ -495,7 +496,12 @@ static int cmd_llama(int argc, char **argv)
         else if (opt_val(argc, argv, &i, "--out", &v)) outp = v;
         else if (opt_val(argc, argv, &i, "--trace", &v)) trace = v;
         else if (opt_val(argc, argv, &i, "--order", &v)) pol = v;
-        else if (opt_val(argc, argv, &i, "--seq-len", &v)) iv = &seq;
+        else if (opt_val(argc, argv, &i, "--backend", &v)) {
+            if (v && strcmp(v, "cpu")) {
+                fprintf(stderr, "%s llama: --backend %s is not built in (backends: cpu; see turnip --version)\n", prog, v);
+                return 2;
+            }
+        } else if (opt_val(argc, argv, &i, "--seq-len", &v)) iv = &seq;
         else if (opt_val(argc, argv, &i, "--seed", &v)) iv = &seed;
         else if (opt_val(argc, argv, &i, "--devices", &v)) iv = &devices;
         else if (opt_val(argc, argv, &i, "--blocks", &v)) iv = &blocks;

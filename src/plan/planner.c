@@ -314,17 +314,6 @@ static tp__victim_score score_victim(void *ctx, uint32_t x)
     return s;
 }
 
-static int alloc_evicting(planner *P, int d, uint64_t size, uint64_t *addr)
-{
-    if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
-    P->pin_pos = P->e;
-    if (!TP__GROW(P->victims, P->capvict, P->dev[d].nblocks + 1)) return oom(P);
-    uint32_t nvict;
-    if (!tp__alloc_find_window(&P->dev[d], size, score_victim, P, addr, P->victims, &nvict)) return 0;
-    for (uint32_t i = 0; i < nvict && !P->st; i++) evict(P, P->victims[i]);
-    return !P->st;
-}
-
 /* Starts a walk over the distinct inputs of t. */
 static uint32_t distinct_begin(planner *P)
 {
@@ -350,14 +339,10 @@ static uint64_t dying(const planner *P, int d, uint32_t p)
     return pre[p] - pre[P->e];
 }
 
-/* A horizon allocation that may evict ahead of execution: when the bytes free now plus those
- * dying before p cannot hold `size`, waiting would not help, so values needed after p (and
- * never p's own) are evicted now, and the transfers start early. */
-static int horizon_alloc(planner *P, int d, uint32_t p, uint64_t size, uint64_t *addr)
+/* Evicts the best window (values needed after `pin` only) and returns its address. */
+static int evict_window(planner *P, int d, uint64_t size, uint32_t pin, uint64_t *addr)
 {
-    if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
-    if (P->dev[d].cap - P->dev[d].used + dying(P, d, p) >= size) return 0;
-    P->pin_pos = p;
+    P->pin_pos = pin;
     if (!TP__GROW(P->victims, P->capvict, P->dev[d].nblocks + 1)) return oom(P);
     uint32_t nvict;
     if (!tp__alloc_find_window(&P->dev[d], size, score_victim, P, addr, P->victims, &nvict)) return 0;
@@ -365,25 +350,44 @@ static int horizon_alloc(planner *P, int d, uint32_t p, uint64_t size, uint64_t 
     return !P->st;
 }
 
-/* The allocation horizon's step: satisfies p's needs on d, evicting only as above. */
-static int try_satisfy(planner *P, int d, uint32_t p)
+/* Memory for a need of position p on d. The allocation horizon (forced = 0) evicts ahead of
+ * execution only when the bytes free now plus those dying before p cannot hold `size`:
+ * waiting would not help, so values needed after p go now and the transfers start early.
+ * A forced step (the execution horizon is at p) evicts whatever it must, p's inputs aside. */
+static int alloc_for(planner *P, int d, uint32_t p, uint64_t size, int forced, uint64_t *addr)
+{
+    if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
+    if (!forced && P->dev[d].cap - P->dev[d].used + dying(P, d, p) >= size) return 0;
+    return evict_window(P, d, size, p, addr);
+}
+
+/* Satisfies p's needs on d: its missing inputs are reloaded, then its output gets a region.
+ * Returns 0 when the allocation horizon must wait; a forced step always succeeds, falling
+ * back to compact() when pinned inputs fragment the device. */
+static void compact(planner *P, int d, uint32_t p);
+static int satisfy(planner *P, int d, uint32_t p, int forced)
 {
     uint32_t t = P->V[p];
     const tp_vertex *v = V_(P, t);
     uint64_t addr;
     if (reads_on(P, t, d) && !P->rdone[p]) {
         uint32_t stamp = distinct_begin(P);
-        for (uint32_t k = 0; k < v->ninputs; k++) {
+        for (uint32_t k = 0; k < v->ninputs && !P->st; k++) {
             uint32_t x = v->inputs[k];
             if (!first_time(P, x, stamp) || P->dcopy[x] != TP__NONE) continue;
-            if (!horizon_alloc(P, d, p, V_(P, x)->bytes, &addr)) return 0;
+            if (!alloc_for(P, d, p, V_(P, x)->bytes, forced, &addr)) {
+                if (forced && !P->st) compact(P, d, p);
+                return forced;
+            }
             do_reload(P, x, d, addr);
-            if (P->st) return 0;
         }
         P->rdone[p] = 1;
     }
-    if (v->device == d && !P->wdone[p]) {
-        if (!horizon_alloc(P, d, p, v->bytes, &addr)) return 0;
+    if (v->device == d && !P->wdone[p] && !P->st) {
+        if (!alloc_for(P, d, p, v->bytes, forced, &addr)) {
+            if (forced && !P->st) compact(P, d, p);
+            return forced;
+        }
         do_output(P, p, addr);
         P->wdone[p] = 1;
     }
@@ -448,38 +452,9 @@ static void compact(planner *P, int d, uint32_t p)
     if (v->device == d) P->wdone[p] = 1;
 }
 
-/* The execution horizon reached p before d's allocation horizon satisfied it. */
-static void force(planner *P, int d, uint32_t p)
-{
-    uint32_t t = P->V[p];
-    const tp_vertex *v = V_(P, t);
-    uint64_t addr;
-    if (reads_on(P, t, d) && !P->rdone[p]) {
-        uint32_t stamp = distinct_begin(P);
-        for (uint32_t k = 0; k < v->ninputs && !P->st; k++) {
-            uint32_t x = v->inputs[k];
-            if (!first_time(P, x, stamp) || P->dcopy[x] != TP__NONE) continue;
-            if (!alloc_evicting(P, d, V_(P, x)->bytes, &addr)) {
-                if (!P->st) compact(P, d, p);
-                return;
-            }
-            do_reload(P, x, d, addr);
-        }
-        P->rdone[p] = 1;
-    }
-    if (v->device == d && !P->wdone[p] && !P->st) {
-        if (!alloc_evicting(P, d, v->bytes, &addr)) {
-            if (!P->st) compact(P, d, p);
-            return;
-        }
-        do_output(P, p, addr);
-        P->wdone[p] = 1;
-    }
-}
-
 static void advance(planner *P, int d)
 {
-    while (P->h[d] < P->nL[d] && !P->st && try_satisfy(P, d, P->L[d][P->h[d]])) P->h[d]++;
+    while (P->h[d] < P->nL[d] && !P->st && satisfy(P, d, P->L[d][P->h[d]], 0)) P->h[d]++;
 }
 
 /* Runs position p: reads, then frees what has no further use. */
@@ -774,8 +749,9 @@ tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out
             }
         uint32_t p = P->e, t = P->V[p];
         int wd = V_(P, t)->device, rd = tp_graph_read_device(g, t);
-        if (V_(P, t)->ninputs && !P->rdone[p]) force(P, rd, p);
-        if (!P->wdone[p] && !P->st) force(P, wd, p);
+        /* the execution horizon reached p before the allocation horizons satisfied it */
+        if (V_(P, t)->ninputs && !P->rdone[p]) satisfy(P, rd, p, 1);
+        if (!P->wdone[p] && !P->st) satisfy(P, wd, p, 1);
         if (P->st) break;
         for (int side = 0; side < 2; side++) {
             int d = side ? rd : wd;
