@@ -78,7 +78,7 @@ def llama(args, check=True):
 T = 128
 rng = np.random.default_rng(7)
 ids = [int(i) for i in rng.integers(0, 1000, T)]
-for dtype, tol in [("float32", 1e-3), ("bfloat16", 1e-3)]:
+for dtype, tol in [("float32", 1e-3), ("bfloat16", 1e-3), ("float16", 1e-3)]:
     d = os.path.join(tmp, dtype)
     cfg = make(d, dtype=dtype, seed=3, shards=2 if dtype == "bfloat16" else 1)
     ref = reference(load_weights(d, cfg), cfg, ids)
@@ -171,5 +171,5 @@ def truncate(d):
 
 
 bad_case("truncated file", truncate, "model.safetensors")
-print(f"{21 - failures} passed, {failures} failed")
+print(f"{28 - failures} passed, {failures} failed")
 sys.exit(1 if failures else 0)
