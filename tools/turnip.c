@@ -28,6 +28,7 @@ static void usage_main(FILE *f)
             "  verify   check a MemGraph against its TaskGraph\n"
             "  run      plan, verify and execute a TaskGraph on the cpu backend\n"
             "  llama    LLaMA prefill from a Hugging Face checkpoint (or a preset) under a memory cap\n"
+            "  sim      run a TaskGraph's plan in simulated time on a machine profile\n"
             "  dot      draw a MemGraph as Graphviz DOT\n"
             "  gen      write a synthetic transformer-like TaskGraph\n"
             "\n"
@@ -121,7 +122,19 @@ static const char *llama_help =
     "  --blocks B     query blocks (default: enough that one head's scores use ~1/16 of the cap)\n"
     "  --mlp-chunks C, --vocab-chunks C  column chunks of each device's MLP and vocabulary rows\n"
     "                 (default: enough that one weight chunk is at most 1/8 of the cap)\n"
-    "  --no-data      plan only (for the big presets): graph sizes and plan statistics\n";
+    "  --no-data      plan only (for the big presets): graph sizes and plan statistics\n"
+    "  --backend sim --machine NAME   simulate instead (profiles/NAME.json; --device-mem defaults\n"
+    "                 to the machine's): latency, bytes moved, makespan over the lower bound\n";
+
+static const char *sim_help =
+    "usage: turnip sim TASKGRAPH --machine NAME|FILE [--device-mem SIZE[,..]] [--host-mem SIZE]\n"
+    "                  [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N] [--jitter F]\n"
+    "                  [--streams N] [--trace FILE]\n"
+    "\n"
+    "Plans TASKGRAPH (capacities default to the machine's memory) and runs the plan on the sim\n"
+    "backend: virtual time from the profile's cost model (profiles/NAME.json: a100x8, p100x4, h100),\n"
+    "the same executor and policies as the real backends. Prints the run summary with the makespan\n"
+    "over the lower bound (busiest device's kernel time or busiest link's bytes / bandwidth).\n";
 
 static int fail(tp_status s, const tp_error *e)
 {
@@ -468,6 +481,25 @@ static int cmd_run(int argc, char **argv)
     return 0;
 }
 
+/* runs mg on the sim backend and prints the summary */
+static tp_status run_sim(const tp_memgraph *mg, const tp_sim_profile *prof, tp_run_opts *ro, double jitter, tp_error *e)
+{
+    tp_backend *be = tp_backend_sim_new(prof, jitter);
+    if (!be) return TP_ERR_NOMEM;
+    tp_exec *x = NULL;
+    double t0 = tp_now_seconds();
+    tp_status s = tp_exec_new(mg, be, ro, &x, e);
+    tp_run_summary sum;
+    if (!s) s = tp_exec_run(x, &sum, e);
+    if (!s) {
+        printf("simulated on %s (%.2f s of real time):\n", prof->name, tp_now_seconds() - t0);
+        tp_run_summary_print(&sum, stdout);
+    }
+    tp_exec_free(x);
+    tp_backend_free(be);
+    return s;
+}
+
 static void progress_line(void *ctx, uint64_t done, uint64_t total)
 {
     (void)ctx;
@@ -484,7 +516,8 @@ static int cmd_llama(int argc, char **argv)
     const char *model = NULL, *preset = NULL, *pids = NULL, *dm = NULL, *hm = NULL, *outp = NULL, *trace = NULL, *pol = NULL, *v;
     long long seq = 0, seed = 0, devices = 1, blocks = 0, streams = 1, mchunks = 0, vchunks = 0;
     double bw = 0, jit = 0;
-    int all = 0, nodata = 0;
+    int all = 0, nodata = 0, use_sim = 0;
+    const char *machine = NULL;
     for (int i = 2; i < argc; i++) {
         char *end = NULL;
         long long *iv = NULL;
@@ -496,9 +529,11 @@ static int cmd_llama(int argc, char **argv)
         else if (opt_val(argc, argv, &i, "--out", &v)) outp = v;
         else if (opt_val(argc, argv, &i, "--trace", &v)) trace = v;
         else if (opt_val(argc, argv, &i, "--order", &v)) pol = v;
+        else if (opt_val(argc, argv, &i, "--machine", &v)) machine = v;
         else if (opt_val(argc, argv, &i, "--backend", &v)) {
-            if (v && strcmp(v, "cpu")) {
-                fprintf(stderr, "%s llama: --backend %s is not built in (backends: cpu; see turnip --version)\n", prog, v);
+            if (v && !strcmp(v, "sim")) use_sim = 1;
+            else if (v && strcmp(v, "cpu")) {
+                fprintf(stderr, "%s llama: --backend %s is not built in (backends: cpu, sim; see turnip --version)\n", prog, v);
                 return 2;
             }
         } else if (opt_val(argc, argv, &i, "--seq-len", &v)) iv = &seq;
@@ -526,6 +561,17 @@ static int cmd_llama(int argc, char **argv)
     }
     if (!model == !preset) return usage_error("llama", "give one of --model DIR and --preset NAME", NULL);
     if (!pids == !seq) return usage_error("llama", "give one of --prompt-ids and --seq-len", NULL);
+    tp_sim_profile prof;
+    if (use_sim) {
+        tp_error pe;
+        tp_status ps = tp_sim_profile_read(machine ? machine : "a100x8", &prof, &pe);
+        if (ps) return fail(ps, &pe);
+        if (!dm) { /* the machine's memory */
+            static char mem[32];
+            snprintf(mem, sizeof mem, "%llu", (unsigned long long)prof.device_mem);
+            dm = mem;
+        }
+    }
     if (!dm) return usage_error("llama", "--device-mem is required", NULL);
     if (devices < 1 || devices > TP_MAX_DEVICES) return usage_error("llama", "--devices must be 1..64", NULL);
     tp_error e;
@@ -636,6 +682,16 @@ static int cmd_llama(int argc, char **argv)
     }
     tp_backend *be = NULL;
     tp_exec *x = NULL;
+    if (!s && use_sim && !nodata) {
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        ro.seed = (uint64_t)seed;
+        ro.streams = (int)streams;
+        ro.trace_path = trace;
+        if (pol && tp_policy_parse(pol, &ro.policy)) s = tp__fail_public(&e, "--order must be any, fixed or random");
+        if (!s) s = run_sim(mg, &prof, &ro, jit, &e);
+        nodata = 1;
+    }
     if (!s && !nodata) {
         tp_cpu_opts co;
         tp_cpu_opts_init(&co);
@@ -690,6 +746,79 @@ static int cmd_llama(int argc, char **argv)
         return rc ? rc : tp_status_exit_code(s);
     }
     return 0;
+}
+
+static int cmd_sim(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(sim_help, stdout);
+        return 0;
+    }
+    const char *in = NULL, *mach = NULL, *dm = NULL, *hm = NULL, *pord = NULL, *pol = NULL, *trace = NULL, *v;
+    long long seed = 0, streams = 1;
+    double jit = 0;
+    for (int i = 2; i < argc; i++) {
+        char *end = NULL;
+        if (opt_val(argc, argv, &i, "--machine", &v)) mach = v;
+        else if (opt_val(argc, argv, &i, "--device-mem", &v)) dm = v;
+        else if (opt_val(argc, argv, &i, "--host-mem", &v)) hm = v;
+        else if (opt_val(argc, argv, &i, "--plan-order", &v)) pord = v;
+        else if (opt_val(argc, argv, &i, "--order", &v)) pol = v;
+        else if (opt_val(argc, argv, &i, "--trace", &v)) trace = v;
+        else if (opt_val(argc, argv, &i, "--seed", &v)) {
+            if (!v || (seed = strtoll(v, &end, 10)) < 0 || *end) return usage_error("sim", "--seed needs a non-negative integer", v);
+            continue;
+        } else if (opt_val(argc, argv, &i, "--streams", &v)) {
+            if (!v || (streams = strtoll(v, &end, 10)) < 1 || streams > 64 || *end) return usage_error("sim", "--streams needs 1..64", v);
+            continue;
+        } else if (opt_val(argc, argv, &i, "--jitter", &v)) {
+            if (!v || !((jit = strtod(v, &end)) >= 0) || *end) return usage_error("sim", "--jitter needs a non-negative number", v);
+            continue;
+        } else if (argv[i][0] == '-' && argv[i][1]) return usage_error("sim", "unknown option", argv[i]);
+        else if (!in) {
+            in = argv[i];
+            continue;
+        } else return usage_error("sim", "more than one TaskGraph given", argv[i]);
+        if (!v) return usage_error("sim", "option needs a value", argv[i]);
+    }
+    if (!in) return usage_error("sim", "no TaskGraph given", NULL);
+    if (!mach) return usage_error("sim", "--machine is required", NULL);
+    tp_error e;
+    tp_sim_profile prof;
+    tp_status s = tp_sim_profile_read(mach, &prof, &e);
+    if (s) return fail(s, &e);
+    tp_graph *g;
+    if ((s = tp_graph_read_file(in, &g, &e))) return fail(s, &e);
+    tp_plan_opts o;
+    tp_plan_opts_init(&o, tp_graph_devices(g), prof.device_mem);
+    int n;
+    if (dm && (tp_parse_size_list(dm, o.device_mem, TP_MAX_DEVICES, &n) || (n != 1 && n != o.ndevices))) {
+        tp_graph_free(g);
+        return usage_error("sim", "--device-mem: one size, or one per device", dm);
+    }
+    if (dm)
+        for (int d = n; d < o.ndevices; d++) o.device_mem[d] = o.device_mem[0];
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    if ((hm && (tp_parse_size(hm, &o.host_mem) || !o.host_mem)) || (pord && tp_order_parse(pord, &o.order)) ||
+        (pol && tp_policy_parse(pol, &ro.policy))) {
+        tp_graph_free(g);
+        return usage_error("sim", "bad --host-mem, --plan-order or --order", NULL);
+    }
+    ro.seed = (uint64_t)seed;
+    ro.streams = (int)streams;
+    ro.trace_path = trace;
+    tp_memgraph *mg;
+    s = tp_plan(g, &o, &mg, &e);
+    if (!s) {
+        tp_plan_stats st;
+        tp_memgraph_stats(mg, &st);
+        tp_plan_stats_print(&st, stdout);
+        s = run_sim(mg, &prof, &ro, jit, &e);
+        tp_memgraph_free(mg);
+    }
+    tp_graph_free(g);
+    return s ? fail(s, &e) : 0;
 }
 
 static int cmd_gen(int argc, char **argv)
@@ -777,7 +906,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(c, "--version")) {
-        printf("turnip %s\nbackends: cpu\n", TP_VERSION);
+        printf("turnip %s\nbackends: cpu, sim\n", TP_VERSION);
         return 0;
     }
     if (!strcmp(c, "plan")) return cmd_plan(argc, argv);
@@ -786,6 +915,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "gen")) return cmd_gen(argc, argv);
     if (!strcmp(c, "run")) return cmd_run(argc, argv);
     if (!strcmp(c, "llama")) return cmd_llama(argc, argv);
+    if (!strcmp(c, "sim")) return cmd_sim(argc, argv);
     fprintf(stderr, "%s: unknown command '%s'\n", prog, c);
     usage_main(stderr);
     return 2;

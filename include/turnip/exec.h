@@ -48,7 +48,9 @@ void tp_run_opts_init(tp_run_opts *o);
 typedef struct tp_run_summary {
     int ndevices;
     uint64_t vertices;
-    double makespan;     /* seconds from the first launch to the last completion */
+    double makespan;     /* seconds from the first launch to the last completion (virtual seconds
+                            on a simulating backend) */
+    double lower_bound;  /* the backend's lower bound on the makespan, 0 if it has none */
     double loop_seconds; /* executor's own time handling completions and launching */
     struct {
         double compute_busy;     /* summed kernel time on the device's streams */
@@ -74,6 +76,31 @@ void tp_cpu_opts_init(tp_cpu_opts *o);
 tp_backend *tp_backend_cpu_new(const tp_cpu_opts *o);
 void tp_backend_free(tp_backend *be);
 const char *tp_backend_name(const tp_backend *be);
+
+/* The sim backend: time instead of data. A machine profile gives each device's peak FLOP/s,
+ * efficiency, memory bandwidth and kernel launch latency, and the links: host-to-device and
+ * device-to-host per device, an optional host bus all host copies share, peer-in per device. */
+typedef struct tp_sim_profile {
+    char name[64];
+    int devices;
+    uint64_t device_mem;  /* bytes per device */
+    double peak_flops;    /* per device, FLOP/s */
+    double efficiency;    /* fraction of peak a kernel reaches */
+    double mem_bw;        /* device memory, bytes/s */
+    double launch_s;      /* per kernel */
+    double h2d_bw, d2h_bw; /* per device and direction, bytes/s */
+    double host_bus_bw;   /* shared by every host-device copy at once; 0: none */
+    double peer_bw;       /* into each device, bytes/s */
+    double copy_latency_s;
+} tp_sim_profile;
+
+/* Reads a profile: a JSON file (a path, or NAME for profiles/NAME.json in the source tree).
+ * Every number is {"value": V, "comment": "its source"} or a plain number. */
+tp_status tp_sim_profile_read(const char *name_or_path, tp_sim_profile *p, tp_error *err);
+/* A simulating backend: kernel time = launch + max(flops / (peak x efficiency), bytes /
+ * memory bandwidth); a copy's bytes flow at the fair share of every link it uses; kernel
+ * times and copy sizes x exp(jitter x N(0,1)), seeded by the run's seed and the vertex. */
+tp_backend *tp_backend_sim_new(const tp_sim_profile *p, double jitter);
 
 /* ---- executor ------------------------------------------------------------------------- */
 

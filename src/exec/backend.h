@@ -37,6 +37,13 @@ typedef struct tp__backend_ops {
     /* stops threads, frees memory (after every launch has completed) */
     void (*release)(tp_backend *be);
     void (*destroy)(tp_backend *be);
+    /* Simulating backends only (NULL otherwise): the clock the executor should use, and a
+     * step that moves virtual time to the next event and posts the completions due then
+     * (returns 0 when nothing is in flight). Real backends post from their own threads. */
+    double (*now)(tp_backend *be);
+    int (*advance)(tp_backend *be);
+    /* lower bound of the last run's makespan, 0 if the backend cannot tell */
+    double (*bound)(tp_backend *be);
 } tp__backend_ops;
 
 struct tp_backend {

@@ -309,7 +309,7 @@ static void cpu_destroy(tp_backend *be)
     free(be);
 }
 
-static const tp__backend_ops cpu_ops = {"cpu", cpu_prepare, cpu_launch, cpu_write, cpu_read, cpu_release, cpu_destroy};
+static const tp__backend_ops cpu_ops = {"cpu", cpu_prepare, cpu_launch, cpu_write, cpu_read, cpu_release, cpu_destroy, NULL, NULL, NULL};
 
 void tp_cpu_opts_init(tp_cpu_opts *o)
 {

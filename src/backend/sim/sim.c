@@ -1,0 +1,319 @@
+/* sim.c - the sim backend: runs a MemGraph in virtual time, with no data (issue 5).
+ *
+ * The executor drives it exactly as a real backend (same loop, same policies); only the
+ * clock differs: when the loop would wait, it calls advance(), which moves virtual time to
+ * the next event and posts the completions due then. Events are ordered by (time, sequence
+ * number), so equal times resolve in launch order and a run is a function of its seed.
+ *
+ * Kernels take launch + max(flops / (peak x efficiency), bytes touched / memory bandwidth).
+ * Copies are fluid flows: each active copy moves at the smallest fair share (bandwidth / flows
+ * on it) over the links it uses (host-to-device or device-to-host of its device, plus the
+ * shared host bus when the machine has one; transfers use the destination's peer-in link),
+ * recomputed whenever a flow starts or ends; its latency is added after its bytes. Jitter
+ * stretches kernel times and copy sizes by exp(jitter x N(0,1)).
+ *
+ * Lower bound of a run: the larger of the busiest device's summed kernel time and the busiest
+ * link's bytes over its bandwidth. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "exec/backend.h"
+#include "io/util.h"
+#include "turnip/io.h"
+
+typedef struct {
+    double t;
+    uint64_t seq;
+    uint32_t v;
+} event;
+
+typedef struct {
+    uint32_t v;
+    double remaining, bytes; /* bytes */
+    int link[2];             /* -1: unused */
+} flow;
+
+typedef struct sim {
+    tp_backend base;
+    tp_sim_profile p;
+    double jitter;
+    tp__plan_info pi;
+    tp_run_opts ro;
+    const tp_graph *g;
+    int nd, nlinks;
+    double now;
+    uint64_t seq;
+    event *heap;
+    size_t nheap, capheap;
+    flow *flows;
+    size_t nflows, capflows;
+    int *active;   /* flows per link */
+    double *bw;    /* per link */
+    double *t0;    /* per vertex */
+    double kern[TP_MAX_DEVICES];
+    double *link_bytes;
+    uint32_t inflight;
+} sim;
+
+enum { L_H2D = 0, L_D2H = 1, L_PEER = 2 }; /* link = kind * nd + device; the bus is last */
+
+static double gauss(uint64_t seed)
+{
+    uint64_t z = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    double u1 = ((double)(z >> 11) + 0.5) / 9007199254740992.0;
+    double u2 = ((double)((z * 0x2545f4914f6cdd1dull) >> 11) + 0.5) / 9007199254740992.0;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static int ev_less(const event *a, const event *b)
+{
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static int push(sim *s, double t, uint32_t v)
+{
+    if (!TP__GROW(s->heap, s->capheap, s->nheap + 1)) return 0;
+    event e = {t, s->seq++, v};
+    size_t i = s->nheap++;
+    while (i && ev_less(&e, &s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = e;
+    return 1;
+}
+
+static event pop(sim *s)
+{
+    event top = s->heap[0], last = s->heap[--s->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        const event *best = &last;
+        if (l < s->nheap && ev_less(&s->heap[l], best)) {
+            m = l;
+            best = &s->heap[l];
+        }
+        if (l + 1 < s->nheap && ev_less(&s->heap[l + 1], best)) m = l + 1;
+        if (m == i) break;
+        s->heap[i] = s->heap[m];
+        i = m;
+    }
+    if (s->nheap) s->heap[i] = last;
+    return top;
+}
+
+static double rate(const sim *s, const flow *f)
+{
+    double r = INFINITY;
+    for (int k = 0; k < 2; k++)
+        if (f->link[k] >= 0) {
+            double share = s->bw[f->link[k]] / s->active[f->link[k]];
+            if (share < r) r = share;
+        }
+    return r;
+}
+
+static double jit(const sim *s, uint32_t v)
+{
+    return s->jitter > 0 ? exp(s->jitter * gauss(s->ro.seed * 1000003ull + v)) : 1.0;
+}
+
+static void sim_launch(tp_backend *be, uint32_t v, int unit)
+{
+    (void)unit;
+    sim *s = (sim *)be;
+    tp_mvertex mv;
+    tp_memgraph_vertex(s->pi.mg, v, &mv);
+    s->t0[v] = s->now;
+    s->inflight++;
+    if (mv.kind == TP_M_KERNEL) {
+        const tp_vertex *t = tp_graph_vertex(s->g, mv.task);
+        double bytes = (double)mv.write.bytes;
+        for (uint32_t k = 0; k < mv.nreads; k++) {
+            tp_mvertex src;
+            tp_memgraph_vertex(s->pi.mg, mv.reads[k], &src);
+            bytes += (double)src.write.bytes;
+        }
+        double compute = t->flops / (s->p.peak_flops * s->p.efficiency), memory = bytes / s->p.mem_bw;
+        double dur = (s->p.launch_s + (compute > memory ? compute : memory)) * jit(s, v);
+        s->kern[mv.device] += dur;
+        push(s, s->now + dur, v);
+        return;
+    }
+    double b = (double)mv.write.bytes * jit(s, v);
+    flow f = {v, b, b, {-1, -1}};
+    if (mv.kind == TP_M_TRANSFER) f.link[0] = L_PEER * s->nd + mv.device;
+    else {
+        f.link[0] = (mv.kind == TP_M_RELOAD ? L_H2D : L_D2H) * s->nd + mv.device;
+        if (s->p.host_bus_bw > 0) f.link[1] = 3 * s->nd;
+    }
+    for (int k = 0; k < 2; k++)
+        if (f.link[k] >= 0) {
+            s->active[f.link[k]]++;
+            s->link_bytes[f.link[k]] += f.remaining;
+        }
+    if (!TP__GROW(s->flows, s->capflows, s->nflows + 1)) abort();
+    s->flows[s->nflows++] = f;
+}
+
+static void post(sim *s, uint32_t v)
+{
+    tp__done d = {v, TP_OK, s->t0[v], s->now, NULL};
+    s->inflight--;
+    tp__sink_post(s->pi.sink, &d);
+}
+
+/* moves time to the next event(s); posts at least one completion unless nothing is in flight */
+static int sim_advance(tp_backend *be)
+{
+    sim *s = (sim *)be;
+    int posted = 0;
+    while (!posted && s->inflight) {
+        double tnext = s->nheap ? s->heap[0].t : INFINITY;
+        size_t first = SIZE_MAX;
+        for (size_t i = 0; i < s->nflows; i++) {
+            double t = s->now + s->flows[i].remaining / rate(s, &s->flows[i]);
+            if (t < tnext) {
+                tnext = t;
+                first = i;
+            }
+        }
+        if (tnext == INFINITY) break; /* nothing can progress (cannot happen with positive bandwidths) */
+        double dt = tnext - s->now;
+        for (size_t i = 0; i < s->nflows; i++) s->flows[i].remaining -= rate(s, &s->flows[i]) * dt;
+        s->now = tnext;
+        /* flows that are done: the earliest for sure, others that end with it up to rounding */
+        if (first != SIZE_MAX) s->flows[first].remaining = 0;
+        for (size_t i = 0; i < s->nflows;) {
+            flow *f = &s->flows[i];
+            if (f->remaining > 1e-9 * f->bytes + 1e-6) {
+                i++;
+                continue;
+            }
+            for (int k = 0; k < 2; k++)
+                if (f->link[k] >= 0) s->active[f->link[k]]--;
+            uint32_t v = f->v;
+            s->flows[i] = s->flows[--s->nflows];
+            if (s->p.copy_latency_s > 0) push(s, s->now + s->p.copy_latency_s, v);
+            else {
+                post(s, v);
+                posted = 1;
+            }
+        }
+        while (s->nheap && s->heap[0].t <= s->now) {
+            event e = pop(s);
+            post(s, e.v);
+            posted = 1;
+        }
+    }
+    return posted;
+}
+
+static double sim_now(tp_backend *be)
+{
+    return ((sim *)be)->now;
+}
+
+static double sim_bound(tp_backend *be)
+{
+    sim *s = (sim *)be;
+    double b = 0;
+    for (int d = 0; d < s->nd; d++)
+        if (s->kern[d] > b) b = s->kern[d];
+    for (int l = 0; l < s->nlinks; l++)
+        if (s->link_bytes[l] / s->bw[l] > b) b = s->link_bytes[l] / s->bw[l];
+    return b;
+}
+
+static void sim_release(tp_backend *be)
+{
+    sim *s = (sim *)be;
+    free(s->heap);
+    free(s->flows);
+    free(s->active);
+    free(s->bw);
+    free(s->t0);
+    free(s->link_bytes);
+    s->heap = NULL;
+    s->flows = NULL;
+    s->active = NULL;
+    s->bw = NULL;
+    s->t0 = NULL;
+    s->link_bytes = NULL;
+    s->nheap = s->capheap = s->nflows = s->capflows = 0;
+}
+
+static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *err)
+{
+    sim *s = (sim *)be;
+    sim_release(be);
+    s->pi = *pi;
+    s->ro = *pi->opts;
+    s->g = tp_memgraph_taskgraph(pi->mg);
+    s->nd = tp_graph_devices(s->g);
+    if (s->nd > s->p.devices)
+        return tp__fail(err, TP_ERR_INVALID, "machine '%s' has %d devices, the graph uses %d", s->p.name, s->p.devices, s->nd);
+    for (int d = 0; d < s->nd; d++)
+        if (tp_memgraph_device_capacity(pi->mg, d) > s->p.device_mem) {
+            char a[32], b[32];
+            return tp__fail(err, TP_ERR_INVALID, "the plan gives device %d %s, machine '%s' has %s per device", d,
+                            tp_format_size(tp_memgraph_device_capacity(pi->mg, d), a, sizeof a), s->p.name,
+                            tp_format_size(s->p.device_mem, b, sizeof b));
+        }
+    s->nlinks = 3 * s->nd + 1;
+    s->active = calloc((size_t)s->nlinks, sizeof *s->active);
+    s->bw = calloc((size_t)s->nlinks, sizeof *s->bw);
+    s->link_bytes = calloc((size_t)s->nlinks, sizeof *s->link_bytes);
+    s->t0 = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->t0);
+    if (!s->active || !s->bw || !s->link_bytes || !s->t0) {
+        sim_release(be);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
+    for (int d = 0; d < s->nd; d++) {
+        s->bw[L_H2D * s->nd + d] = s->p.h2d_bw;
+        s->bw[L_D2H * s->nd + d] = s->p.d2h_bw;
+        s->bw[L_PEER * s->nd + d] = s->p.peer_bw;
+    }
+    s->bw[3 * s->nd] = s->p.host_bus_bw > 0 ? s->p.host_bus_bw : 1;
+    s->now = 0;
+    s->seq = 0;
+    s->inflight = 0;
+    memset(s->kern, 0, sizeof s->kern);
+    return TP_OK;
+}
+
+static tp_status sim_rw(tp_backend *be, const tp_region *r, void *buf, tp_error *err)
+{
+    (void)be;
+    (void)r;
+    (void)buf;
+    return tp__fail(err, TP_ERR_ARG, "the sim backend holds no data");
+}
+
+static tp_status sim_write(tp_backend *be, const tp_region *r, const void *src, tp_error *err)
+{
+    return sim_rw(be, r, (void *)src, err);
+}
+
+static void sim_destroy(tp_backend *be)
+{
+    sim_release(be);
+    free(be);
+}
+
+static const tp__backend_ops sim_ops = {"sim", sim_prepare, sim_launch, sim_write, sim_rw, sim_release, sim_destroy,
+                                        sim_now, sim_advance, sim_bound};
+
+tp_backend *tp_backend_sim_new(const tp_sim_profile *p, double jitter)
+{
+    sim *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->base.ops = &sim_ops;
+    s->p = *p;
+    s->jitter = jitter;
+    return &s->base;
+}

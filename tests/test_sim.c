@@ -1,0 +1,135 @@
+/* test_sim.c - the sim backend: a chain on one device takes exactly its summed kernel time
+ * (which is also its lower bound); copies sharing a link or the host bus slow each other by
+ * their fair share; runs are a function of the seed. */
+#include <math.h>
+#include <string.h>
+#include "turnip/turnip.h"
+#include "harness.h"
+
+static tp_sim_profile prof(void)
+{
+    tp_sim_profile p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "test");
+    p.devices = 4;
+    p.device_mem = 1ull << 30;
+    p.peak_flops = 1e12;
+    p.efficiency = 0.5;
+    p.mem_bw = 1e11;
+    p.launch_s = 3e-6;
+    p.h2d_bw = p.d2h_bw = 1e9;
+    p.peer_bw = 2e9;
+    return p;
+}
+
+static double simulate(const tp_graph *g, const tp_sim_profile *p, double jitter, uint64_t seed, tp_run_summary *sum)
+{
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, tp_graph_devices(g), p->device_mem);
+    tp_memgraph *mg;
+    tp_error e;
+    CHECKF(tp_plan(g, &po, &mg, &e) == TP_OK, "%s", e.msg);
+    tp_backend *be = tp_backend_sim_new(p, jitter);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    ro.seed = seed;
+    ro.policy = TP_POLICY_RANDOM;
+    tp_exec *x;
+    CHECKF(tp_exec_new(mg, be, &ro, &x, &e) == TP_OK, "%s", e.msg);
+    CHECKF(tp_exec_run(x, sum, &e) == TP_OK, "%s", e.msg);
+    tp_exec_free(x);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    return sum->makespan;
+}
+
+TEST(sim_chain_equals_summed_kernel_time)
+{
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    tp_sim_profile p = prof();
+    uint32_t prev = 0, v;
+    double want = 0;
+    char id[16];
+    for (int i = 0; i < 50; i++) {
+        double flops = 1e6 * (i % 7 + 1);
+        uint64_t bytes = 1024u * (uint64_t)(i % 5 + 1);
+        snprintf(id, sizeof id, "k%d", i);
+        CHECK(tp_graph_add_kernel(g, id, 0, "opaque", i ? 1 : 0, &prev, TP_DT_NONE, -1, NULL, bytes, NULL, flops, &v, &e) == TP_OK);
+        double touched = (double)bytes + (i ? (double)(1024u * (uint64_t)((i - 1) % 5 + 1)) : 0);
+        double c = flops / (p.peak_flops * p.efficiency), m = touched / p.mem_bw;
+        want += p.launch_s + (c > m ? c : m);
+        prev = v;
+    }
+    CHECK(tp_graph_add_output(g, v, &e) == TP_OK && tp_graph_finalize(g, &e) == TP_OK);
+    tp_run_summary s;
+    double got = simulate(g, &p, 0, 1, &s);
+    CHECKF(fabs(got - want) <= 1e-15 * want, "makespan %.17g, summed kernel time %.17g", got, want);
+    CHECKF(s.lower_bound == got, "bound %.17g vs makespan %.17g", s.lower_bound, got);
+    tp_graph_free(g);
+}
+
+/* one input per device (B bytes), each read by a free kernel: the reloads run at once */
+static tp_graph *loads(int ndev, uint64_t B)
+{
+    tp_graph *g = tp_graph_new(ndev);
+    tp_error e;
+    for (int d = 0; d < ndev; d++) {
+        char id[16];
+        uint32_t x, k;
+        snprintf(id, sizeof id, "x%d", d);
+        CHECK(tp_graph_add_input(g, id, d, TP_DT_NONE, -1, NULL, B, &x, &e) == TP_OK);
+        snprintf(id, sizeof id, "k%d", d);
+        CHECK(tp_graph_add_kernel(g, id, d, "opaque", 1, &x, TP_DT_NONE, -1, NULL, 8, NULL, 0, &k, &e) == TP_OK);
+        CHECK(tp_graph_add_output(g, k, &e) == TP_OK);
+    }
+    CHECK(tp_graph_finalize(g, &e) == TP_OK);
+    return g;
+}
+
+TEST(sim_links_are_shared_fairly)
+{
+    tp_sim_profile p = prof();
+    p.launch_s = 0;
+    p.mem_bw = 1e30; /* kernels take no time */
+    uint64_t B = 1u << 20;
+    tp_run_summary s;
+    tp_graph *g = loads(2, B);
+    /* own links, no bus: both loads in B / bw */
+    double t = simulate(g, &p, 0, 1, &s);
+    CHECKF(fabs(t - (double)B / p.h2d_bw) < 1e-12, "separate links: %.9g s, wanted %.9g", t, (double)B / p.h2d_bw);
+    /* a host bus as fast as one link, shared by both: 2B / bw */
+    p.host_bus_bw = p.h2d_bw;
+    t = simulate(g, &p, 0, 1, &s);
+    CHECKF(fabs(t - 2.0 * (double)B / p.h2d_bw) < 1e-12, "shared bus: %.9g s, wanted %.9g", t, 2.0 * (double)B / p.h2d_bw);
+    CHECK(fabs(s.lower_bound - t) < 1e-12); /* the bus carries 2B: the bound is tight */
+    /* a bus twice as fast: each flow gets its own link's rate again */
+    p.host_bus_bw = 2 * p.h2d_bw;
+    t = simulate(g, &p, 0, 1, &s);
+    CHECK(fabs(t - (double)B / p.h2d_bw) < 1e-12);
+    tp_graph_free(g);
+    /* three devices on a bus of one link's rate: 3B / bw */
+    g = loads(3, B);
+    p.host_bus_bw = p.h2d_bw;
+    t = simulate(g, &p, 0, 1, &s);
+    CHECK(fabs(t - 3.0 * (double)B / p.h2d_bw) < 1e-12);
+    tp_graph_free(g);
+}
+
+TEST(sim_runs_are_functions_of_the_seed)
+{
+    tp_layered_opts lo;
+    tp_layered_opts_init(&lo);
+    lo.layers = 3;
+    tp_graph *g;
+    tp_error e;
+    CHECK(tp_model_layered(&lo, &g, &e) == TP_OK);
+    tp_sim_profile p = prof();
+    p.device_mem = 3u << 20; /* forces offloads */
+    tp_run_summary s;
+    double a = simulate(g, &p, 0.3, 7, &s), b = simulate(g, &p, 0.3, 7, &s), c = simulate(g, &p, 0.3, 8, &s);
+    CHECK(a == b);
+    CHECK(a != c);
+    CHECK(s.makespan >= s.lower_bound * (1 - 1e-12)); /* never faster than the bound */
+    tp_graph_free(g);
+}
