@@ -84,7 +84,8 @@ typedef struct tp_sim_profile {
     char name[64];
     int devices;
     uint64_t device_mem;  /* bytes per device */
-    double peak_flops;    /* per device, FLOP/s */
+    double peak_flops;    /* per device, FLOP/s of matmul */
+    double vector_flops;  /* FLOP/s of the other kernels (elementwise, softmax, norms); 0: peak_flops */
     double efficiency;    /* fraction of peak a kernel reaches */
     double mem_bw;        /* device memory, bytes/s */
     double launch_s;      /* per kernel */

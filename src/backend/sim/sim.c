@@ -5,7 +5,8 @@
  * the next event and posts the completions due then. Events are ordered by (time, sequence
  * number), so equal times resolve in launch order and a run is a function of its seed.
  *
- * Kernels take launch + max(flops / (peak x efficiency), bytes touched / memory bandwidth).
+ * Kernels take launch + max(flops / (rate x efficiency), bytes touched / memory bandwidth), the
+ * rate being the matmul peak or, for other ops, the profile's vector rate.
  * Copies are fluid flows: each active copy moves at the smallest fair share (bandwidth / flows
  * on it) over the links it uses (host-to-device or device-to-host of its device, plus the
  * shared host bus when the machine has one; transfers use the destination's peer-in link),
@@ -138,7 +139,8 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
             tp_memgraph_vertex(s->pi.mg, mv.reads[k], &src);
             bytes += (double)src.write.bytes;
         }
-        double compute = t->flops / (s->p.peak_flops * s->p.efficiency), memory = bytes / s->p.mem_bw;
+        double rate = strcmp(t->op, "matmul") && s->p.vector_flops > 0 ? s->p.vector_flops : s->p.peak_flops;
+        double compute = t->flops / (rate * s->p.efficiency), memory = bytes / s->p.mem_bw;
         double dur = (s->p.launch_s + (compute > memory ? compute : memory)) * jit(s, v);
         s->kern[mv.device] += dur;
         push(s, s->now + dur, v);

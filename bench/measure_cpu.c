@@ -1,0 +1,160 @@
+/* measure_cpu - measures this machine for the sim backend's `cpu-local` profile and prints it
+ * as JSON (profiles/cpu-local.json): OpenBLAS sgemm rate on the shapes the benchmarks use,
+ * memory bandwidth of memcpy, and the cpu backend's per-kernel overhead (no-op kernels).
+ *
+ * usage: measure_cpu [--link-gbps G] > profiles/cpu-local.json
+ * (--link-gbps: the --link-bandwidth the cpu backend will be run with; default 0.25) */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "turnip/turnip.h"
+#include "kernels/kernels.h"
+
+/* FLOP/s of the cpu backend's non-matmul kernels, counted as the LLaMA builder counts them
+ * (softmax 5, rmsnorm 4, silu 4, rope 6 per element), over a 128 x 512 f32 tensor */
+static double vector_rate(void)
+{
+    static const struct {
+        const char *op, *attrs;
+        double per_elem;
+        int nin;
+    } ops[] = {{"softmax", "{\"causal\":true}", 5, 1}, {"rmsnorm", NULL, 4, 2}, {"silu", NULL, 4, 1}, {"rope", NULL, 6, 1}};
+    double total_flops = 0, total_s = 0;
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        tp_graph *g = tp_graph_new(1);
+        tp_error e;
+        int64_t shp[2] = {128, 512}, wshp[1] = {512};
+        uint32_t in[2], k;
+        tp_graph_add_input(g, "x", 0, TP_DT_F32, 2, shp, 0, &in[0], &e);
+        tp_graph_add_input(g, "w", 0, TP_DT_F32, 1, wshp, 0, &in[1], &e);
+        tp_graph_add_kernel(g, "k", 0, ops[i].op, (uint32_t)ops[i].nin, in, TP_DT_F32, 2, shp, 0, ops[i].attrs, 0, &k, &e);
+        tp_graph_finalize(g, &e);
+        tp__kplan kp;
+        if (tp__kernel_prepare(g, k, &kp, &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            exit(1);
+        }
+        float *x = calloc(128 * 512, 4), *w = calloc(512, 4), *o = calloc(128 * 512, 4);
+        const void *ins[2] = {x, w};
+        double best = 1e9;
+        for (int rep = 0; rep < 20; rep++) {
+            double t0 = tp_now_seconds();
+            tp__kernel_run(g, k, &kp, ins, o, NULL, &e);
+            double t = tp_now_seconds() - t0;
+            if (t < best) best = t;
+        }
+        total_flops += ops[i].per_elem * 128 * 512;
+        total_s += best;
+        free(x);
+        free(w);
+        free(o);
+        tp_graph_free(g);
+    }
+    return total_flops / total_s;
+}
+
+static double gemm_rate(int m, int n, int k)
+{
+    float *a = calloc((size_t)m * k, 4), *b = calloc((size_t)k * n, 4), *c = calloc((size_t)m * n, 4);
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = tp_now_seconds();
+        int it = 0;
+        while (tp_now_seconds() - t0 < 0.2) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
+            it++;
+        }
+        double r = 2.0 * m * n * (double)k * it / (tp_now_seconds() - t0);
+        if (r > best) best = r;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return best;
+}
+
+static volatile char sink_byte; /* keeps the copies from being optimized away */
+
+static double copy_rate(size_t bytes)
+{
+    char *a = malloc(bytes), *b = malloc(bytes);
+    memset(a, 1, bytes);
+    memset(b, 2, bytes);
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = tp_now_seconds();
+        int it = 0;
+        while (tp_now_seconds() - t0 < 0.1) {
+            memcpy(b, a, bytes);
+            sink_byte = b[(size_t)it * 4099 % bytes];
+            a[(size_t)it * 8191 % bytes]++;
+            it++;
+        }
+        double r = (double)bytes * it / (tp_now_seconds() - t0);
+        if (r > best) best = r;
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
+static double kernel_overhead(void)
+{
+    uint32_t n = 20000;
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    uint32_t prev = 0, v;
+    char id[16];
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "k%u", i);
+        tp_graph_add_kernel(g, id, 0, "opaque", i ? 1 : 0, &prev, TP_DT_NONE, -1, NULL, 4, NULL, 0, &v, &e);
+        prev = v;
+    }
+    tp_graph_add_output(g, v, &e);
+    tp_graph_finalize(g, &e);
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, 1, 1 << 20);
+    tp_memgraph *mg;
+    tp_plan(g, &po, &mg, &e);
+    tp_backend *be = tp_backend_cpu_new(NULL);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_exec *x;
+    tp_run_summary s;
+    tp_exec_new(mg, be, &ro, &x, &e);
+    tp_exec_run(x, &s, &e);
+    tp_exec_free(x);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    return s.makespan / n;
+}
+
+int main(int argc, char **argv)
+{
+    double link = argc > 2 && !strcmp(argv[1], "--link-gbps") ? atof(argv[2]) : 0.25;
+    double g = gemm_rate(64, 128, 512); /* the shapes of bench_offload's chunks (T/B x H/K x H) */
+    double m = copy_rate(64u << 20);
+    double o = kernel_overhead();
+    double vr = vector_rate();
+    char *cfg = openblas_get_config();
+    printf("{\"name\": \"cpu-local\",\n"
+           " \"comment\": \"this machine as the cpu backend: measured by build/bench/measure_cpu on 2026-11-22 (%s, %d BLAS threads, "
+           "OPENBLAS_CORETYPE=%s)\",\n",
+           cfg ? cfg : "?", openblas_get_num_threads(), getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
+    printf(" \"devices\": {\"value\": 8, \"comment\": \"emulated devices share the host; no limit of their own\"},\n");
+    printf(" \"device_mem\": {\"value\": \"16GiB\", \"comment\": \"arenas are host memory; bounded by the 24 GiB machine\"},\n");
+    printf(" \"peak_flops\": {\"value\": %.4g, \"comment\": \"measured: cblas_sgemm 64x128x512 (B transposed), best of 5\"},\n", g);
+    printf(" \"vector_flops\": {\"value\": %.4g, \"comment\": \"measured: softmax, rmsnorm, silu and rope kernels on 128x512 f32, "
+           "counted as the LLaMA builder counts their flops\"},\n", vr);
+    printf(" \"efficiency\": {\"value\": 1.0, \"comment\": \"peak_flops is already the measured rate\"},\n");
+    printf(" \"mem_bw\": {\"value\": %.4g, \"comment\": \"measured: memcpy of 64 MiB, best of 5 (elementwise kernels read and write at about this rate)\"},\n", m);
+    printf(" \"launch_s\": {\"value\": %.4g, \"comment\": \"measured: cpu backend makespan per chained no-op kernel\"},\n", o);
+    printf(" \"h2d_bw\": {\"value\": %.4g, \"comment\": \"the cpu backend's --link-bandwidth for validation runs\"},\n", link * 1e9);
+    printf(" \"d2h_bw\": {\"value\": %.4g, \"comment\": \"as h2d_bw\"},\n", link * 1e9);
+    printf(" \"host_bus_bw\": {\"value\": 0, \"comment\": \"the cpu backend throttles each engine separately\"},\n");
+    printf(" \"peer_bw\": {\"value\": %.4g, \"comment\": \"as h2d_bw (--link-bandwidth applies to peer copies too)\"},\n", link * 1e9);
+    printf(" \"copy_latency_s\": {\"value\": 0, \"comment\": \"--link-latency 0\"}}\n");
+    return 0;
+}
