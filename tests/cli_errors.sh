@@ -80,6 +80,15 @@ expect 2 "vertex 60 (.*) failed: injected fault" "$T" run "$MLP" --device-mem 51
 expect 2 "not a vertex that runs" "$T" run "$MLP" --device-mem 512KiB --inputs "$D/in.st" --out "$D/o.st" --fail-vertex 0
 expect 0 "usage: turnip run" "$T" run --help
 
+# simulation
+expect 0 "makespan / bound" "$T" sim "$SRC/examples/transformer.json" --machine a100x8 --device-mem 2MiB
+expect 0 "makespan / bound" "$T" llama --preset tiny --seq-len 64 --devices 2 --backend sim --machine p100x4
+expect 2 "machine profile" "$T" sim "$SRC/examples/transformer.json" --machine nosuchmachine
+expect 2 "machine 'h100' has 1 devices" "$T" sim "$SRC/examples/transformer.json" --machine h100
+expect 0 "wrote" "$T" llama --preset tiny --devices 2 --backend sim --machine a100x8 --sweep-seq 32,64 --csv "$D/s.csv"
+expect 0 "tiny,a100x8,2,64" cat "$D/s.csv"
+expect 0 "OOM" "$T" llama --preset tiny --devices 1 --backend sim --machine a100x8 --sweep-seq 64 --sweep-mem 64KiB --csv "$D/s2.csv"
+
 # damaged files never crash: every prefix of a TaskGraph, and byte flips of a MemGraph
 size=$(wc -c <"$EX")
 crash=0

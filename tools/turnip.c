@@ -124,7 +124,10 @@ static const char *llama_help =
     "                 (default: enough that one weight chunk is at most 1/8 of the cap)\n"
     "  --no-data      plan only (for the big presets): graph sizes and plan statistics\n"
     "  --backend sim --machine NAME   simulate instead (profiles/NAME.json; --device-mem defaults\n"
-    "                 to the machine's): latency, bytes moved, makespan over the lower bound\n";
+    "                 to the machine's): latency, bytes moved, makespan over the lower bound\n"
+    "  --sweep-seq 1024,2048,..  [--sweep-mem SIZE,..] --csv FILE [--png FILE]   with --backend sim:\n"
+    "                 one simulated point per length (and cap), OOM where no plan fits; the PNG plots\n"
+    "                 latency against length with gnuplot\n";
 
 static const char *sim_help =
     "usage: turnip sim TASKGRAPH --machine NAME|FILE [--device-mem SIZE[,..]] [--host-mem SIZE]\n"
@@ -500,6 +503,57 @@ static tp_status run_sim(const tp_memgraph *mg, const tp_sim_profile *prof, tp_r
     return s;
 }
 
+/* one point of a simulated sweep: plan and simulate, or "OOM" when no plan fits */
+static tp_status sweep_point(FILE *csv, const char *model, const tp_llama_config *c, int devices, int64_t T, uint64_t mem,
+                             const tp_sim_profile *prof, const tp_run_opts *ro0, double jitter, double *latency, tp_error *e)
+{
+    tp_llama_opts lo;
+    tp_llama_opts_default(&lo, c, devices, T, mem);
+    tp_graph *g;
+    tp_status s = tp_llama_build(c, &lo, &g, e);
+    if (s) return s;
+    tp_plan_opts o;
+    tp_plan_opts_init(&o, devices, mem);
+    tp_memgraph *mg;
+    *latency = -1;
+    s = tp_plan(g, &o, &mg, e);
+    if (s == TP_ERR_INFEASIBLE) {
+        fprintf(csv, "%s,%s,%d,%lld,%llu,OOM,,,,,,\n", model, prof->name, devices, (long long)T, (unsigned long long)mem);
+        printf("  T=%-6lld OOM: %s\n", (long long)T, e->msg);
+        tp_graph_free(g);
+        return TP_OK;
+    }
+    if (!s) {
+        tp_plan_stats st;
+        tp_memgraph_stats(mg, &st);
+        uint64_t off = 0, rel = 0;
+        for (int d = 0; d < devices; d++) {
+            off += st.dev[d].offload_bytes;
+            rel += st.dev[d].reload_bytes;
+        }
+        tp_backend *be = tp_backend_sim_new(prof, jitter);
+        tp_exec *x = NULL;
+        tp_run_opts ro = *ro0;
+        tp_run_summary sum;
+        s = tp_exec_new(mg, be, &ro, &x, e);
+        if (!s) s = tp_exec_run(x, &sum, e);
+        if (!s) {
+            *latency = sum.makespan;
+            fprintf(csv, "%s,%s,%d,%lld,%llu,ok,%.6f,%.6f,%.4f,%llu,%llu,%llu\n", model, prof->name, devices, (long long)T,
+                    (unsigned long long)mem, sum.makespan, sum.lower_bound, sum.makespan / sum.lower_bound,
+                    (unsigned long long)off, (unsigned long long)rel, (unsigned long long)st.vertices);
+            char b1[32], b2[32];
+            printf("  T=%-6lld latency %9.3f s, bound %9.3f s (ratio %.3f), offloaded %s, reloaded %s\n", (long long)T, sum.makespan,
+                   sum.lower_bound, sum.makespan / sum.lower_bound, tp_format_size(off, b1, sizeof b1), tp_format_size(rel, b2, sizeof b2));
+        }
+        tp_exec_free(x);
+        tp_backend_free(be);
+        tp_memgraph_free(mg);
+    }
+    tp_graph_free(g);
+    return s;
+}
+
 static void progress_line(void *ctx, uint64_t done, uint64_t total)
 {
     (void)ctx;
@@ -517,7 +571,7 @@ static int cmd_llama(int argc, char **argv)
     long long seq = 0, seed = 0, devices = 1, blocks = 0, streams = 1, mchunks = 0, vchunks = 0;
     double bw = 0, jit = 0;
     int all = 0, nodata = 0, use_sim = 0;
-    const char *machine = NULL;
+    const char *machine = NULL, *sweep_seq = NULL, *sweep_mem = NULL, *csvp = NULL, *pngp = NULL;
     for (int i = 2; i < argc; i++) {
         char *end = NULL;
         long long *iv = NULL;
@@ -530,6 +584,10 @@ static int cmd_llama(int argc, char **argv)
         else if (opt_val(argc, argv, &i, "--trace", &v)) trace = v;
         else if (opt_val(argc, argv, &i, "--order", &v)) pol = v;
         else if (opt_val(argc, argv, &i, "--machine", &v)) machine = v;
+        else if (opt_val(argc, argv, &i, "--sweep-seq", &v)) sweep_seq = v;
+        else if (opt_val(argc, argv, &i, "--sweep-mem", &v)) sweep_mem = v;
+        else if (opt_val(argc, argv, &i, "--csv", &v)) csvp = v;
+        else if (opt_val(argc, argv, &i, "--png", &v)) pngp = v;
         else if (opt_val(argc, argv, &i, "--backend", &v)) {
             if (v && !strcmp(v, "sim")) use_sim = 1;
             else if (v && strcmp(v, "cpu")) {
@@ -560,6 +618,70 @@ static int cmd_llama(int argc, char **argv)
         if (iv && ((*iv = strtoll(v, &end, 10)) < 0 || *end)) return usage_error("llama", "needs a non-negative integer", v);
     }
     if (!model == !preset) return usage_error("llama", "give one of --model DIR and --preset NAME", NULL);
+    if (sweep_seq) { /* a simulated sweep over sequence lengths (and caps): CSV, and a plot */
+        if (!use_sim) return usage_error("llama", "--sweep-seq needs --backend sim", NULL);
+        if (!csvp) return usage_error("llama", "--sweep-seq needs --csv FILE", NULL);
+        tp_error e;
+        tp_llama_config c;
+        tp_sim_profile prof;
+        char path[4096];
+        tp_status s = model ? (snprintf(path, sizeof path, "%s/config.json", model), tp_llama_config_read(path, &c, &e))
+                            : tp_llama_preset(preset, &c, &e);
+        if (!s) s = tp_sim_profile_read(machine ? machine : "a100x8", &prof, &e);
+        if (s) return fail(s, &e);
+        uint64_t mems[16];
+        int nm = 1;
+        mems[0] = prof.device_mem;
+        if ((sweep_mem ? sweep_mem : dm) && tp_parse_size_list(sweep_mem ? sweep_mem : dm, mems, 16, &nm))
+            return usage_error("llama", "--sweep-mem: a comma-separated list of sizes", sweep_mem);
+        FILE *csv = fopen(csvp, "w");
+        if (!csv) return usage_error("llama", "cannot write", csvp);
+        fprintf(csv, "model,machine,devices,seq,device_mem,status,latency_s,bound_s,ratio,offloaded_bytes,reloaded_bytes,memgraph_vertices\n");
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        ro.seed = (uint64_t)seed;
+        if (pol && tp_policy_parse(pol, &ro.policy)) {
+            fclose(csv);
+            return usage_error("llama", "--order must be any, fixed or random", pol);
+        }
+        for (int k = 0; k < nm && !s; k++) {
+            char b1[32];
+            printf("%s on %s, %lld devices, %s each:\n", model ? model : preset, prof.name, devices, tp_format_size(mems[k], b1, sizeof b1));
+            for (const char *p = sweep_seq; *p && !s;) {
+                char *end;
+                long long T = strtoll(p, &end, 10);
+                if (T < 1 || end == p) {
+                    fclose(csv);
+                    return usage_error("llama", "--sweep-seq: a comma-separated list of token counts", sweep_seq);
+                }
+                double lat;
+                s = sweep_point(csv, model ? model : preset, &c, (int)devices, T, mems[k], &prof, &ro, jit, &lat, &e);
+                fflush(stdout);
+                p = *end ? end + 1 : end;
+            }
+        }
+        fclose(csv);
+        if (s) return fail(s, &e);
+        printf("wrote %s\n", csvp);
+        if (pngp) {
+            FILE *gp = popen("gnuplot 2>&1", "w");
+            if (!gp) return usage_error("llama", "cannot run gnuplot for --png", NULL);
+            fprintf(gp, "set terminal png size 900,560\nset output '%s'\nset datafile separator ','\nset logscale x 2\n"
+                        "set xlabel 'prompt tokens'\nset ylabel 'first-token latency (s)'\nset key left top\nset grid\n"
+                        "set title '%s prefill on %s, %lld devices (simulated)'\n",
+                    pngp, model ? model : preset, prof.name, devices);
+            fprintf(gp, "plot");
+            for (int k = 0; k < nm; k++) {
+                char b1[32];
+                fprintf(gp, "%s '%s' using ($5==%llu && strcol(6) eq 'ok' ? $4 : 1/0):7 with linespoints title '%s per device'",
+                        k ? "," : "", csvp, (unsigned long long)mems[k], tp_format_size(mems[k], b1, sizeof b1));
+            }
+            fprintf(gp, "\n");
+            if (pclose(gp)) return usage_error("llama", "gnuplot failed (install gnuplot-nox)", NULL);
+            printf("wrote %s\n", pngp);
+        }
+        return 0;
+    }
     if (!pids == !seq) return usage_error("llama", "give one of --prompt-ids and --seq-len", NULL);
     tp_sim_profile prof;
     if (use_sim) {
