@@ -74,6 +74,44 @@ static double gemm_rate(int m, int n, int k)
     return best;
 }
 
+#include <pthread.h>
+
+/* one blocking cross-thread wake-up: half a condition-variable ping-pong round trip */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int turn, rounds = 2000;
+
+static void *pong(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < rounds; i++) {
+        pthread_mutex_lock(&mu);
+        while (turn != 1) pthread_cond_wait(&cv, &mu);
+        turn = 0;
+        pthread_cond_broadcast(&cv);
+        pthread_mutex_unlock(&mu);
+    }
+    return NULL;
+}
+
+static double wake_latency(void)
+{
+    pthread_t th;
+    turn = 0;
+    pthread_create(&th, NULL, pong, NULL);
+    double t0 = tp_now_seconds();
+    for (int i = 0; i < rounds; i++) {
+        pthread_mutex_lock(&mu);
+        turn = 1;
+        pthread_cond_broadcast(&cv);
+        while (turn != 0) pthread_cond_wait(&cv, &mu);
+        pthread_mutex_unlock(&mu);
+    }
+    double t = (tp_now_seconds() - t0) / (2.0 * rounds);
+    pthread_join(th, NULL);
+    return t;
+}
+
 static volatile char sink_byte; /* keeps the copies from being optimized away */
 
 static double copy_rate(size_t bytes)
@@ -138,6 +176,7 @@ int main(int argc, char **argv)
     double m = copy_rate(64u << 20);
     double o = kernel_overhead();
     double vr = vector_rate();
+    double wk = wake_latency();
     char *cfg = openblas_get_config();
     printf("{\"name\": \"cpu-local\",\n"
            " \"comment\": \"this machine as the cpu backend: measured by build/bench/measure_cpu on 2026-11-22 (%s, %d BLAS threads, "
@@ -151,6 +190,9 @@ int main(int argc, char **argv)
     printf(" \"efficiency\": {\"value\": 1.0, \"comment\": \"peak_flops is already the measured rate\"},\n");
     printf(" \"mem_bw\": {\"value\": %.4g, \"comment\": \"measured: memcpy of 64 MiB, best of 5 (elementwise kernels read and write at about this rate)\"},\n", m);
     printf(" \"launch_s\": {\"value\": %.4g, \"comment\": \"measured: cpu backend makespan per chained no-op kernel\"},\n", o);
+    printf(" \"wake_s\": {\"value\": %.4g, \"comment\": \"measured: two blocking wake-ups (condition-variable ping-pong): "
+           "the executor loop and the compute worker both sleep when a stream idles past the spin window\"},\n", 2 * wk);
+    printf(" \"wake_after_s\": {\"value\": 20e-6, \"comment\": \"the cpu backend's spin window (src/backend/cpu, src/exec/sink.c)\"},\n");
     printf(" \"h2d_bw\": {\"value\": %.4g, \"comment\": \"the cpu backend's --link-bandwidth for validation runs\"},\n", link * 1e9);
     printf(" \"d2h_bw\": {\"value\": %.4g, \"comment\": \"as h2d_bw\"},\n", link * 1e9);
     printf(" \"host_bus_bw\": {\"value\": 0, \"comment\": \"the cpu backend throttles each engine separately\"},\n");

@@ -89,6 +89,9 @@ typedef struct tp_sim_profile {
     double efficiency;    /* fraction of peak a kernel reaches */
     double mem_bw;        /* device memory, bytes/s */
     double launch_s;      /* per kernel */
+    double wake_s;        /* more for a kernel whose stream sat idle past wake_after_s: threads had
+                             gone to sleep (the cpu backend's spin-then-sleep); 0 on GPUs */
+    double wake_after_s;
     double h2d_bw, d2h_bw; /* per device and direction, bytes/s */
     double host_bus_bw;   /* shared by every host-device copy at once; 0: none */
     double peer_bw;       /* into each device, bytes/s */

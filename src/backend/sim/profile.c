@@ -46,7 +46,7 @@ tp_status tp_sim_profile_read(const char *name, tp_sim_profile *p, tp_error *err
         double *dst;
         int required;
     } f[] = {{"peak_flops", &p->peak_flops, 1}, {"efficiency", &p->efficiency, 1}, {"mem_bw", &p->mem_bw, 1},
-             {"launch_s", &p->launch_s, 0},     {"vector_flops", &p->vector_flops, 0},     {"h2d_bw", &p->h2d_bw, 1},         {"d2h_bw", &p->d2h_bw, 1},
+             {"launch_s", &p->launch_s, 0},     {"wake_s", &p->wake_s, 0}, {"wake_after_s", &p->wake_after_s, 0},     {"vector_flops", &p->vector_flops, 0},     {"h2d_bw", &p->h2d_bw, 1},         {"d2h_bw", &p->d2h_bw, 1},
              {"host_bus_bw", &p->host_bus_bw, 0}, {"peer_bw", &p->peer_bw, 1},     {"copy_latency_s", &p->copy_latency_s, 0}};
     tp_status s = TP_OK;
     double dev = 0, mem = 0;

@@ -6,7 +6,8 @@
  * number), so equal times resolve in launch order and a run is a function of its seed.
  *
  * Kernels take launch + max(flops / (rate x efficiency), bytes touched / memory bandwidth), the
- * rate being the matmul peak or, for other ops, the profile's vector rate.
+ * rate being the matmul peak or, for other ops, the profile's vector rate; a kernel on a
+ * stream idle for more than wake_after_s also pays wake_s (threads that had gone to sleep).
  * Copies are fluid flows: each active copy moves at the smallest fair share (bandwidth / flows
  * on it) over the links it uses (host-to-device or device-to-host of its device, plus the
  * shared host bus when the machine has one; transfers use the destination's peer-in link),
@@ -51,6 +52,8 @@ typedef struct sim {
     int *active;   /* flows per link */
     double *bw;    /* per link */
     double *t0;    /* per vertex */
+    int16_t *unit_of;
+    double idle_since[TP_MAX_DEVICES][64]; /* per compute stream: when it last went idle */
     double kern[TP_MAX_DEVICES];
     double *link_bytes;
     uint32_t inflight;
@@ -125,11 +128,11 @@ static double jit(const sim *s, uint32_t v)
 
 static void sim_launch(tp_backend *be, uint32_t v, int unit)
 {
-    (void)unit;
     sim *s = (sim *)be;
     tp_mvertex mv;
     tp_memgraph_vertex(s->pi.mg, v, &mv);
     s->t0[v] = s->now;
+    s->unit_of[v] = (int16_t)unit;
     s->inflight++;
     if (mv.kind == TP_M_KERNEL) {
         const tp_vertex *t = tp_graph_vertex(s->g, mv.task);
@@ -142,6 +145,7 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
         double rate = strcmp(t->op, "matmul") && s->p.vector_flops > 0 ? s->p.vector_flops : s->p.peak_flops;
         double compute = t->flops / (rate * s->p.efficiency), memory = bytes / s->p.mem_bw;
         double dur = (s->p.launch_s + (compute > memory ? compute : memory)) * jit(s, v);
+        if (s->p.wake_s > 0 && unit < 64 && s->now - s->idle_since[mv.device][unit] > s->p.wake_after_s) dur += s->p.wake_s;
         s->kern[mv.device] += dur;
         push(s, s->now + dur, v);
         return;
@@ -165,6 +169,7 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
 static void post(sim *s, uint32_t v)
 {
     tp__done d = {v, TP_OK, s->t0[v], s->now, NULL};
+    if (s->pi.engine[v] == TP_ENG_COMPUTE) s->idle_since[s->pi.device[v]][s->unit_of[v] & 63] = s->now;
     s->inflight--;
     tp__sink_post(s->pi.sink, &d);
 }
@@ -239,7 +244,9 @@ static void sim_release(tp_backend *be)
     free(s->active);
     free(s->bw);
     free(s->t0);
+    free(s->unit_of);
     free(s->link_bytes);
+    s->unit_of = NULL;
     s->heap = NULL;
     s->flows = NULL;
     s->active = NULL;
@@ -271,7 +278,8 @@ static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     s->bw = calloc((size_t)s->nlinks, sizeof *s->bw);
     s->link_bytes = calloc((size_t)s->nlinks, sizeof *s->link_bytes);
     s->t0 = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->t0);
-    if (!s->active || !s->bw || !s->link_bytes || !s->t0) {
+    s->unit_of = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->unit_of);
+    if (!s->active || !s->bw || !s->link_bytes || !s->t0 || !s->unit_of) {
         sim_release(be);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
@@ -285,6 +293,7 @@ static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     s->seq = 0;
     s->inflight = 0;
     memset(s->kern, 0, sizeof s->kern);
+    memset(s->idle_since, 0, sizeof s->idle_since);
     return TP_OK;
 }
 
