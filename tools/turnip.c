@@ -169,6 +169,26 @@ static int opt_val(int argc, char **argv, int *i, const char *name, const char *
     return 1;
 }
 
+/* Sets o's device capacities from --device-mem (one size for all, or one per device; NULL
+ * keeps them), its host memory from --host-mem and its serial order from the plan-order flag.
+ * On bad input prints the error and returns 2; else 0. */
+static int plan_flags(const char *cmd, const char *dm, const char *hm, const char *ord, tp_plan_opts *o)
+{
+    int n;
+    if (dm) {
+        if (tp_parse_size_list(dm, o->device_mem, TP_MAX_DEVICES, &n))
+            return usage_error(cmd, "--device-mem: not a size or a comma-separated list of sizes", dm);
+        if (n != 1 && n != o->ndevices) {
+            fprintf(stderr, "%s %s: --device-mem lists %d sizes, the graph has %d devices\n", prog, cmd, n, o->ndevices);
+            return 2;
+        }
+        for (int d = n; d < o->ndevices; d++) o->device_mem[d] = o->device_mem[0];
+    }
+    if (hm && (tp_parse_size(hm, &o->host_mem) || !o->host_mem)) return usage_error(cmd, "--host-mem: not a positive size", hm);
+    if (ord && tp_order_parse(ord, &o->order)) return usage_error(cmd, "the plan order must be topo, dfs or greedy", ord);
+    return 0;
+}
+
 static int wants_help(int argc, char **argv)
 {
     for (int i = 2; i < argc; i++)
@@ -215,25 +235,10 @@ static int cmd_plan(int argc, char **argv)
     if (s) return fail(s, &e);
     tp_plan_opts o;
     tp_plan_opts_init(&o, tp_graph_devices(g), 0);
-    int n;
-    if (tp_parse_size_list(dm, o.device_mem, TP_MAX_DEVICES, &n)) {
+    int rc = plan_flags("plan", dm, hm, ord, &o);
+    if (rc) {
         tp_graph_free(g);
-        return usage_error("plan", "--device-mem: not a size or a comma-separated list of sizes", dm);
-    }
-    if (n == 1)
-        for (int d = 1; d < o.ndevices; d++) o.device_mem[d] = o.device_mem[0];
-    else if (n != o.ndevices) {
-        tp_graph_free(g);
-        fprintf(stderr, "%s plan: --device-mem lists %d sizes, %s has %d devices\n", prog, n, in, o.ndevices);
-        return 2;
-    }
-    if (hm && (tp_parse_size(hm, &o.host_mem) || !o.host_mem)) {
-        tp_graph_free(g);
-        return usage_error("plan", "--host-mem: not a positive size", hm);
-    }
-    if (ord && tp_order_parse(ord, &o.order)) {
-        tp_graph_free(g);
-        return usage_error("plan", "--order must be topo, dfs or greedy", ord);
+        return rc;
     }
     tp_memgraph *mg;
     s = tp_plan(g, &o, &mg, &e);
@@ -416,16 +421,11 @@ static int cmd_run(int argc, char **argv)
     tp_plan_opts_init(&o, tp_graph_devices(g), 0);
     tp_run_opts ro;
     tp_run_opts_init(&ro);
-    int n, rc = 0;
-    if (tp_parse_size_list(dm, o.device_mem, TP_MAX_DEVICES, &n) || (n != 1 && n != o.ndevices)) {
+    int rc = plan_flags("run", dm, hm, pord, &o);
+    if (!rc && pol && tp_policy_parse(pol, &ro.policy)) rc = usage_error("run", "--order must be any, fixed or random", pol);
+    if (rc) {
         tp_graph_free(g);
-        return usage_error("run", "--device-mem: one size, or one per device", dm);
-    }
-    for (int d = n; d < o.ndevices; d++) o.device_mem[d] = o.device_mem[0];
-    if ((hm && (tp_parse_size(hm, &o.host_mem) || !o.host_mem)) || (pord && tp_order_parse(pord, &o.order)) ||
-        (pol && tp_policy_parse(pol, &ro.policy))) {
-        tp_graph_free(g);
-        return usage_error("run", "bad --host-mem, --plan-order or --order", NULL);
+        return rc;
     }
     ro.seed = (uint64_t)seed;
     ro.streams = (int)streams;
@@ -738,15 +738,10 @@ static int cmd_llama(int argc, char **argv)
     }
     tp_plan_opts o;
     tp_plan_opts_init(&o, (int)devices, 0);
-    int n;
-    if (tp_parse_size_list(dm, o.device_mem, TP_MAX_DEVICES, &n) || (n != 1 && n != o.ndevices)) {
+    int prc = plan_flags("llama", dm, hm, NULL, &o);
+    if (prc) {
         free(ids);
-        return usage_error("llama", "--device-mem: one size, or one per device", dm);
-    }
-    for (int d = n; d < o.ndevices; d++) o.device_mem[d] = o.device_mem[0];
-    if (hm && (tp_parse_size(hm, &o.host_mem) || !o.host_mem)) {
-        free(ids);
-        return usage_error("llama", "--host-mem: not a positive size", hm);
+        return prc;
     }
     uint64_t mincap = o.device_mem[0];
     for (int d = 1; d < o.ndevices; d++) mincap = o.device_mem[d] < mincap ? o.device_mem[d] : mincap;
@@ -913,19 +908,13 @@ static int cmd_sim(int argc, char **argv)
     if ((s = tp_graph_read_file(in, &g, &e))) return fail(s, &e);
     tp_plan_opts o;
     tp_plan_opts_init(&o, tp_graph_devices(g), prof.device_mem);
-    int n;
-    if (dm && (tp_parse_size_list(dm, o.device_mem, TP_MAX_DEVICES, &n) || (n != 1 && n != o.ndevices))) {
-        tp_graph_free(g);
-        return usage_error("sim", "--device-mem: one size, or one per device", dm);
-    }
-    if (dm)
-        for (int d = n; d < o.ndevices; d++) o.device_mem[d] = o.device_mem[0];
     tp_run_opts ro;
     tp_run_opts_init(&ro);
-    if ((hm && (tp_parse_size(hm, &o.host_mem) || !o.host_mem)) || (pord && tp_order_parse(pord, &o.order)) ||
-        (pol && tp_policy_parse(pol, &ro.policy))) {
+    int rc = plan_flags("sim", dm, hm, pord, &o);
+    if (!rc && pol && tp_policy_parse(pol, &ro.policy)) rc = usage_error("sim", "--order must be any, fixed or random", pol);
+    if (rc) {
         tp_graph_free(g);
-        return usage_error("sim", "bad --host-mem, --plan-order or --order", NULL);
+        return rc;
     }
     ro.seed = (uint64_t)seed;
     ro.streams = (int)streams;

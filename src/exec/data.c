@@ -89,21 +89,13 @@ tp_status tp_exec_save_outputs(tp_exec *x, const char *path, tp_error *err)
     return s;
 }
 
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 tp_status tp_random_inputs(const tp_graph *g, uint64_t seed, int64_t int_max, const char *path, tp_error *err)
 {
     uint32_t n = tp_graph_size(g), ni = 0;
     tp_st_tensor *t = calloc(n + 1, sizeof *t);
     if (!t) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     tp_status s = TP_OK;
-    uint64_t st = seed * 0x2545f4914f6cdd1dull + 7;
+    uint64_t key = tp__mix64(seed * 0x2545f4914f6cdd1dull + 7), k0 = 0;
     for (uint32_t i = 0; i < n && !s; i++) {
         const tp_vertex *v = tp_graph_vertex(g, i);
         if (v->kind != TP_V_INPUT) continue;
@@ -126,10 +118,9 @@ tp_status tp_random_inputs(const tp_graph *g, uint64_t seed, int64_t int_max, co
             memcpy(x->shape, v->shape, sizeof x->shape);
         }
         uint64_t es = tp_dtype_size(x->dtype), cnt = v->bytes / es;
-        for (uint64_t k = 0; k < cnt; k++) {
-            uint64_t r = mix(&st);
-            double u1 = ((double)(r >> 11) + 0.5) / 9007199254740992.0, u2 = ((double)(mix(&st) >> 11) + 0.5) / 9007199254740992.0;
-            float f = (float)(0.5 * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+        for (uint64_t k = 0; k < cnt; k++, k0++) {
+            uint64_t r = tp__mix64(key + 2 * k0);
+            float f = (float)(0.5 * tp__normal(key + 2 * k0 + 1));
             int64_t iv = int_max > 0 ? (int64_t)(r % (uint64_t)int_max) : 0;
             switch (x->dtype) {
             case TP_DT_F32: memcpy(buf + 4 * k, &f, 4); break;

@@ -42,6 +42,11 @@ void tp__json_str(FILE *f, const char *s);
 /* Reads a whole file into a NUL-terminated malloc'd buffer. */
 tp_status tp__read_file(const char *path, char **text, size_t *len, tp_error *err);
 
+/* Counter-based randomness (rng.c): a 64-bit mix (splitmix64's finalizer) and a standard
+ * normal draw, both pure functions of their key. */
+uint64_t tp__mix64(uint64_t z);
+double tp__normal(uint64_t key);
+
 /* Monotonic clock in seconds. */
 double tp__now(void);
 

@@ -90,20 +90,6 @@ static tp_status find_tensor(ckpt *k, const char *name, const tp_st_tensor **out
     return TP_OK;
 }
 
-static uint64_t mix(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static float rnd_normal(uint64_t key, uint64_t i)
-{
-    uint64_t a = mix(key + 0x9e3779b97f4a7c15ull * (2 * i + 1)), b2 = mix(key + 0x9e3779b97f4a7c15ull * (2 * i + 2));
-    double u1 = ((double)(a >> 11) + 0.5) / 9007199254740992.0, u2 = ((double)(b2 >> 11) + 0.5) / 9007199254740992.0;
-    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
 static void put(void *dst, tp_dtype t, uint64_t i, float f)
 {
     if (t == TP_DT_F32) memcpy((char *)dst + 4 * i, &f, 4);
@@ -163,14 +149,14 @@ static tp_status fill(tp_exec *x, const tp_llama_config *c, ckpt *ck, uint64_t s
                 else memcpy(buf, src, v->bytes);
             }
         } else {
-            uint64_t key = mix(seed * 0x2545f4914f6cdd1dull + 1);
-            for (const char *p = name; *p; p++) key = mix(key ^ (unsigned char)*p);
+            uint64_t key = tp__mix64(seed * 0x2545f4914f6cdd1dull + 1);
+            for (const char *p = name; *p; p++) key = tp__mix64(key ^ (unsigned char)*p);
             int norm = nd == 1;
             int64_t rows = kind == 'r' ? b - a : hs[0], w = kind == 'c' ? b - a : cols;
             for (int64_t r = 0; r < rows; r++)
                 for (int64_t q = 0; q < w; q++) {
                     int64_t rr = kind == 'r' ? r + a : r, cc = kind == 'c' ? q + a : q;
-                    float f = rnd_normal(key, (uint64_t)(rr * cols + cc));
+                    float f = (float)tp__normal(key ^ tp__mix64((uint64_t)(rr * cols + cc)));
                     put(buf, v->dtype, (uint64_t)(r * w + q), norm ? 1.0f + 0.1f * f : 0.02f * f);
                 }
         }

@@ -56,17 +56,6 @@ static uint8_t *region_ptr(cpu *c, const tp_region *r)
     return r->space == TP_SPACE_HOST ? c->host + r->offset : c->dev[r->device] + r->offset;
 }
 
-static double gauss(uint64_t seed)
-{
-    uint64_t z = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    double u1 = ((double)(z >> 11) + 0.5) / 9007199254740992.0;
-    double u2 = ((double)((z * 0x2545f4914f6cdd1dull) >> 11) + 0.5) / 9007199254740992.0;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 static void wait_until(double t)
 {
     for (;;) {
@@ -110,7 +99,7 @@ static tp_status run_vertex(worker *w, uint32_t v)
     double modeled = tp__now() - t0;
     if (c->o.link_gbps > 0) modeled = c->o.link_latency_us * 1e-6 + (double)mv.write.bytes / (c->o.link_gbps * 1e9);
     else modeled += c->o.link_latency_us * 1e-6;
-    if (c->o.jitter > 0) modeled *= exp(c->o.jitter * gauss(c->ro.seed * 1000003ull + v));
+    if (c->o.jitter > 0) modeled *= exp(c->o.jitter * tp__normal(c->ro.seed * 1000003ull + v));
     wait_until(t0 + modeled);
     return TP_OK;
 }

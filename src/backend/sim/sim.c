@@ -61,17 +61,6 @@ typedef struct sim {
 
 enum { L_H2D = 0, L_D2H = 1, L_PEER = 2 }; /* link = kind * nd + device; the bus is last */
 
-static double gauss(uint64_t seed)
-{
-    uint64_t z = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    double u1 = ((double)(z >> 11) + 0.5) / 9007199254740992.0;
-    double u2 = ((double)((z * 0x2545f4914f6cdd1dull) >> 11) + 0.5) / 9007199254740992.0;
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
 static int ev_less(const event *a, const event *b)
 {
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
@@ -123,7 +112,7 @@ static double rate(const sim *s, const flow *f)
 
 static double jit(const sim *s, uint32_t v)
 {
-    return s->jitter > 0 ? exp(s->jitter * gauss(s->ro.seed * 1000003ull + v)) : 1.0;
+    return s->jitter > 0 ? exp(s->jitter * tp__normal(s->ro.seed * 1000003ull + v)) : 1.0;
 }
 
 static void sim_launch(tp_backend *be, uint32_t v, int unit)
