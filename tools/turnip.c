@@ -1,5 +1,6 @@
 /* turnip - command-line front end. Thin: parses flags, calls the library, maps statuses to
  * exit codes (0 ok, 1 failed check, 2 unusable input or infeasible plan, 3 internal). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +190,35 @@ static int plan_flags(const char *cmd, const char *dm, const char *hm, const cha
     return 0;
 }
 
+/* Parses v as an integer in [lo, hi] into *out; on failure prints "CMD: FLAG needs ..." and
+ * returns 2. */
+static int int_flag(const char *cmd, const char *flag, const char *v, long long lo, long long hi, long long *out)
+{
+    char *end = NULL, msg[96];
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (v && end != v && !*end && x >= lo && x <= hi) {
+        *out = x;
+        return 0;
+    }
+    if (hi == LLONG_MAX) snprintf(msg, sizeof msg, "%s needs an integer >= %lld", flag, lo);
+    else snprintf(msg, sizeof msg, "%s needs an integer in %lld..%lld", flag, lo, hi);
+    return usage_error(cmd, msg, v);
+}
+
+/* Parses v as a number >= 0 into *out; on failure prints the error and returns 2. */
+static int num_flag(const char *cmd, const char *flag, const char *v, double *out)
+{
+    char *end = NULL;
+    double x = v ? strtod(v, &end) : -1;
+    if (v && end != v && !*end && x >= 0) {
+        *out = x;
+        return 0;
+    }
+    char msg[96];
+    snprintf(msg, sizeof msg, "%s needs a non-negative number", flag);
+    return usage_error(cmd, msg, v);
+}
+
 static int wants_help(int argc, char **argv)
 {
     for (int i = 2; i < argc; i++)
@@ -369,9 +399,8 @@ static int cmd_run(int argc, char **argv)
     const char *in = NULL, *dm = NULL, *hm = NULL, *pord = NULL, *inputs = NULL, *outp = NULL, *pol = NULL, *trace = NULL, *v;
     double bw = 0, lat = 0, jit = 0;
     long long seed = 0, streams = 1, failv = -1;
-    int verify = 1;
+    int verify = 1, rc;
     for (int i = 2; i < argc; i++) {
-        char *end = NULL;
         if (opt_val(argc, argv, &i, "--device-mem", &v)) dm = v;
         else if (opt_val(argc, argv, &i, "--host-mem", &v)) hm = v;
         else if (opt_val(argc, argv, &i, "--plan-order", &v)) pord = v;
@@ -380,21 +409,22 @@ static int cmd_run(int argc, char **argv)
         else if (opt_val(argc, argv, &i, "--order", &v)) pol = v;
         else if (opt_val(argc, argv, &i, "--trace", &v)) trace = v;
         else if (opt_val(argc, argv, &i, "--seed", &v)) {
-            if (!v || (seed = strtoll(v, &end, 10)) < 0 || *end) return usage_error("run", "--seed needs a non-negative integer", v);
+            if ((rc = int_flag("run", "--seed", v, 0, LLONG_MAX, &seed))) return rc;
             continue;
         } else if (opt_val(argc, argv, &i, "--streams", &v)) {
-            if (!v || (streams = strtoll(v, &end, 10)) < 1 || streams > 64 || *end) return usage_error("run", "--streams needs 1..64", v);
+            if ((rc = int_flag("run", "--streams", v, 1, 64, &streams))) return rc;
             continue;
         } else if (opt_val(argc, argv, &i, "--fail-vertex", &v)) { /* test hook */
-            if (!v || (failv = strtoll(v, &end, 10)) < 0 || *end) return usage_error("run", "--fail-vertex needs a vertex id", v);
+            if ((rc = int_flag("run", "--fail-vertex", v, 0, LLONG_MAX, &failv))) return rc;
             continue;
-        } else if (opt_val(argc, argv, &i, "--link-bandwidth", &v) || opt_val(argc, argv, &i, "--link-latency", &v) ||
-                   opt_val(argc, argv, &i, "--jitter", &v)) {
-            double d = v ? strtod(v, &end) : -1;
-            if (!v || !(d >= 0) || *end) return usage_error("run", "needs a non-negative number", argv[i - 1]);
-            if (strstr(argv[i - 1], "bandwidth")) bw = d;
-            else if (strstr(argv[i - 1], "latency")) lat = d;
-            else jit = d;
+        } else if (opt_val(argc, argv, &i, "--link-bandwidth", &v)) {
+            if ((rc = num_flag("run", "--link-bandwidth", v, &bw))) return rc;
+            continue;
+        } else if (opt_val(argc, argv, &i, "--link-latency", &v)) {
+            if ((rc = num_flag("run", "--link-latency", v, &lat))) return rc;
+            continue;
+        } else if (opt_val(argc, argv, &i, "--jitter", &v)) {
+            if ((rc = num_flag("run", "--jitter", v, &jit))) return rc;
             continue;
         } else if (!strcmp(argv[i], "--no-verify")) {
             verify = 0;
@@ -421,7 +451,7 @@ static int cmd_run(int argc, char **argv)
     tp_plan_opts_init(&o, tp_graph_devices(g), 0);
     tp_run_opts ro;
     tp_run_opts_init(&ro);
-    int rc = plan_flags("run", dm, hm, pord, &o);
+    rc = plan_flags("run", dm, hm, pord, &o);
     if (!rc && pol && tp_policy_parse(pol, &ro.policy)) rc = usage_error("run", "--order must be any, fixed or random", pol);
     if (rc) {
         tp_graph_free(g);
@@ -570,10 +600,10 @@ static int cmd_llama(int argc, char **argv)
     const char *model = NULL, *preset = NULL, *pids = NULL, *dm = NULL, *hm = NULL, *outp = NULL, *trace = NULL, *pol = NULL, *v;
     long long seq = 0, seed = 0, devices = 1, blocks = 0, streams = 1, mchunks = 0, vchunks = 0;
     double bw = 0, jit = 0;
-    int all = 0, nodata = 0, use_sim = 0;
+    int all = 0, nodata = 0, use_sim = 0, prc;
     const char *machine = NULL, *sweep_seq = NULL, *sweep_mem = NULL, *csvp = NULL, *pngp = NULL;
     for (int i = 2; i < argc; i++) {
-        char *end = NULL;
+        const char *tok = argv[i]; /* the flag, for messages */
         long long *iv = NULL;
         if (opt_val(argc, argv, &i, "--model", &v)) model = v;
         else if (opt_val(argc, argv, &i, "--preset", &v)) preset = v;
@@ -601,11 +631,11 @@ static int cmd_llama(int argc, char **argv)
         else if (opt_val(argc, argv, &i, "--mlp-chunks", &v)) iv = &mchunks;
         else if (opt_val(argc, argv, &i, "--vocab-chunks", &v)) iv = &vchunks;
         else if (opt_val(argc, argv, &i, "--streams", &v)) iv = &streams;
-        else if (opt_val(argc, argv, &i, "--link-bandwidth", &v) || opt_val(argc, argv, &i, "--jitter", &v)) {
-            double d = v ? strtod(v, &end) : -1;
-            if (!v || !(d >= 0) || *end) return usage_error("llama", "needs a non-negative number", argv[i - 1]);
-            if (strstr(argv[i - 1], "bandwidth")) bw = d;
-            else jit = d;
+        else if (opt_val(argc, argv, &i, "--link-bandwidth", &v)) {
+            if ((prc = num_flag("llama", "--link-bandwidth", v, &bw))) return prc;
+            continue;
+        } else if (opt_val(argc, argv, &i, "--jitter", &v)) {
+            if ((prc = num_flag("llama", "--jitter", v, &jit))) return prc;
             continue;
         } else if (!strcmp(argv[i], "--all-logits")) {
             all = 1;
@@ -615,7 +645,7 @@ static int cmd_llama(int argc, char **argv)
             continue;
         } else return usage_error("llama", "unknown argument", argv[i]);
         if (!v) return usage_error("llama", "option needs a value", argv[i]);
-        if (iv && ((*iv = strtoll(v, &end, 10)) < 0 || *end)) return usage_error("llama", "needs a non-negative integer", v);
+        if (iv && (prc = int_flag("llama", tok, v, 0, LLONG_MAX, iv))) return prc;
     }
     if (!model == !preset) return usage_error("llama", "give one of --model DIR and --preset NAME", NULL);
     if (sweep_seq) { /* a simulated sweep over sequence lengths (and caps): CSV, and a plot */
@@ -738,7 +768,7 @@ static int cmd_llama(int argc, char **argv)
     }
     tp_plan_opts o;
     tp_plan_opts_init(&o, (int)devices, 0);
-    int prc = plan_flags("llama", dm, hm, NULL, &o);
+    prc = plan_flags("llama", dm, hm, NULL, &o);
     if (prc) {
         free(ids);
         return prc;
@@ -752,7 +782,6 @@ static int cmd_llama(int argc, char **argv)
     if (vchunks) lo.vocab_chunks = (int)vchunks;
     lo.all_logits = all;
     blocks = lo.blocks;
-    char b1[32];
     printf("model: %s; %lld layers, hidden %lld, %lld heads (%lld KV), vocab %lld, %s weights; prompt %lld tokens; "
            "%lld devices, %lld query blocks, %d MLP and %d vocabulary chunks per device\n",
            model ? model : preset, (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads,
@@ -857,7 +886,6 @@ static int cmd_llama(int argc, char **argv)
     tp_memgraph_free(mg);
     tp_graph_free(g);
     free(ids);
-    (void)b1;
     if (s) {
         fprintf(stderr, "%s llama: %s\n", prog, e.msg);
         return rc ? rc : tp_status_exit_code(s);
@@ -874,8 +902,8 @@ static int cmd_sim(int argc, char **argv)
     const char *in = NULL, *mach = NULL, *dm = NULL, *hm = NULL, *pord = NULL, *pol = NULL, *trace = NULL, *v;
     long long seed = 0, streams = 1;
     double jit = 0;
+    int rc;
     for (int i = 2; i < argc; i++) {
-        char *end = NULL;
         if (opt_val(argc, argv, &i, "--machine", &v)) mach = v;
         else if (opt_val(argc, argv, &i, "--device-mem", &v)) dm = v;
         else if (opt_val(argc, argv, &i, "--host-mem", &v)) hm = v;
@@ -883,13 +911,13 @@ static int cmd_sim(int argc, char **argv)
         else if (opt_val(argc, argv, &i, "--order", &v)) pol = v;
         else if (opt_val(argc, argv, &i, "--trace", &v)) trace = v;
         else if (opt_val(argc, argv, &i, "--seed", &v)) {
-            if (!v || (seed = strtoll(v, &end, 10)) < 0 || *end) return usage_error("sim", "--seed needs a non-negative integer", v);
+            if ((rc = int_flag("sim", "--seed", v, 0, LLONG_MAX, &seed))) return rc;
             continue;
         } else if (opt_val(argc, argv, &i, "--streams", &v)) {
-            if (!v || (streams = strtoll(v, &end, 10)) < 1 || streams > 64 || *end) return usage_error("sim", "--streams needs 1..64", v);
+            if ((rc = int_flag("sim", "--streams", v, 1, 64, &streams))) return rc;
             continue;
         } else if (opt_val(argc, argv, &i, "--jitter", &v)) {
-            if (!v || !((jit = strtod(v, &end)) >= 0) || *end) return usage_error("sim", "--jitter needs a non-negative number", v);
+            if ((rc = num_flag("sim", "--jitter", v, &jit))) return rc;
             continue;
         } else if (argv[i][0] == '-' && argv[i][1]) return usage_error("sim", "unknown option", argv[i]);
         else if (!in) {
@@ -910,7 +938,7 @@ static int cmd_sim(int argc, char **argv)
     tp_plan_opts_init(&o, tp_graph_devices(g), prof.device_mem);
     tp_run_opts ro;
     tp_run_opts_init(&ro);
-    int rc = plan_flags("sim", dm, hm, pord, &o);
+    rc = plan_flags("sim", dm, hm, pord, &o);
     if (!rc && pol && tp_policy_parse(pol, &ro.policy)) rc = usage_error("sim", "--order must be any, fixed or random", pol);
     if (rc) {
         tp_graph_free(g);

@@ -219,6 +219,20 @@ void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devic
     o->vocab_chunks = chunks_for((uint64_t)(c->vocab / devices) * (uint64_t)c->hidden * es, cap / 8);
 }
 
+/* x[q] += the D per-device partials of row block q: the partials come to device 0 by
+ * transfers (named "<part>@d0") and are summed there with the residual into "<sum>" */
+static void gather_sum(B *b, uint32_t *x, const uint32_t *partb, uint32_t *tmp, int D, int NB, int64_t T, int64_t H, long long l,
+                       const char *part, const char *sum)
+{
+    for (int q = 0; q < NB && !b->st; q++) {
+        int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
+        tmp[0] = x[q];
+        for (int d = 0; d < D; d++)
+            tmp[1 + d] = d ? X(b, 0, partb[q * D + d], nm(b, "L%lld.%s.b%d.d%d@d0", l, part, q, d)) : partb[q * D];
+        x[q] = K(b, 0, nm(b, "L%lld.%s.b%d", l, sum, q), "sum", (uint32_t)D + 1, tmp, rows, H, NULL, (double)rows * H * D);
+    }
+}
+
 tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err)
 {
     int D = o->devices, NB = o->blocks;
@@ -228,7 +242,7 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                         (long long)c->kv_heads);
     B b0 = {tp_graph_new(D), err, TP_OK, c, {0}}, *b = &b0;
     if (!b->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-    uint32_t *x = malloc(sizeof(uint32_t) * (size_t)NB * 4), *xd = x + NB, *tmp = xd + NB;
+    uint32_t *x = malloc(sizeof(uint32_t) * (size_t)NB);
     uint32_t *KK = malloc(sizeof(uint32_t) * (size_t)c->kv_heads * 2), *VV = KK + c->kv_heads;
     int hcap = (int)c->heads + D * (o->vocab_chunks > 0 ? o->vocab_chunks : 1) + 4;
     uint32_t *heads = malloc(sizeof(uint32_t) * (size_t)hcap);
@@ -239,7 +253,6 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
         tp_graph_free(b->g);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
-    (void)tmp;
     char attrs[128];
     int64_t ids_shape[1] = {T};
     uint32_t ids = 0, emb = 0;
@@ -284,8 +297,6 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
         snprintf(pre, sizeof pre, "model.layers.%lld.", (long long)l);
         char wn[160];
         /* attention: per device, per block */
-        uint32_t part[TP_MAX_DEVICES][1];
-        (void)part;
         uint32_t *partb = malloc(sizeof(uint32_t) * (size_t)NB * (size_t)D);
         if (!partb) {
             b->st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
@@ -345,14 +356,7 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                 partb[q * D + d] = mm(b, d, nm(b, "L%lld.o.b%d.d%d", (long long)l, q, d), att, wo, rows, H, nh * hd);
             }
         }
-        /* residual + partial sums on device 0 */
-        for (int q = 0; q < NB && !b->st; q++) {
-            int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
-            heads[0] = x[q];
-            for (int d = 0; d < D; d++)
-                heads[1 + d] = d ? X(b, 0, partb[q * D + d], nm(b, "L%lld.o.b%d.d%d@d0", (long long)l, q, d)) : partb[q * D];
-            x[q] = K(b, 0, nm(b, "L%lld.h.b%d", (long long)l, q), "sum", (uint32_t)D + 1, heads, rows, H, NULL, (double)rows * H * D);
-        }
+        gather_sum(b, x, partb, heads, D, NB, T, H, (long long)l, "o", "h");
         /* MLP: each device's columns in MC chunks, partial outputs accumulated in a chain */
         for (int d = 0; d < D && !b->st; d++) {
             int64_t f0 = lo(F, D, d), f1 = lo(F, D, d + 1);
@@ -388,13 +392,7 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                 partb[q * D + d] = acc;
             }
         }
-        for (int q = 0; q < NB && !b->st; q++) {
-            int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
-            heads[0] = x[q];
-            for (int d = 0; d < D; d++)
-                heads[1 + d] = d ? X(b, 0, partb[q * D + d], nm(b, "L%lld.down.b%d.d%d@d0", (long long)l, q, d)) : partb[q * D];
-            x[q] = K(b, 0, nm(b, "L%lld.out.b%d", (long long)l, q), "sum", (uint32_t)D + 1, heads, rows, H, NULL, (double)rows * H * D);
-        }
+        gather_sum(b, x, partb, heads, D, NB, T, H, (long long)l, "down", "out");
         free(partb);
     }
     /* final norm and lm_head, vocabulary split over devices */
