@@ -17,7 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cblas.h>
+#include <unistd.h>
+#include "kernels/kernels.h"
 #include "turnip/turnip.h"
 
 enum { T = 256, H = 512, B = 4, K = 4, LAYERS = 24 };
@@ -127,8 +128,11 @@ static int cmpd(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
-    char *cfg = openblas_get_config();
-    printf("BLAS: %s; %d threads; OPENBLAS_CORETYPE=%s\n", cfg ? cfg : "?", openblas_get_num_threads(),
+    long cores = sysconf(_SC_NPROCESSORS_ONLN); /* the cpu backend's choice for one stream */
+    tp__blas_threads(cores > 2 ? (int)cores - 1 : 1);
+    int nthr = 0;
+    const char *cfg = tp__blas_info(&nthr);
+    printf("BLAS: %s; %d threads; OPENBLAS_CORETYPE=%s\n", cfg, nthr,
            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "(unset)");
     tp_graph *g = build();
     if (getenv("TP_BENCH_DUMP")) { /* write the workload as a TaskGraph, for turnip run --trace */

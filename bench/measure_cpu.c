@@ -4,11 +4,11 @@
  *
  * usage: measure_cpu [--link-gbps G] > profiles/cpu-local.json
  * (--link-gbps: the --link-bandwidth the cpu backend will be run with; default 0.25) */
-#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "turnip/turnip.h"
+#include <unistd.h>
 #include "kernels/kernels.h"
 
 /* FLOP/s of the cpu backend's non-matmul kernels, counted as the LLaMA builder counts them
@@ -62,7 +62,7 @@ static double gemm_rate(int m, int n, int k)
         double t0 = tp_now_seconds();
         int it = 0;
         while (tp_now_seconds() - t0 < 0.2) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
+            tp__sgemm(0, 1, m, n, k, 1.0f, a, k, b, k, c, n);
             it++;
         }
         double r = 2.0 * m * n * (double)k * it / (tp_now_seconds() - t0);
@@ -169,19 +169,145 @@ static double kernel_overhead(void)
     return s.makespan / n;
 }
 
+/* The weight-streaming graph both measurements below run: `n` inputs of 256 KiB, each loaded
+ * (host to device) and added into a running sum, under a cap of three such tensors (the old
+ * sum, the input, the new sum), so each load waits for the add that frees its space: copy,
+ * kernel, copy, ... strictly in turn. */
+static tp_memgraph *stream_graph(tp_graph **gp, int n)
+{
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    int64_t shp[1] = {65536};
+    uint32_t x, k = 0, prev = 0;
+    char id[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "x%d", i);
+        tp_graph_add_input(g, id, 0, TP_DT_F32, 1, shp, 0, &x, &e);
+        uint32_t in[2] = {x, prev};
+        snprintf(id, sizeof id, "k%d", i);
+        tp_graph_add_kernel(g, id, 0, i ? "add" : "scale", i ? 2 : 1, in, TP_DT_F32, 1, shp, 0, NULL, 0, &k, &e);
+        prev = k;
+    }
+    tp_graph_add_output(g, k, &e);
+    tp_graph_finalize(g, &e);
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, 1, 3 * (256 << 10));
+    tp_memgraph *mg = NULL;
+    if (tp_plan(g, &po, &mg, &e)) {
+        fprintf(stderr, "measure_cpu: %s\n", e.msg);
+        exit(1);
+    }
+    *gp = g;
+    return mg;
+}
+
+/* best of `reps` cpu-backend runs of mg at link rate gbps */
+static tp_run_summary run_cpu(const tp_memgraph *mg, double gbps, int reps)
+{
+    tp_cpu_opts co;
+    tp_cpu_opts_init(&co);
+    co.link_gbps = gbps;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_run_summary best;
+    best.makespan = 1e9;
+    for (int rep = 0; rep < reps; rep++) {
+        tp_error e;
+        tp_backend *be = tp_backend_cpu_new(&co);
+        tp_exec *x;
+        tp_run_summary s;
+        tp_exec_new(mg, be, &ro, &x, &e);
+        tp_exec_run(x, &s, &e);
+        if (s.makespan < best.makespan) best = s;
+        tp_exec_free(x);
+        tp_backend_free(be);
+    }
+    return best;
+}
+
+static double sim_makespan(const tp_memgraph *mg, const tp_sim_profile *p)
+{
+    tp_error e;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_run_summary s;
+    tp_exec *x;
+    tp_backend *be = tp_backend_sim_new(p, 0);
+    tp_exec_new(mg, be, &ro, &x, &e);
+    tp_exec_run(x, &s, &e);
+    tp_exec_free(x);
+    tp_backend_free(be);
+    return s.makespan;
+}
+
+/* The cost of one wake-up as the cpu backend pays it: the wake_s (the other numbers of p as
+ * measured) at which the model's makespan of the streaming graph equals the cpu backend's
+ * (best of 5), by bisection. In that graph every load and every add start on a sleeping
+ * engine and end with the executor asleep, the places the model charges wake_s. */
+static double wake_cost(const tp_sim_profile *p, double gbps, double *real_ms)
+{
+    tp_graph *g;
+    tp_memgraph *mg = stream_graph(&g, 40);
+    double real = run_cpu(mg, gbps, 5).makespan, lo = 0, hi = 1e-3;
+    tp_sim_profile q = *p;
+    for (int it = 0; it < 40; it++) {
+        q.wake_s = (lo + hi) / 2;
+        if (sim_makespan(mg, &q) < real) lo = q.wake_s;
+        else hi = q.wake_s;
+    }
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    *real_ms = real * 1e3;
+    return (lo + hi) / 2;
+}
+
+/* What an emulated copy of 256 KiB takes on the cpu backend beyond bytes / link rate (the
+ * timer's overshoot at the end of each copy), from the streaming graph's copy busy time. */
+static double copy_overshoot(double gbps)
+{
+    tp_graph *g;
+    tp_memgraph *mg = stream_graph(&g, 24);
+    tp_run_summary s = run_cpu(mg, gbps, 3);
+    double per = (s.dev[0].copy_busy[TP_ENG_H2D] - (double)s.dev[0].copy_bytes[TP_ENG_H2D] / (gbps * 1e9)) /
+                 (double)s.dev[0].copies[TP_ENG_H2D];
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    return per > 0 ? per : 0;
+}
+
 int main(int argc, char **argv)
 {
     double link = argc > 2 && !strcmp(argv[1], "--link-gbps") ? atof(argv[2]) : 0.25;
+    /* BLAS threads as the cpu backend takes them for one device and one stream */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    tp__blas_threads(cores > 2 ? (int)cores - 1 : 1);
     double g = gemm_rate(64, 128, 512); /* the shapes of bench_offload's chunks (T/B x H/K x H) */
     double m = copy_rate(64u << 20);
     double o = kernel_overhead();
     double vr = vector_rate();
     double wk = wake_latency();
-    char *cfg = openblas_get_config();
+    /* the handoff cost, with the model's other numbers as measured above */
+    tp_sim_profile prof;
+    memset(&prof, 0, sizeof prof);
+    prof.devices = 1;
+    prof.device_mem = 1 << 30;
+    prof.peak_flops = g;
+    prof.vector_flops = vr;
+    prof.efficiency = 1;
+    prof.mem_bw = m;
+    prof.launch_s = o;
+    prof.wake_after_s = 20e-6;
+    prof.h2d_bw = prof.d2h_bw = prof.peer_bw = link * 1e9;
+    double over = copy_overshoot(link);
+    prof.copy_latency_s = over;
+    double real_ms;
+    double hand = wake_cost(&prof, link, &real_ms);
+    int nthr = 0;
+    const char *cfg = tp__blas_info(&nthr);
     printf("{\"name\": \"cpu-local\",\n"
            " \"comment\": \"this machine as the cpu backend: measured by build/bench/measure_cpu on 2026-11-22 (%s, %d BLAS threads, "
            "OPENBLAS_CORETYPE=%s)\",\n",
-           cfg ? cfg : "?", openblas_get_num_threads(), getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
+           cfg, nthr, getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
     printf(" \"devices\": {\"value\": 8, \"comment\": \"emulated devices share the host; no limit of their own\"},\n");
     printf(" \"device_mem\": {\"value\": \"16GiB\", \"comment\": \"arenas are host memory; bounded by the 24 GiB machine\"},\n");
     printf(" \"peak_flops\": {\"value\": %.4g, \"comment\": \"measured: cblas_sgemm 64x128x512 (B transposed), best of 5\"},\n", g);
@@ -190,13 +316,16 @@ int main(int argc, char **argv)
     printf(" \"efficiency\": {\"value\": 1.0, \"comment\": \"peak_flops is already the measured rate\"},\n");
     printf(" \"mem_bw\": {\"value\": %.4g, \"comment\": \"measured: memcpy of 64 MiB, best of 5 (elementwise kernels read and write at about this rate)\"},\n", m);
     printf(" \"launch_s\": {\"value\": %.4g, \"comment\": \"measured: cpu backend makespan per chained no-op kernel\"},\n", o);
-    printf(" \"wake_s\": {\"value\": %.4g, \"comment\": \"measured: two blocking wake-ups (condition-variable ping-pong): "
-           "the executor loop and the compute worker both sleep when a stream idles past the spin window\"},\n", 2 * wk);
+    printf(" \"wake_s\": {\"value\": %.4g, \"comment\": \"measured: one wake-up of a sleeping thread as the cpu backend pays it: the "
+           "value at which the model predicts the cpu backend's makespan (%.2f ms, best of 5) of 40 256 KiB inputs streamed through a "
+           "cap of three (load, add into a running sum, load, ... strictly in turn: every copy and kernel starts on a sleeping thread "
+           "and ends with the executor asleep); a condition-variable ping-pong between two busy threads is %.3g us per wake-up\"},\n", hand, real_ms, wk * 1e6);
     printf(" \"wake_after_s\": {\"value\": 20e-6, \"comment\": \"the cpu backend's spin window (src/backend/cpu, src/exec/sink.c)\"},\n");
     printf(" \"h2d_bw\": {\"value\": %.4g, \"comment\": \"the cpu backend's --link-bandwidth for validation runs\"},\n", link * 1e9);
     printf(" \"d2h_bw\": {\"value\": %.4g, \"comment\": \"as h2d_bw\"},\n", link * 1e9);
     printf(" \"host_bus_bw\": {\"value\": 0, \"comment\": \"the cpu backend throttles each engine separately\"},\n");
     printf(" \"peer_bw\": {\"value\": %.4g, \"comment\": \"as h2d_bw (--link-bandwidth applies to peer copies too)\"},\n", link * 1e9);
-    printf(" \"copy_latency_s\": {\"value\": 0, \"comment\": \"--link-latency 0\"}}\n");
+    printf(" \"copy_latency_s\": {\"value\": %.4g, \"comment\": \"measured: what an emulated 256 KiB copy takes beyond bytes / "
+           "link rate (the end-of-copy timer overshoot; --link-latency 0), 24 copies, best of 3\"}}\n", over);
     return 0;
 }

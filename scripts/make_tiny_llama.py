@@ -27,32 +27,36 @@ def write_st(path, tensors):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
+def llama_tensors(cfg):
+    """(name, shape, kind) of every tensor of a Hugging Face LLaMA checkpoint, in file order;
+    kind: embed, w (a projection) or norm"""
+    H, F, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    NH, NKV = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = H // NH
+    out = [("model.embed_tokens.weight", (V, H), "embed")]
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        out += [(p + "input_layernorm.weight", (H,), "norm"), (p + "self_attn.q_proj.weight", (NH * hd, H), "w"),
+                (p + "self_attn.k_proj.weight", (NKV * hd, H), "w"), (p + "self_attn.v_proj.weight", (NKV * hd, H), "w"),
+                (p + "self_attn.o_proj.weight", (H, NH * hd), "w"), (p + "post_attention_layernorm.weight", (H,), "norm"),
+                (p + "mlp.gate_proj.weight", (F, H), "w"), (p + "mlp.up_proj.weight", (F, H), "w"),
+                (p + "mlp.down_proj.weight", (H, F), "w")]
+    return out + [("model.norm.weight", (H,), "norm"), ("lm_head.weight", (V, H), "w")]
+
+
 def make(d, dtype="float32", seed=0, shards=1, layers=2, hidden=256, heads=8, kv_heads=4, intermediate=512, vocab=1000):
     os.makedirs(d, exist_ok=True)
     rng = np.random.default_rng(seed)
-    hd = hidden // heads
     cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden,
            "intermediate_size": intermediate, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
            "num_hidden_layers": layers, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "vocab_size": vocab,
            "torch_dtype": dtype, "tie_word_embeddings": False}
     json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=1)
     st = {"float32": "F32", "bfloat16": "BF16", "float16": "F16"}[dtype]
-    w = lambda *s: (st, (rng.standard_normal(s) * 0.05).astype(np.float32))
-    n = lambda s: (st, (1.0 + 0.1 * rng.standard_normal(s)).astype(np.float32))
-    t = {"model.embed_tokens.weight": (st, rng.standard_normal((vocab, hidden)).astype(np.float32) * 0.5)}
-    for l in range(layers):
-        p = f"model.layers.{l}."
-        t[p + "input_layernorm.weight"] = n(hidden)
-        t[p + "self_attn.q_proj.weight"] = w(heads * hd, hidden)
-        t[p + "self_attn.k_proj.weight"] = w(kv_heads * hd, hidden)
-        t[p + "self_attn.v_proj.weight"] = w(kv_heads * hd, hidden)
-        t[p + "self_attn.o_proj.weight"] = w(hidden, heads * hd)
-        t[p + "post_attention_layernorm.weight"] = n(hidden)
-        t[p + "mlp.gate_proj.weight"] = w(intermediate, hidden)
-        t[p + "mlp.up_proj.weight"] = w(intermediate, hidden)
-        t[p + "mlp.down_proj.weight"] = w(hidden, intermediate)
-    t["model.norm.weight"] = n(hidden)
-    t["lm_head.weight"] = w(vocab, hidden)
+    draw = {"embed": lambda s: rng.standard_normal(s).astype(np.float32) * 0.5,
+            "w": lambda s: (rng.standard_normal(s) * 0.05).astype(np.float32),
+            "norm": lambda s: (1.0 + 0.1 * rng.standard_normal(s)).astype(np.float32)}
+    t = {name: (st, draw[kind](shape)) for name, shape, kind in llama_tensors(cfg)}
     names = list(t)
     if shards <= 1:
         write_st(os.path.join(d, "model.safetensors"), t)

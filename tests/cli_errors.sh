@@ -109,5 +109,21 @@ for i in $(seq 1 60); do
 done
 if [ $crash -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 
+# backends: --version lists them; a missing cuda backend or GPU is a clear exit 2 before any work
+MLP=$SRC/examples/mlp.json
+expect 2 "is not built in" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend tpu
+expect 2 "emulate links on the cpu backend" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend cuda --jitter 1
+expect 2 "--completion is for --backend cuda" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --completion poll
+backends=$("$T" --version | grep '^backends:')
+case "$backends" in
+*"cuda (no usable GPU"*)
+    expect 2 "cuda backend: no usable GPU" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend cuda
+    expect 2 "cuda backend: no usable GPU" "$T" llama --preset tiny --seq-len 4 --device-mem 1MiB --backend cuda ;;
+*"cuda ("*)
+    expect 2 "completion must be callback or poll" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend cuda --completion x ;;
+*)
+    expect 2 "cuda backend: not built in" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend cuda ;;
+esac
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

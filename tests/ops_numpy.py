@@ -2,16 +2,20 @@
 """Every op of docs/ops.md against numpy on random data, with f32, f16 or bf16 storage.
 
 One TaskGraph per dtype holds one case per op (some on device 1, reached by transfers), run
-by `turnip run` under a cap that forces offloads; each output is compared with a numpy
-reference computed in float64 from the storage-rounded inputs.
-usage: ops_numpy.py TURNIP DTYPE"""
+by `turnip run` under a cap that forces offloads; a second holds larger cases (long softmax
+rows, wide norms, a sum of 20 inputs, mixed-dtype matmul) under a roomy cap. Each output is
+compared with a numpy reference computed in float64 from the storage-rounded inputs. With
+BACKEND cuda both graphs also run on the cpu backend and every output must agree with it.
+usage: ops_numpy.py TURNIP DTYPE [cpu|cuda]"""
 import json, math, os, sys, tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tputil import store, write_st, read_st, run
+from tputil import store, write_st, read_st, run, need_backend
 
 turnip, dtype = sys.argv[1], sys.argv[2]
+backend = sys.argv[3] if len(sys.argv) > 3 else "cpu"
+need_backend(turnip, backend)
 rng = np.random.default_rng({"f32": 1, "f16": 2, "bf16": 3}[dtype])
 tmp = tempfile.mkdtemp(prefix="tp-ops-")
 V, inputs, refs = [], {}, {}
@@ -90,8 +94,9 @@ q, Q = inp("rope.x", (6, 2, 8))
 
 def rope_ref(Q, theta, off):
     T, H, D = Q.shape
-    inv = 1.0 / theta ** (np.arange(0, D, 2) / D)
-    ang = np.outer(np.arange(off, off + T), inv)
+    # as Hugging Face: f32 inverse frequencies, f32 angles (the kernels' definition, docs/ops.md)
+    inv = (1.0 / theta ** (np.arange(0, D, 2) / D)).astype(np.float32)
+    ang = (np.arange(off, off + T, dtype=np.float32)[:, None] * inv[None, :]).astype(np.float64)
     cos, sin = np.cos(np.concatenate([ang, ang], -1))[:, None, :], np.sin(np.concatenate([ang, ang], -1))[:, None, :]
     rot = np.concatenate([-Q[..., D // 2:], Q[..., :D // 2]], -1)
     return Q * cos + rot * sin
@@ -115,26 +120,48 @@ kern("transpose", "transpose", [x], (5, 4, 6), X.transpose(2, 0, 1), attrs={"per
 other = {"f32": "bf16", "f16": "f32", "bf16": "f16"}[dtype]
 kern("cast", "cast", [x], (4, 6, 5), X, dt=other)
 
-outputs = list(refs)
-tg = {"format": "turnip.taskgraph/1", "devices": 2, "vertices": V, "outputs": outputs}
-gp, ip, op = (os.path.join(tmp, f) for f in ("g.json", "in.safetensors", "out.safetensors"))
-json.dump(tg, open(gp, "w"))
-write_st(ip, inputs)
-# a cap of 4 KiB per device forces offloads of these small tensors (up to 1.7 KiB each)
-r = run(turnip, ["run", gp, "--device-mem", "4KiB", "--inputs", ip, "--out", op, "--order", "random", "--seed", "5"])
-vals, _ = read_st(op)
 # relative to the output's scale: f32 compute error, or half an ulp of the 16-bit output
 tol = {"f32": 1e-5, "f16": 1e-3, "bf16": 8e-3}
-failures = 0
-for name, ref in refs.items():
-    got = vals[name].astype(np.float64)
-    odt = next(v["dtype"] for v in V if v["id"] == name)
-    scale = max(1.0, float(np.abs(ref).max()))
-    allowed = max(tol[odt], tol[dtype]) * scale
-    err = float(np.abs(got - ref).max()) if got.shape == ref.shape else float("inf")
-    ok = err <= allowed
-    print(f"{'ok  ' if ok else 'FAIL'} {dtype:4s} {name:22s} max abs err {err:.3e} (allowed {allowed:.1e})")
-    failures += not ok
+failures = checks = 0
+
+
+def run_graph(tag, cap, extra):
+    """runs the graph built so far on `backend` (and the cpu backend for cuda) and checks it"""
+    global V, inputs, refs, failures, checks
+    tg = {"format": "turnip.taskgraph/1", "devices": 2, "vertices": V, "outputs": list(refs)}
+    gp, ip = os.path.join(tmp, f"{tag}.json"), os.path.join(tmp, f"{tag}.in.st")
+    json.dump(tg, open(gp, "w"))
+    write_st(ip, inputs)
+    outs = {}
+    for be in sorted({backend, "cpu"}):
+        op = os.path.join(tmp, f"{tag}.{be}.st")
+        r = run(turnip, ["run", gp, "--device-mem", cap, "--inputs", ip, "--out", op, "--backend", be] + extra)
+        outs[be] = read_st(op)[0]
+    vals = outs[backend]
+    for name, ref in refs.items():
+        got = vals[name].astype(np.float64)
+        odt = next(v["dtype"] for v in V if v["id"] == name)
+        scale = max(1.0, float(np.abs(ref).max()))
+        allowed = max(tol[odt], tol[dtype]) * scale
+        err = float(np.abs(got - ref).max()) if got.shape == ref.shape else float("inf")
+        ok = err <= allowed
+        line = f"{'ok  ' if ok else 'FAIL'} {backend} {dtype:4s} {name:22s} max abs err vs numpy {err:.3e} (allowed {allowed:.1e})"
+        if backend != "cpu":  # the same op on the cpu backend's kernels
+            c = outs["cpu"][name].astype(np.float64)
+            cerr = float(np.abs(got - c).max()) if got.shape == c.shape else float("inf")
+            cok = cerr <= allowed
+            line += f"; vs cpu backend {cerr:.3e}"
+            ok = ok and cok
+            line = ("ok  " if ok else "FAIL") + line[4:]
+        print(line)
+        failures += not ok
+        checks += 1
+    V, inputs, refs = [], {}, {}
+    return r
+
+
+# a cap of 4 KiB per device forces offloads of these small tensors (up to 1.7 KiB each)
+r = run_graph("small", "4KiB", ["--order", "random", "--seed", "5"])
 # device rows of the plan statistics: dev, capacity (2), peak (2), loads (3), reloads (3), offloads (3)
 plan_rows = r.stdout.split("capacity", 1)[1].split("host:", 1)[0].splitlines()[1:]
 offl = sum(int(line.split()[11]) for line in plan_rows)
@@ -142,5 +169,37 @@ print(f"plan offloads: {offl}")
 if offl == 0:
     print("FAIL: the cap did not force any offload")
     failures += 1
-print(f"{len(refs) - failures} passed, {failures} failed")
+
+# larger cases: many threads per row, grid-stride loops, chunked sums, matmul through f32
+a, A = inp("big.mm.a", (130, 257)); b, B = inp("big.mm.b", (190, 257), dt="f32")
+kern("big_matmul_mixed", "matmul", [a, b], (130, 190), 0.25 * (A @ B.T), attrs={"trans_b": True, "alpha": 0.25})
+a, A = inp("big.bmm.a", (3, 64, 96)); b, B = inp("big.bmm.b", (96, 80))
+kern("big_matmul_shared", "matmul", [a, b], (3, 64, 80), A @ B)
+s, S = inp("big.sm", (2, 70, 1100), scale=3.0)
+kern("big_softmax_causal", "softmax", [s], (2, 70, 1100), softmax_ref(S, 0.1, True, 900),
+     attrs={"scale": 0.1, "causal": True, "row_offset": 900})
+x, X = inp("big.rms.x", (20, 4096)); w, W = inp("big.rms.w", (4096,))
+kern("big_rmsnorm", "rmsnorm", [x, w], (20, 4096), X / np.sqrt((X ** 2).mean(-1, keepdims=True) + 1e-5) * W,
+     attrs={"eps": 1e-5})
+q, Q = inp("big.rope", (40, 4, 128))
+kern("big_rope", "rope", [q], (40, 4, 128), rope_ref(Q, 500000.0, 3000), attrs={"theta": 500000.0, "pos_offset": 3000})
+terms = [inp(f"big.sum{k}", (33, 65)) for k in range(20)]
+kern("big_sum20", "sum", [t for t, _ in terms], (33, 65), sum(T for _, T in terms))
+x, X = inp("big.ew.x", (64, 1000)); y, Y = inp("big.ew.y", (1000,))
+kern("big_mul_bcast", "mul", [x, y], (64, 1000), X * Y)
+kern("big_silu", "silu", [x], (64, 1000), X / (1 + np.exp(-X)))
+kern("big_gelu", "gelu", [x], (64, 1000), 0.5 * X * (1 + erf(X / math.sqrt(2))))
+x, X = inp("big.tr", (3, 40, 50, 7))
+kern("big_transpose", "transpose", [x], (50, 3, 7, 40), X.transpose(2, 0, 3, 1), attrs={"perm": [2, 0, 3, 1]})
+kern("big_slice", "slice", [x], (3, 40, 20, 7), X[:, :, 10:30, :], attrs={"axis": 2, "start": 10, "length": 20})
+t, Tb = inp("big.emb", (300, 96)); ids = np.array([5, 299, 300, 1000, 150, 0, 2000], dtype=np.int32)
+V.append({"id": "big.ids", "kind": "input", "device": 0, "dtype": "i32", "shape": [7]})
+inputs["big.ids"] = ("i32", (7,), ids.tobytes())
+ref = np.zeros((7, 96))
+for i, k in enumerate(ids):
+    if 100 <= k < 400:
+        ref[i] = Tb[k - 100]
+kern("big_embedding_masked", "embedding", [t, "big.ids"], (7, 96), ref, attrs={"id_offset": 100, "masked": True})
+run_graph("big", "64MiB", [])
+print(f"{checks - failures} passed, {failures} failed")
 sys.exit(1 if failures else 0)

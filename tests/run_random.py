@@ -2,14 +2,19 @@
 """Random TaskGraphs of real ops over 1-3 devices with transfers, run by `turnip run` under
 caps that force offloads: under the fixed order and 10 seeded random orders with copy jitter,
 the outputs must be bit-identical to the unconstrained run, and close to a numpy evaluation.
-usage: run_random.py TURNIP FIRST_SEED COUNT"""
+With BACKEND cuda the runs are on the GPU (no copy jitter there: the GPU brings its own
+timing noise), and the unconstrained run must also agree with the cpu backend's.
+usage: run_random.py TURNIP FIRST_SEED COUNT [cpu|cuda]"""
 import json, os, sys, tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tputil import store, write_st, read_st, run
+from tputil import store, write_st, read_st, run, need_backend
 
 turnip, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+backend = sys.argv[4] if len(sys.argv) > 4 else "cpu"
+need_backend(turnip, backend)
+bflags = ["--backend", backend]
 tmp = tempfile.mkdtemp(prefix="tp-rr-")
 failures = 0
 evicting = 0
@@ -122,7 +127,7 @@ for seed in range(first, first + count):
     json.dump(tg, open(gp, "w"))
     write_st(ip, inputs)
     base = os.path.join(tmp, f"base{seed}.st")
-    run(turnip, ["run", gp, "--device-mem", "64MiB", "--inputs", ip, "--out", base])
+    run(turnip, ["run", gp, "--device-mem", "64MiB", "--inputs", ip, "--out", base] + bflags)
     bvals, braws = read_st(base)
     # numpy agreement (16-bit: rounding differs in the last place along the way)
     tol = {"f32": 1e-4, "f16": 2e-2, "bf16": 1.2e-1}[dtype]
@@ -131,14 +136,23 @@ for seed in range(first, first + count):
         if not err <= tol:
             print(f"FAIL seed {seed} ({dtype}): output {o} differs from numpy by {err:.2e} (relative, allowed {tol})")
             failures += 1
+    if backend != "cpu":  # the same graph on the cpu backend's kernels
+        cpu = os.path.join(tmp, f"cpu{seed}.st")
+        run(turnip, ["run", gp, "--device-mem", "64MiB", "--inputs", ip, "--out", cpu])
+        for o, v in read_st(cpu)[0].items():
+            err = float(np.abs(bvals[o] - v).max() / max(1.0, np.abs(v).max()))
+            if not err <= tol:
+                print(f"FAIL seed {seed} ({dtype}): output {o} differs from the cpu backend by {err:.2e} (relative, allowed {tol})")
+                failures += 1
     cap = min_cap(tg)
     offloads = 0
     runs = [("fixed", 0)] + [("random", s) for s in range(1, 11)]
     for k, (order, s) in enumerate(runs):
         c = cap if k % 2 == 0 else cap + cap // 2
         out = os.path.join(tmp, f"o{seed}_{k}.st")
+        noise = ["--jitter", "0.5", "--link-latency", "20"] if backend == "cpu" else []
         r = run(turnip, ["run", gp, "--device-mem", str(c), "--inputs", ip, "--out", out, "--order", order, "--seed", str(s),
-                         "--jitter", "0.5", "--link-latency", "20", "--streams", str(1 + k % 2)])
+                         "--streams", str(1 + k % 2)] + noise + bflags)
         rows = r.stdout.split("capacity", 1)[1].split("host:", 1)[0].splitlines()[1:]
         offloads += sum(int(line.split()[11]) + int(line.split()[14]) for line in rows)
         _, raws = read_st(out)

@@ -133,3 +133,70 @@ TEST(sim_runs_are_functions_of_the_seed)
     CHECK(s.makespan >= s.lower_bound * (1 - 1e-12)); /* never faster than the bound */
     tp_graph_free(g);
 }
+
+/* A copy engine moves one copy at a time, in order: two loads onto one device, each read by
+ * its own kernel, end at B/bw and 2B/bw (not both at 2B/bw, as two flows sharing the link
+ * would); the first kernel can start at B/bw. Latency keeps the engine busy. */
+TEST(sim_copy_engine_is_in_order)
+{
+    tp_sim_profile p = prof();
+    p.launch_s = 0;
+    p.mem_bw = 1e30;
+    p.copy_latency_s = 1e-4;
+    uint64_t B = 1u << 20;
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    uint32_t x[2], k[2];
+    CHECK(tp_graph_add_input(g, "x0", 0, TP_DT_NONE, -1, NULL, B, &x[0], &e) == TP_OK);
+    CHECK(tp_graph_add_input(g, "x1", 0, TP_DT_NONE, -1, NULL, B, &x[1], &e) == TP_OK);
+    CHECK(tp_graph_add_kernel(g, "k0", 0, "opaque", 1, &x[0], TP_DT_NONE, -1, NULL, 8, NULL, 0, &k[0], &e) == TP_OK);
+    CHECK(tp_graph_add_kernel(g, "k1", 0, "opaque", 1, &x[1], TP_DT_NONE, -1, NULL, 8, NULL, 0, &k[1], &e) == TP_OK);
+    CHECK(tp_graph_add_output(g, k[0], &e) == TP_OK && tp_graph_add_output(g, k[1], &e) == TP_OK);
+    CHECK(tp_graph_finalize(g, &e) == TP_OK);
+    tp_run_summary s;
+    double one = (double)B / p.h2d_bw + p.copy_latency_s, t = simulate(g, &p, 0, 1, &s);
+    CHECKF(fabs(t - 2 * one) < 1e-12, "makespan %.9g, wanted two copies in turn %.9g", t, 2 * one);
+    CHECKF(fabs(s.dev[0].copy_busy[TP_ENG_H2D] - 2 * one) < 1e-12, "h2d busy %.9g, wanted %.9g (no overlap on one engine)",
+           s.dev[0].copy_busy[TP_ENG_H2D], 2 * one);
+    tp_graph_free(g);
+}
+
+/* Sleeping threads: a load then a kernel that needs it, on a machine with wake_s. The load
+ * starts at time 0 (engines count as idle from the start of the run: no charge), ends with
+ * the executor asleep (+wake_s before anything sees it), and the kernel starts on a stream
+ * idle since the start (+wake_s): B/bw + 2 wake_s + kernel time. */
+TEST(sim_wake_ups_are_charged_where_threads_sleep)
+{
+    tp_sim_profile p = prof();
+    p.wake_s = 5e-5;
+    p.wake_after_s = 2e-5;
+    uint64_t B = 1u << 20;
+    tp_graph *g = loads(1, B);
+    tp_run_summary s;
+    double kern = p.launch_s + (double)(B + 8) / p.mem_bw, want = (double)B / p.h2d_bw + 2 * p.wake_s + kern;
+    double t = simulate(g, &p, 0, 1, &s);
+    CHECKF(fabs(t - want) < 1e-12, "makespan %.12g, wanted %.12g", t, want);
+    p.wake_s = 0; /* without: exactly the load and the kernel */
+    t = simulate(g, &p, 0, 1, &s);
+    CHECKF(fabs(t - ((double)B / p.h2d_bw + kern)) < 1e-12, "makespan %.12g without wake-ups", t);
+    tp_graph_free(g);
+    /* load, kernel, load, kernel in turn (the cap holds one input): the second load starts on
+     * an engine idle since the first ended (+wake_s) and ends with the executor asleep
+     * (+wake_s), its kernel on an idle stream (+wake_s): 2 B/bw + 5 wake_s + both kernels */
+    p.wake_s = 5e-5;
+    g = tp_graph_new(1);
+    tp_error e;
+    uint32_t x0, x1, k0, k1;
+    CHECK(tp_graph_add_input(g, "x0", 0, TP_DT_NONE, -1, NULL, B, &x0, &e) == TP_OK);
+    CHECK(tp_graph_add_input(g, "x1", 0, TP_DT_NONE, -1, NULL, B, &x1, &e) == TP_OK);
+    CHECK(tp_graph_add_kernel(g, "k0", 0, "opaque", 1, &x0, TP_DT_NONE, -1, NULL, 8, NULL, 0, &k0, &e) == TP_OK);
+    uint32_t in[2] = {x1, k0};
+    CHECK(tp_graph_add_kernel(g, "k1", 0, "opaque", 2, in, TP_DT_NONE, -1, NULL, 8, NULL, 0, &k1, &e) == TP_OK);
+    CHECK(tp_graph_add_output(g, k1, &e) == TP_OK && tp_graph_finalize(g, &e) == TP_OK);
+    p.device_mem = B + 64;
+    double k0t = p.launch_s + (double)(B + 8) / p.mem_bw, k1t = p.launch_s + (double)(B + 16) / p.mem_bw;
+    want = 2 * (double)B / p.h2d_bw + 5 * p.wake_s + k0t + k1t;
+    t = simulate(g, &p, 0, 1, &s);
+    CHECKF(fabs(t - want) < 1e-12, "load-kernel-load-kernel: makespan %.12g, wanted %.12g", t, want);
+    tp_graph_free(g);
+}

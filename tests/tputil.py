@@ -1,6 +1,6 @@
 """Helpers for the Python tests (Debian's python3 + numpy): safetensors in and out, 16-bit
 float storage, and running the turnip command. Independent of the C code."""
-import json, struct, subprocess
+import json, struct, subprocess, sys
 import numpy as np
 
 ST_DT = {"F32": np.float32, "F16": np.float16, "BF16": "bf16", "I32": np.int32, "U8": np.uint8, "F64": np.float64, "I64": np.int64}
@@ -79,3 +79,18 @@ def run(turnip, args, check=True):
     if check and r.returncode != 0:
         raise RuntimeError(f"turnip {' '.join(args)} -> exit {r.returncode}\n{r.stdout}\n{r.stderr}")
     return r
+
+
+def need_backend(turnip, backend):
+    """exits 77 (CTest's skip) when `backend` is not built into turnip or has no device"""
+    if backend == "cpu":
+        return
+    v = subprocess.run([turnip, "--version"], capture_output=True, text=True).stdout
+    line = next((l for l in v.splitlines() if l.startswith("backends:")), "")
+    if f"{backend} (" not in line:
+        print(f"skipped: the {backend} backend is not built in ({line})")
+        sys.exit(77)
+    if "no usable" in line:
+        print(f"skipped: {line}")
+        sys.exit(77)
+    print(line)

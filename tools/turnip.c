@@ -27,7 +27,7 @@ static void usage_main(FILE *f)
             "commands:\n"
             "  plan     compile a TaskGraph into a MemGraph under memory caps\n"
             "  verify   check a MemGraph against its TaskGraph\n"
-            "  run      plan, verify and execute a TaskGraph on the cpu backend\n"
+            "  run      plan, verify and execute a TaskGraph on the cpu or cuda backend\n"
             "  llama    LLaMA prefill from a Hugging Face checkpoint (or a preset) under a memory cap\n"
             "  sim      run a TaskGraph's plan in simulated time on a machine profile\n"
             "  dot      draw a MemGraph as Graphviz DOT\n"
@@ -89,11 +89,12 @@ static const char *run_help =
     "usage: turnip run TASKGRAPH --device-mem SIZE[,SIZE...] --inputs IN.safetensors --out OUT.safetensors\n"
     "                  [--host-mem SIZE] [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N]\n"
     "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F]\n"
-    "                  [--trace FILE] [--no-verify]\n"
+    "                  [--trace FILE] [--no-verify] [--backend cpu|cuda] [--completion callback|poll]\n"
     "\n"
     "Plans TASKGRAPH under the caps, verifies the plan (unless --no-verify), runs it on the cpu\n"
     "backend (emulated GPUs: memory arenas of exactly the cap, worker threads for compute streams\n"
-    "and copy engines) and writes the outputs, named by output id, to OUT.\n"
+    "and copy engines) or on NVIDIA GPUs (--backend cuda) and writes the outputs, named by output\n"
+    "id, to OUT.\n"
     "  --inputs FILE          safetensors holding every TaskGraph input, by id (dtype, shape checked)\n"
     "  --order POLICY         any (default): whatever is ready; fixed: each engine in plan order;\n"
     "                         random: seeded random choice among the ready (--seed)\n"
@@ -102,20 +103,24 @@ static const char *run_help =
     "  --link-latency us      add a fixed latency to every copy\n"
     "  --jitter F             copy time x exp(F x N(0,1)), seeded by --seed and the vertex\n"
     "  --trace FILE           Chrome trace-event JSON of the run (open in Perfetto)\n"
-    "exit: 0 ok, 2 unusable input, infeasible plan or failed vertex (named)\n";
+    "  --backend cuda         run on GPUs: MemGraph device d on GPU d mod (GPUs visible); the link\n"
+    "                         and jitter flags are cpu-backend only\n"
+    "  --completion MODE      cuda: how completions reach the executor: callback (cudaLaunchHostFunc)\n"
+    "                         or poll (a thread polling events, the default: it also reports GPU faults)\n"
+    "exit: 0 ok, 2 unusable input, infeasible plan, failed vertex (named) or no usable GPU\n";
 
 static const char *llama_help =
     "usage: turnip llama (--model DIR | --preset NAME) (--prompt-ids 1,2,3 | --seq-len N [--seed S])\n"
-    "                    --device-mem SIZE[,..] [--devices D] [--backend cpu] [--blocks B] [--mlp-chunks C] [--vocab-chunks C]\n"
+    "                    --device-mem SIZE[,..] [--devices D] [--backend cpu|cuda|sim] [--blocks B] [--mlp-chunks C] [--vocab-chunks C]\n"
     "                    [--host-mem SIZE]\n"
     "                    [--out logits.safetensors] [--all-logits] [--trace FILE] [--order POLICY]\n"
-    "                    [--streams N] [--link-bandwidth GB/s] [--jitter F] [--no-data]\n"
+    "                    [--streams N] [--link-bandwidth GB/s] [--jitter F] [--no-data] [--repeat N]\n"
     "\n"
     "Builds the prefill TaskGraph of a LLaMA model (Hugging Face semantics: RMSNorm, RoPE,\n"
     "grouped-query causal attention, SwiGLU MLP) for the prompt, split over D devices (KV groups,\n"
     "MLP columns and vocabulary per device), with attention in B query blocks; plans it under the\n"
-    "cap and runs it on the cpu backend. Prints plan statistics, the run summary and the top-5\n"
-    "next-token ids.\n"
+    "cap and runs it on the cpu backend (or --backend cuda: NVIDIA GPUs). Prints plan statistics,\n"
+    "the run summary and the top-5 next-token ids.\n"
     "  --model DIR    config.json and model.safetensors (or shards with model.safetensors.index.json)\n"
     "  --preset NAME  tiny, 7b, 13b, 65b, llama3-8b, llama2-70b: random weights made in-process\n"
     "  --seq-len N    a random prompt of N tokens (seeded by --seed: id_k = (s_k >> 33) mod vocab,\n"
@@ -124,6 +129,8 @@ static const char *llama_help =
     "  --mlp-chunks C, --vocab-chunks C  column chunks of each device's MLP and vocabulary rows\n"
     "                 (default: enough that one weight chunk is at most 1/8 of the cap)\n"
     "  --no-data      plan only (for the big presets): graph sizes and plan statistics\n"
+    "  --repeat N     run the plan N times (weights stay loaded), print each makespan and the best\n"
+    "  --backend cuda [--completion callback|poll]   run on GPUs (see turnip run --help)\n"
     "  --backend sim --machine NAME   simulate instead (profiles/NAME.json; --device-mem defaults\n"
     "                 to the machine's): latency, bytes moved, makespan over the lower bound\n"
     "  --sweep-seq 1024,2048,..  [--sweep-mem SIZE,..] --csv FILE [--png FILE]   with --backend sim:\n"
@@ -217,6 +224,44 @@ static int num_flag(const char *cmd, const char *flag, const char *v, double *ou
     char msg[96];
     snprintf(msg, sizeof msg, "%s needs a non-negative number", flag);
     return usage_error(cmd, msg, v);
+}
+
+/* The real backend --backend names (cpu, the default, or cuda) with the cpu link flags and
+ * the cuda completion mode; NULL after printing why (*rc = 2). */
+static tp_backend *real_backend(const char *cmd, const char *name, const tp_cpu_opts *co, const char *completion, int *rc)
+{
+    *rc = 2;
+    if (!name || !strcmp(name, "cpu")) {
+        if (completion) {
+            usage_error(cmd, "--completion is for --backend cuda", completion);
+            return NULL;
+        }
+        tp_backend *be = tp_backend_cpu_new(co);
+        if (!be) *rc = 3;
+        return be;
+    }
+    if (!strcmp(name, "cuda") && (co->link_gbps > 0 || co->link_latency_us > 0 || co->jitter > 0)) {
+        usage_error(cmd, "--link-bandwidth, --link-latency and --jitter emulate links on the cpu backend; a GPU has its own", name);
+        return NULL;
+    }
+    if (strcmp(name, "cuda")) {
+        char b[160];
+        tp_cuda_describe(b, sizeof b);
+        fprintf(stderr, "%s %s: --backend %s is not built in (backends: cpu, sim%s%s)\n", prog, cmd, name, *b ? ", " : "", b);
+        return NULL;
+    }
+    tp_cuda_opts uo;
+    tp_cuda_opts_init(&uo);
+    if (completion && !strcmp(completion, "callback")) uo.completion = TP_CUDA_CALLBACK;
+    else if (completion && !strcmp(completion, "poll")) uo.completion = TP_CUDA_POLL;
+    else if (completion) {
+        usage_error(cmd, "--completion must be callback or poll", completion);
+        return NULL;
+    }
+    tp_error e;
+    tp_backend *be = tp_backend_cuda_new(&uo, &e);
+    if (!be) fprintf(stderr, "%s %s: %s\n", prog, cmd, e.msg);
+    return be;
 }
 
 static int wants_help(int argc, char **argv)
@@ -397,11 +442,14 @@ static int cmd_run(int argc, char **argv)
         return 0;
     }
     const char *in = NULL, *dm = NULL, *hm = NULL, *pord = NULL, *inputs = NULL, *outp = NULL, *pol = NULL, *trace = NULL, *v;
+    const char *bname = NULL, *compl = NULL;
     double bw = 0, lat = 0, jit = 0;
     long long seed = 0, streams = 1, failv = -1;
     int verify = 1, rc;
     for (int i = 2; i < argc; i++) {
         if (opt_val(argc, argv, &i, "--device-mem", &v)) dm = v;
+        else if (opt_val(argc, argv, &i, "--backend", &v)) bname = v;
+        else if (opt_val(argc, argv, &i, "--completion", &v)) compl = v;
         else if (opt_val(argc, argv, &i, "--host-mem", &v)) hm = v;
         else if (opt_val(argc, argv, &i, "--plan-order", &v)) pord = v;
         else if (opt_val(argc, argv, &i, "--inputs", &v)) inputs = v;
@@ -443,10 +491,20 @@ static int cmd_run(int argc, char **argv)
     if (!dm) return usage_error("run", "--device-mem is required", NULL);
     if (!inputs) return usage_error("run", "--inputs is required", NULL);
     if (!outp) return usage_error("run", "--out is required", NULL);
+    tp_cpu_opts co;
+    tp_cpu_opts_init(&co);
+    co.link_gbps = bw;
+    co.link_latency_us = lat;
+    co.jitter = jit;
+    tp_backend *be = real_backend("run", bname, &co, compl, &rc);
+    if (!be) return rc;
     tp_error e;
     tp_graph *g;
     tp_status s = tp_graph_read_file(in, &g, &e);
-    if (s) return fail(s, &e);
+    if (s) {
+        tp_backend_free(be);
+        return fail(s, &e);
+    }
     tp_plan_opts o;
     tp_plan_opts_init(&o, tp_graph_devices(g), 0);
     tp_run_opts ro;
@@ -455,6 +513,7 @@ static int cmd_run(int argc, char **argv)
     if (!rc && pol && tp_policy_parse(pol, &ro.policy)) rc = usage_error("run", "--order must be any, fixed or random", pol);
     if (rc) {
         tp_graph_free(g);
+        tp_backend_free(be);
         return rc;
     }
     ro.seed = (uint64_t)seed;
@@ -462,7 +521,6 @@ static int cmd_run(int argc, char **argv)
     ro.trace_path = trace;
     ro.fail_vertex = failv;
     tp_memgraph *mg = NULL;
-    tp_backend *be = NULL;
     tp_exec *x = NULL;
     double t0 = tp_now_seconds();
     s = tp_plan(g, &o, &mg, &e);
@@ -482,20 +540,12 @@ static int cmd_run(int argc, char **argv)
             else if (!s) printf("plan verified\n");
         }
     }
-    tp_cpu_opts co;
-    tp_cpu_opts_init(&co);
-    co.link_gbps = bw;
-    co.link_latency_us = lat;
-    co.jitter = jit;
-    if (!s) {
-        be = tp_backend_cpu_new(&co);
-        if (!be) s = TP_ERR_NOMEM;
-    }
     if (!s) s = tp_exec_new(mg, be, &ro, &x, &e);
     if (!s) s = tp_exec_load_inputs(x, inputs, &e);
     tp_run_summary sum;
     if (!s) {
-        printf("running on cpu backend: %d device%s, %d stream%s each, order %s\n", o.ndevices, o.ndevices > 1 ? "s" : "",
+        printf("running on %s backend: %d device%s, %d stream%s each, order %s\n", tp_backend_name(be), o.ndevices,
+               o.ndevices > 1 ? "s" : "",
                ro.streams, ro.streams > 1 ? "s" : "", tp_policy_name(ro.policy));
         fflush(stdout);
         s = tp_exec_run(x, &sum, &e);
@@ -598,9 +648,10 @@ static int cmd_llama(int argc, char **argv)
         return 0;
     }
     const char *model = NULL, *preset = NULL, *pids = NULL, *dm = NULL, *hm = NULL, *outp = NULL, *trace = NULL, *pol = NULL, *v;
-    long long seq = 0, seed = 0, devices = 1, blocks = 0, streams = 1, mchunks = 0, vchunks = 0;
+    long long seq = 0, seed = 0, devices = 1, blocks = 0, streams = 1, mchunks = 0, vchunks = 0, repeat = 1;
     double bw = 0, jit = 0;
     int all = 0, nodata = 0, use_sim = 0, prc;
+    const char *bname = NULL, *compl = NULL;
     const char *machine = NULL, *sweep_seq = NULL, *sweep_mem = NULL, *csvp = NULL, *pngp = NULL;
     for (int i = 2; i < argc; i++) {
         const char *tok = argv[i]; /* the flag, for messages */
@@ -618,12 +669,10 @@ static int cmd_llama(int argc, char **argv)
         else if (opt_val(argc, argv, &i, "--sweep-mem", &v)) sweep_mem = v;
         else if (opt_val(argc, argv, &i, "--csv", &v)) csvp = v;
         else if (opt_val(argc, argv, &i, "--png", &v)) pngp = v;
+        else if (opt_val(argc, argv, &i, "--completion", &v)) compl = v;
         else if (opt_val(argc, argv, &i, "--backend", &v)) {
             if (v && !strcmp(v, "sim")) use_sim = 1;
-            else if (v && strcmp(v, "cpu")) {
-                fprintf(stderr, "%s llama: --backend %s is not built in (backends: cpu, sim; see turnip --version)\n", prog, v);
-                return 2;
-            }
+            else bname = v;
         } else if (opt_val(argc, argv, &i, "--seq-len", &v)) iv = &seq;
         else if (opt_val(argc, argv, &i, "--seed", &v)) iv = &seed;
         else if (opt_val(argc, argv, &i, "--devices", &v)) iv = &devices;
@@ -631,6 +680,7 @@ static int cmd_llama(int argc, char **argv)
         else if (opt_val(argc, argv, &i, "--mlp-chunks", &v)) iv = &mchunks;
         else if (opt_val(argc, argv, &i, "--vocab-chunks", &v)) iv = &vchunks;
         else if (opt_val(argc, argv, &i, "--streams", &v)) iv = &streams;
+        else if (opt_val(argc, argv, &i, "--repeat", &v)) iv = &repeat;
         else if (opt_val(argc, argv, &i, "--link-bandwidth", &v)) {
             if ((prc = num_flag("llama", "--link-bandwidth", v, &bw))) return prc;
             continue;
@@ -726,6 +776,14 @@ static int cmd_llama(int argc, char **argv)
     }
     if (!dm) return usage_error("llama", "--device-mem is required", NULL);
     if (devices < 1 || devices > TP_MAX_DEVICES) return usage_error("llama", "--devices must be 1..64", NULL);
+    tp_backend *be = NULL;
+    if (!use_sim && !nodata) { /* the backend first: a missing GPU is reported before any work */
+        tp_cpu_opts co;
+        tp_cpu_opts_init(&co);
+        co.link_gbps = bw;
+        co.jitter = jit;
+        if (!(be = real_backend("llama", bname, &co, compl, &prc))) return prc;
+    }
     tp_error e;
     tp_llama_config c;
     tp_status s;
@@ -736,7 +794,10 @@ static int cmd_llama(int argc, char **argv)
     } else {
         s = tp_llama_preset(preset, &c, &e);
     }
-    if (s) return fail(s, &e);
+    if (s) {
+        tp_backend_free(be);
+        return fail(s, &e);
+    }
     /* the prompt */
     int64_t T = seq;
     int32_t *ids = NULL;
@@ -745,7 +806,10 @@ static int cmd_llama(int argc, char **argv)
         for (const char *p = pids; *p; p++) T += *p == ',';
     }
     ids = malloc(sizeof *ids * (size_t)T);
-    if (!ids) return 3;
+    if (!ids) {
+        tp_backend_free(be);
+        return 3;
+    }
     if (pids) {
         const char *p = pids;
         for (int64_t k = 0; k < T; k++) {
@@ -753,6 +817,7 @@ static int cmd_llama(int argc, char **argv)
             long long id = strtoll(p, &end, 10);
             if (end == p || id < 0 || id >= c.vocab || (*end && *end != ',')) {
                 free(ids);
+                tp_backend_free(be);
                 fprintf(stderr, "%s llama: --prompt-ids: token %lld is not an id in [0, %lld)\n", prog, (long long)k, (long long)c.vocab);
                 return 2;
             }
@@ -771,6 +836,7 @@ static int cmd_llama(int argc, char **argv)
     prc = plan_flags("llama", dm, hm, NULL, &o);
     if (prc) {
         free(ids);
+        tp_backend_free(be);
         return prc;
     }
     uint64_t mincap = o.device_mem[0];
@@ -791,6 +857,7 @@ static int cmd_llama(int argc, char **argv)
     s = tp_llama_build(&c, &lo, &g, &e);
     if (s) {
         free(ids);
+        tp_backend_free(be);
         return fail(s, &e);
     }
     uint64_t nin = 0, edges = 0;
@@ -826,7 +893,6 @@ static int cmd_llama(int argc, char **argv)
                        tp_format_size(minf[d], c1, sizeof c1), tp_format_size(peak[d], c2, sizeof c2), d + 1 < o.ndevices ? "," : "\n");
         }
     }
-    tp_backend *be = NULL;
     tp_exec *x = NULL;
     if (!s && use_sim && !nodata) {
         tp_run_opts ro;
@@ -839,10 +905,6 @@ static int cmd_llama(int argc, char **argv)
         nodata = 1;
     }
     if (!s && !nodata) {
-        tp_cpu_opts co;
-        tp_cpu_opts_init(&co);
-        co.link_gbps = bw;
-        co.jitter = jit;
         tp_run_opts ro;
         tp_run_opts_init(&ro);
         ro.streams = (int)streams;
@@ -850,14 +912,31 @@ static int cmd_llama(int argc, char **argv)
         ro.trace_path = trace;
         if (pol && tp_policy_parse(pol, &ro.policy)) s = tp__fail_public(&e, "--order must be any, fixed or random");
         if (isatty(2)) ro.progress = progress_line;
-        be = tp_backend_cpu_new(&co);
+        printf("running on the %s backend\n", tp_backend_name(be));
         if (!s) s = tp_exec_new(mg, be, &ro, &x, &e);
         if (!s) s = model ? tp_llama_load(x, &c, model, ids, &e) : tp_llama_random(x, &c, (uint64_t)seed, ids, &e);
         tp_run_summary sum;
-        if (!s) s = tp_exec_run(x, &sum, &e);
+        double best = 0;
+        for (long long rep = 0; rep < (repeat > 0 ? repeat : 1) && !s; rep++) { /* inputs stay: runs repeat */
+            s = tp_exec_run(x, &sum, &e);
+            if (!s && repeat > 1) {
+                best = rep == 0 || sum.makespan < best ? sum.makespan : best;
+                printf("run %lld of %lld: makespan %.4f s\n", rep + 1, repeat, sum.makespan);
+                fflush(stdout);
+            }
+        }
+        if (!s && repeat > 1) printf("best makespan of %lld runs: %.4f s\n", repeat, best);
         if (ro.progress) fputs("\r\033[K", stderr);
         if (!s) {
             tp_run_summary_print(&sum, stdout);
+            uint64_t cb[TP_ENG_COUNT] = {0};
+            double busy = 0;
+            for (int d = 0; d < sum.ndevices; d++) {
+                busy += sum.dev[d].compute_busy;
+                for (int k = 1; k < TP_ENG_COUNT; k++) cb[k] += sum.dev[d].copy_bytes[k];
+            }
+            printf("totals: makespan %.6f s, kernel busy %.6f s, h2d %llu B, d2h %llu B, peer %llu B\n", sum.makespan, busy,
+                   (unsigned long long)cb[TP_ENG_H2D], (unsigned long long)cb[TP_ENG_D2H], (unsigned long long)cb[TP_ENG_PEER]);
             tp_mvertex lv;
             tp_memgraph_vertex(mg, tp_memgraph_outputs(mg)[0], &lv);
             float *lg = malloc(lv.write.bytes);
@@ -1045,7 +1124,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(c, "--version")) {
-        printf("turnip %s\nbackends: cpu, sim\n", TP_VERSION);
+        char b[256];
+        tp_cuda_describe(b, sizeof b);
+        printf("turnip %s\nbackends: cpu, sim%s%s\n", TP_VERSION, *b ? ", " : "", b);
         return 0;
     }
     if (!strcmp(c, "plan")) return cmd_plan(argc, argv);

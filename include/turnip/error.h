@@ -18,7 +18,8 @@ typedef enum tp_status {
     TP_ERR_INVALID,    /* well-formed input that breaks the contract (cycle, unknown id, ...) */
     TP_ERR_INFEASIBLE, /* no plan fits the memory given */
     TP_ERR_CHECK,      /* a check (the verifier) found a violation */
-    TP_ERR_ARG         /* a bad argument to an API call */
+    TP_ERR_ARG,        /* a bad argument to an API call */
+    TP_ERR_DEVICE      /* a device (GPU) is missing, out of memory, or a call to its runtime failed */
 } tp_status;
 
 /* Short constant name of a status ("infeasible"); never NULL. */
@@ -32,7 +33,7 @@ typedef struct tp_error {
 } tp_error;
 
 /* Exit code the command line uses for a status: 0 ok, 1 failed check, 2 unusable input or
- * infeasible plan, 3 internal failure (out of memory, I/O on output). */
+ * infeasible plan or unusable device, 3 internal failure (out of memory, I/O on output). */
 int tp_status_exit_code(tp_status s);
 
 #ifdef __cplusplus

@@ -13,6 +13,7 @@
 #ifndef TURNIP_EXEC_H
 #define TURNIP_EXEC_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "turnip/error.h"
 #include "turnip/plan.h"
@@ -105,6 +106,30 @@ tp_status tp_sim_profile_read(const char *name_or_path, tp_sim_profile *p, tp_er
  * memory bandwidth); a copy's bytes flow at the fair share of every link it uses; kernel
  * times and copy sizes x exp(jitter x N(0,1)), seeded by the run's seed and the vertex. */
 tp_backend *tp_backend_sim_new(const tp_sim_profile *p, double jitter);
+
+/* The cuda backend (built when CMake finds nvcc): one cudaMalloc per device of exactly its
+ * capacity, one pinned host block (cudaHostAlloc) of host_bytes, per device non-blocking
+ * compute streams (each with its own cuBLAS handle and workspace) and dedicated
+ * host-to-device, device-to-host and peer-in copy streams. MemGraph device d runs on GPU
+ * d mod (GPUs visible), so a multi-device plan also runs on one GPU (its peer copies become
+ * device-to-device copies). Completions reach the executor from cudaLaunchHostFunc callbacks
+ * or from a thread polling CUDA events (docs/cuda.md). */
+typedef enum tp_cuda_completion {
+    TP_CUDA_DEFAULT = 0,  /* polling: it also reports device faults (CUDA runs no host function
+                             after one, so callbacks would leave the executor waiting) */
+    TP_CUDA_CALLBACK,     /* cudaLaunchHostFunc after each vertex */
+    TP_CUDA_POLL          /* events after each vertex, polled by a backend thread */
+} tp_cuda_completion;
+typedef struct tp_cuda_opts {
+    tp_cuda_completion completion;
+} tp_cuda_opts;
+void tp_cuda_opts_init(tp_cuda_opts *o);
+/* A cuda backend, or NULL with err filled (TP_ERR_DEVICE) when turnip was built without CUDA
+ * or no GPU can be used. */
+tp_backend *tp_backend_cuda_new(const tp_cuda_opts *o, tp_error *err);
+/* One line for `turnip --version`: "cuda (1 GPU: NVIDIA H100 80GB HBM3, ...)" or "cuda (no
+ * usable GPU: ...)". Returns 0 (and writes "") when turnip was built without CUDA. */
+int tp_cuda_describe(char *buf, size_t len);
 
 /* ---- executor ------------------------------------------------------------------------- */
 

@@ -3,6 +3,8 @@
 #ifndef TP__BACKEND_H
 #define TP__BACKEND_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include "turnip/exec.h"
 
 /* One completion, posted by a backend thread. */
@@ -45,6 +47,29 @@ typedef struct tp__backend_ops {
     /* lower bound of the last run's makespan, 0 if the backend cannot tell */
     double (*bound)(tp_backend *be);
 } tp__backend_ops;
+
+/* TP_OK if r lies inside its memory: the host block of host_bytes, or device r->device's
+ * cap[] (nd devices); else TP_ERR_ARG. For backends' write and read. */
+tp_status tp__region_check(const tp_region *r, uint64_t host_bytes, const uint64_t *cap, int nd, tp_error *err);
+
+/* Backend threads that spin, then sleep on a condition variable with `sleeping` set: wake one
+ * after queueing work for it (no lost wake-up: both sides use sequentially consistent
+ * atomics), or tell it to stop. */
+static inline void tp__wake_sleeper(atomic_int *sleeping, pthread_mutex_t *mu, pthread_cond_t *cv)
+{
+    if (atomic_load(sleeping)) {
+        pthread_mutex_lock(mu);
+        pthread_cond_signal(cv);
+        pthread_mutex_unlock(mu);
+    }
+}
+static inline void tp__stop_sleeper(atomic_int *stop, pthread_mutex_t *mu, pthread_cond_t *cv)
+{
+    pthread_mutex_lock(mu);
+    atomic_store(stop, 1);
+    pthread_cond_signal(cv);
+    pthread_mutex_unlock(mu);
+}
 
 struct tp_backend {
     const tp__backend_ops *ops;

@@ -521,3 +521,10 @@ void tp_run_summary_print(const tp_run_summary *s, FILE *f)
                 s->dev[d].compute_busy * 1e3, s->dev[d].stall_mem * 1e3, cell[1], cell[2], cell[3]);
     }
 }
+
+tp_status tp__region_check(const tp_region *r, uint64_t host_bytes, const uint64_t *cap, int nd, tp_error *err)
+{
+    uint64_t lim = r->space == TP_SPACE_HOST ? host_bytes : (r->device >= 0 && r->device < nd ? cap[r->device] : 0);
+    if (r->offset > lim || r->bytes > lim - r->offset) return tp__fail(err, TP_ERR_ARG, "region outside its memory");
+    return TP_OK;
+}

@@ -17,6 +17,7 @@ const char *tp_status_str(tp_status s)
     case TP_ERR_INFEASIBLE: return "infeasible";
     case TP_ERR_CHECK: return "check failed";
     case TP_ERR_ARG: return "bad argument";
+    case TP_ERR_DEVICE: return "device error";
     }
     return "unknown status";
 }
@@ -30,6 +31,7 @@ int tp_status_exit_code(tp_status s)
     case TP_ERR_INVALID:
     case TP_ERR_INFEASIBLE:
     case TP_ERR_ARG:
+    case TP_ERR_DEVICE:
     case TP_ERR_IO: return 2;
     case TP_ERR_NOMEM: return 3;
     }

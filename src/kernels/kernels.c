@@ -1,6 +1,5 @@
 /* kernels.c - CPU kernels for the ops of docs/ops.md: f32 compute, f32/f16/bf16 storage,
- * matmul through OpenBLAS (cblas_sgemm). */
-#include <cblas.h>
+ * matmul through OpenBLAS (cblas_sgemm, loaded by blas.c). */
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
@@ -420,9 +419,8 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
         for (int i = 0; i < nd - 2; i++) batch *= (uint64_t)x0->shape[i];
         uint64_t sa = (uint64_t)(m * k), sb = B->ndim == 2 ? 0 : (uint64_t)(k * nn), so = (uint64_t)(m * nn);
         for (uint64_t bi = 0; bi < batch; bi++)
-            cblas_sgemm(CblasRowMajor, kp->trans_a ? CblasTrans : CblasNoTrans, kp->trans_b ? CblasTrans : CblasNoTrans,
-                        (int)m, (int)nn, (int)k, kp->alpha, a + bi * sa, kp->trans_a ? (int)m : (int)k, b + bi * sb,
-                        kp->trans_b ? (int)k : (int)nn, 0.0f, o + bi * so, (int)nn);
+            tp__sgemm(kp->trans_a, kp->trans_b, (int)m, (int)nn, (int)k, kp->alpha, a + bi * sa, kp->trans_a ? (int)m : (int)k,
+                      b + bi * sb, kp->trans_b ? (int)k : (int)nn, o + bi * so, (int)nn);
         break;
     }
     case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: {
@@ -430,10 +428,11 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
         uint64_t nb = numel(B);
         const float *b = as_f32(in[1], B->dtype, nb, &sc);
         o = v->dtype == TP_DT_F32 ? out : sc;
-        for (uint64_t i = 0; i < n; i++) {
-            float y = b[i % nb];
-            o[i] = kp->op == TP__OP_ADD ? a[i] + y : kp->op == TP__OP_SUB ? a[i] - y : a[i] * y;
-        }
+        for (uint64_t q = 0; q < n; q += nb) /* b broadcast over a's leading dims, no division per element */
+            for (uint64_t j = 0; j < nb; j++) {
+                float x = a[q + j], y = b[j];
+                o[q + j] = kp->op == TP__OP_ADD ? x + y : kp->op == TP__OP_SUB ? x - y : x * y;
+            }
         break;
     }
     case TP__OP_SCALE:
@@ -492,11 +491,10 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
     }
     case TP__OP_ROPE: {
         int64_t T = v->shape[0], H = v->ndim == 3 ? v->shape[1] : 1, D = v->shape[v->ndim - 1], half = D / 2;
-        for (int64_t t = 0; t < T; t++) {
-            float pos = (float)(t + kp->pos_offset);
-            for (int64_t i = 0; i < half; i++) {
-                float inv_freq = 1.0f / powf(kp->theta, (float)(2 * i) / (float)D);
-                float ang = pos * inv_freq, cs = cosf(ang), sn = sinf(ang);
+        for (int64_t i = 0; i < half; i++) {
+            float inv_freq = (float)(1.0 / pow((double)kp->theta, (double)(2 * i) / (double)D));
+            for (int64_t t = 0; t < T; t++) {
+                float ang = (float)(t + kp->pos_offset) * inv_freq, cs = cosf(ang), sn = sinf(ang);
                 for (int64_t h = 0; h < H; h++) {
                     const float *x = a + (t * H + h) * D;
                     float *y = o + (t * H + h) * D;
@@ -579,5 +577,26 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
         break;
     }
     if (v->dtype != TP_DT_F32) store(out, v->dtype, o, n);
+    return TP_OK;
+}
+
+tp_status tp__kernels_prepare(const tp_memgraph *mg, tp__kplan **kp, uint64_t scratch[TP_MAX_DEVICES],
+                              uint64_t (*need)(const tp_graph *g, uint32_t v, const tp__kplan *kp), tp_error *err)
+{
+    const tp_graph *g = tp_memgraph_taskgraph(mg);
+    uint32_t n = tp_memgraph_size(mg);
+    *kp = calloc(tp_graph_size(g) + 1, sizeof **kp);
+    if (!*kp) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    memset(scratch, 0, sizeof(uint64_t) * TP_MAX_DEVICES);
+    for (uint32_t i = 0; i < n; i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind != TP_M_KERNEL) continue;
+        tp__kplan *k = &(*kp)[v.task];
+        tp_status s = tp__kernel_prepare(g, v.task, k, err);
+        if (s) return s;
+        uint64_t f = need ? need(g, v.task, k) : k->scratch_floats;
+        if (f > scratch[v.device]) scratch[v.device] = f;
+    }
     return TP_OK;
 }

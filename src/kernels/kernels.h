@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "turnip/graph.h"
+#include "turnip/plan.h"
 
 typedef enum {
     TP__OP_OPAQUE = 0, TP__OP_MATMUL, TP__OP_ADD, TP__OP_SUB, TP__OP_MUL, TP__OP_SCALE,
@@ -38,6 +39,21 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t v, tp__kplan *kp, tp_er
  * TP_ERR_INVALID with the vertex named. */
 tp_status tp__kernel_run(const tp_graph *g, uint32_t v, const tp__kplan *kp, const void *const *in, void *out,
                          float *scratch, tp_error *err);
+
+/* OpenBLAS (blas.c), loaded on first use: the helper-thread count to load it with (unless
+ * OPENBLAS_NUM_THREADS is set; once loaded, openblas_set_num_threads), and row-major sgemm
+ * C = alpha op(A) op(B). */
+void tp__blas_threads(int n);
+void tp__sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
+               float *c, int ldc);
+/* OpenBLAS's configuration string and thread count (loads it) */
+const char *tp__blas_info(int *threads);
+
+/* Prepares every kernel of mg: *kp gets a new array (caller frees) indexed by TaskGraph
+ * vertex, scratch[d] the most f32 scratch one kernel on device d needs, as `need` counts it
+ * (NULL: the cpu kernels' kp->scratch_floats). */
+tp_status tp__kernels_prepare(const tp_memgraph *mg, tp__kplan **kp, uint64_t scratch[TP_MAX_DEVICES],
+                              uint64_t (*need)(const tp_graph *g, uint32_t v, const tp__kplan *kp), tp_error *err);
 
 /* storage conversions */
 float tp__f16_to_f32(uint16_t h);

@@ -7,13 +7,20 @@
  * (the nondeterminism the paper is about). A worker takes jobs from a small in-order queue
  * (one slot per executor unit it serves: a compute stream has one, a copy engine
  * `copy_depth`, so the next copy is already queued when one ends, as on a CUDA stream) and
- * posts each completion to the executor's sink. Workers spin briefly before they sleep. */
+ * posts each completion to the executor's sink. Workers spin briefly before they sleep.
+ *
+ * BLAS threads: OpenBLAS's helpers spin between calls and take the cores the executor and the
+ * workers need (src/kernels/blas.c), so prepare gives each compute stream an equal share of
+ * the cores left after one for the executor and the copy engines: max(1, (cores - 1) /
+ * compute streams in all), unless OPENBLAS_NUM_THREADS is set. */
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "exec/backend.h"
 #include "io/util.h"
 #include "kernels/kernels.h"
@@ -56,18 +63,21 @@ static uint8_t *region_ptr(cpu *c, const tp_region *r)
     return r->space == TP_SPACE_HOST ? c->host + r->offset : c->dev[r->device] + r->offset;
 }
 
+/* Waits until t on tp__now's clock (CLOCK_MONOTONIC): sleeps to 100 us before t (sleeps
+ * overshoot by tens of us), then polls, yielding the core at each poll: a copy engine that
+ * spun out the end of each emulated transfer held a core the executor and the compute workers
+ * needed (on 2 cores, 0.4 ms between a reload's end and the next kernel). */
 static void wait_until(double t)
 {
     for (;;) {
         double left = t - tp__now();
         if (left <= 0) return;
         if (left > 200e-6) {
-            struct timespec ts = {0, (long)((left - 100e-6) * 1e9)};
-            if (left - 100e-6 >= 1.0) {
-                ts.tv_sec = (time_t)(left - 100e-6);
-                ts.tv_nsec = 0;
-            }
+            struct timespec ts = {(time_t)(left - 100e-6), 0};
+            ts.tv_nsec = (long)((left - 100e-6 - (double)ts.tv_sec) * 1e9);
             nanosleep(&ts, NULL);
+        } else {
+            sched_yield();
         }
     }
 }
@@ -148,11 +158,7 @@ static void cpu_launch(tp_backend *be, uint32_t v, int unit)
     unsigned p = atomic_load(&w->wpos);
     atomic_store(&w->ring[p % 4], v);
     atomic_store(&w->wpos, p + 1);
-    if (atomic_load(&w->sleeping)) {
-        pthread_mutex_lock(&w->mu);
-        pthread_cond_signal(&w->cv);
-        pthread_mutex_unlock(&w->mu);
-    }
+    tp__wake_sleeper(&w->sleeping, &w->mu, &w->cv);
 }
 
 static void cpu_release(tp_backend *be)
@@ -161,10 +167,7 @@ static void cpu_release(tp_backend *be)
     for (int i = 0; i < c->nw; i++) {
         worker *w = &c->w[i];
         if (!w->started) continue;
-        pthread_mutex_lock(&w->mu);
-        atomic_store(&w->stop, 1);
-        pthread_cond_signal(&w->cv);
-        pthread_mutex_unlock(&w->mu);
+        tp__stop_sleeper(&w->stop, &w->mu, &w->cv);
         pthread_join(w->th, NULL);
         pthread_mutex_destroy(&w->mu);
         pthread_cond_destroy(&w->cv);
@@ -193,20 +196,11 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     const tp_memgraph *mg = pi->mg;
     c->g = tp_memgraph_taskgraph(mg);
     c->nd = tp_graph_devices(c->g);
-    uint32_t nt = tp_graph_size(c->g), n = tp_memgraph_size(mg);
-    c->kp = calloc(nt + 1, sizeof *c->kp);
-    if (!c->kp) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-    uint64_t scratch[TP_MAX_DEVICES] = {0};
-    for (uint32_t i = 0; i < n; i++) {
-        tp_mvertex v;
-        tp_memgraph_vertex(mg, i, &v);
-        if (v.kind != TP_M_KERNEL) continue;
-        tp_status s = tp__kernel_prepare(c->g, v.task, &c->kp[v.task], err);
-        if (s) {
-            cpu_release(be);
-            return s;
-        }
-        if (c->kp[v.task].scratch_floats > scratch[v.device]) scratch[v.device] = c->kp[v.task].scratch_floats;
+    uint64_t scratch[TP_MAX_DEVICES];
+    tp_status ks = tp__kernels_prepare(mg, &c->kp, scratch, NULL, err);
+    if (ks) {
+        cpu_release(be);
+        return ks;
     }
     /* all memory, once, before anything runs */
     for (int d = 0; d < c->nd; d++) {
@@ -230,6 +224,8 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     }
     memset(hp, 0, c->host_bytes);
     c->host = hp;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN), share = (cores - 1) / (c->nd * c->ro.streams);
+    tp__blas_threads(share < 1 ? 1 : (int)share);
     c->per_dev = c->ro.streams + 3;
     c->nw = c->nd * c->per_dev;
     c->w = calloc((size_t)c->nw, sizeof *c->w);
@@ -269,17 +265,10 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     return TP_OK;
 }
 
-static tp_status check_region(cpu *c, const tp_region *r, tp_error *err)
-{
-    uint64_t lim = r->space == TP_SPACE_HOST ? c->host_bytes : (r->device >= 0 && r->device < c->nd ? c->cap[r->device] : 0);
-    if (r->offset > lim || r->bytes > lim - r->offset) return tp__fail(err, TP_ERR_ARG, "region outside its memory");
-    return TP_OK;
-}
-
 static tp_status cpu_write(tp_backend *be, const tp_region *r, const void *src, tp_error *err)
 {
     cpu *c = (cpu *)be;
-    tp_status s = check_region(c, r, err);
+    tp_status s = tp__region_check(r, c->host_bytes, c->cap, c->nd, err);
     if (!s) memcpy(region_ptr(c, r), src, r->bytes);
     return s;
 }
@@ -287,7 +276,7 @@ static tp_status cpu_write(tp_backend *be, const tp_region *r, const void *src, 
 static tp_status cpu_read(tp_backend *be, const tp_region *r, void *dst, tp_error *err)
 {
     cpu *c = (cpu *)be;
-    tp_status s = check_region(c, r, err);
+    tp_status s = tp__region_check(r, c->host_bytes, c->cap, c->nd, err);
     if (!s) memcpy(dst, region_ptr(c, r), r->bytes);
     return s;
 }

@@ -6,12 +6,19 @@
  * number), so equal times resolve in launch order and a run is a function of its seed.
  *
  * Kernels take launch + max(flops / (rate x efficiency), bytes touched / memory bandwidth), the
- * rate being the matmul peak or, for other ops, the profile's vector rate; a kernel on a
- * stream idle for more than wake_after_s also pays wake_s (threads that had gone to sleep).
+ * rate being the matmul peak or, for other ops, the profile's vector rate. Sleeping threads
+ * (the cpu backend's workers and executor loop spin wake_after_s, then sleep): a kernel on a
+ * stream idle for more than wake_after_s pays wake_s; a copy on an engine idle that long keeps
+ * the engine wake_s longer; and a copy that ends when nothing has completed or launched for
+ * that long finds the executor asleep: it and whatever ends meanwhile reach the executor
+ * wake_s later. (A kernel's end wakes the executor cheaply: the worker that ran it is awake,
+ * measured on the 2-core machines as 1-20 us gaps between chained kernels.)
  * Copies are fluid flows: each active copy moves at the smallest fair share (bandwidth / flows
  * on it) over the links it uses (host-to-device or device-to-host of its device, plus the
  * shared host bus when the machine has one; transfers use the destination's peer-in link),
- * recomputed whenever a flow starts or ends; its latency is added after its bytes. Jitter
+ * recomputed whenever a flow starts or ends; its latency is added after its bytes. A copy
+ * engine moves one copy at a time, in launch order, as a CUDA stream and the cpu backend's
+ * copy workers do: copies the executor queues behind it (copy_depth) wait their turn. Jitter
  * stretches kernel times and copy sizes by exp(jitter x N(0,1)).
  *
  * Lower bound of a run: the larger of the busiest device's summed kernel time and the busiest
@@ -33,6 +40,7 @@ typedef struct {
     uint32_t v;
     double remaining, bytes; /* bytes */
     int link[2];             /* -1: unused */
+    double extra;            /* seconds after its bytes: latency, and wake_s if its engine slept */
 } flow;
 
 typedef struct sim {
@@ -50,13 +58,25 @@ typedef struct sim {
     flow *flows;
     size_t nflows, capflows;
     int *active;   /* flows per link */
+    struct {       /* per copy engine (kind * nd + device): the copies queued behind the active one */
+        flow q[8];
+        int head, n, busy;
+        double idle_since;
+    } *eng;
     double *bw;    /* per link */
     double *t0;    /* per vertex */
     int16_t *unit_of;
+    int32_t *eng_of; /* per copy vertex in its latency: its engine */
+    double *t1_held; /* per held vertex: when it really ended */
+    double *fextra;  /* per copy: seconds its engine stays busy after its bytes */
     double idle_since[TP_MAX_DEVICES][64]; /* per compute stream: when it last went idle */
     double kern[TP_MAX_DEVICES];
     double *link_bytes;
     uint32_t inflight;
+    double last_act;  /* when the executor last handled a completion or launched */
+    double wake_at;   /* > 0: the executor is waking up; completions are held until then */
+    uint32_t *held;
+    size_t nheld, capheld;
 } sim;
 
 enum { L_H2D = 0, L_D2H = 1, L_PEER = 2 }; /* link = kind * nd + device; the bus is last */
@@ -115,12 +135,26 @@ static double jit(const sim *s, uint32_t v)
     return s->jitter > 0 ? exp(s->jitter * tp__normal(s->ro.seed * 1000003ull + v)) : 1.0;
 }
 
+/* f starts moving now on its engine */
+static void start_flow(sim *s, const flow *f)
+{
+    s->eng[f->link[0]].busy = 1;
+    s->t0[f->v] = s->now;
+    s->fextra[f->v] = s->p.copy_latency_s;
+    if (s->p.wake_s > 0 && s->now - s->eng[f->link[0]].idle_since > s->p.wake_after_s) s->fextra[f->v] += s->p.wake_s;
+    for (int k = 0; k < 2; k++)
+        if (f->link[k] >= 0) s->active[f->link[k]]++;
+    if (!TP__GROW(s->flows, s->capflows, s->nflows + 1)) abort();
+    s->flows[s->nflows++] = *f;
+}
+
 static void sim_launch(tp_backend *be, uint32_t v, int unit)
 {
     sim *s = (sim *)be;
     tp_mvertex mv;
     tp_memgraph_vertex(s->pi.mg, v, &mv);
     s->t0[v] = s->now;
+    s->last_act = s->now;
     s->unit_of[v] = (int16_t)unit;
     s->inflight++;
     if (mv.kind == TP_M_KERNEL) {
@@ -140,27 +174,56 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
         return;
     }
     double b = (double)mv.write.bytes * jit(s, v);
-    flow f = {v, b, b, {-1, -1}};
+    flow f = {v, b, b, {-1, -1}, 0};
     if (mv.kind == TP_M_TRANSFER) f.link[0] = L_PEER * s->nd + mv.device;
     else {
         f.link[0] = (mv.kind == TP_M_RELOAD ? L_H2D : L_D2H) * s->nd + mv.device;
         if (s->p.host_bus_bw > 0) f.link[1] = 3 * s->nd;
     }
     for (int k = 0; k < 2; k++)
-        if (f.link[k] >= 0) {
-            s->active[f.link[k]]++;
-            s->link_bytes[f.link[k]] += f.remaining;
-        }
-    if (!TP__GROW(s->flows, s->capflows, s->nflows + 1)) abort();
-    s->flows[s->nflows++] = f;
+        if (f.link[k] >= 0) s->link_bytes[f.link[k]] += f.remaining;
+    int e = f.link[0]; /* the engine: its own link's index */
+    if (s->eng[e].busy) { /* behind the engine's current copy */
+        if (s->eng[e].n == 8) abort(); /* copy_depth <= 4 */
+        s->eng[e].q[(s->eng[e].head + s->eng[e].n++) % 8] = f;
+        return;
+    }
+    start_flow(s, &f);
 }
 
-static void post(sim *s, uint32_t v)
+static void post(sim *s, uint32_t v, double end)
 {
-    tp__done d = {v, TP_OK, s->t0[v], s->now, NULL};
-    if (s->pi.engine[v] == TP_ENG_COMPUTE) s->idle_since[s->pi.device[v]][s->unit_of[v] & 63] = s->now;
+    tp__done d = {v, TP_OK, s->t0[v], end, NULL};
+    if (s->pi.engine[v] == TP_ENG_COMPUTE) s->idle_since[s->pi.device[v]][s->unit_of[v] & 63] = end;
     s->inflight--;
+    s->last_act = s->now;
     tp__sink_post(s->pi.sink, &d);
+}
+
+/* a vertex ends now: posted, or held while the executor wakes up; 1 if posted */
+static int deliver(sim *s, uint32_t v)
+{
+    if (s->wake_at > 0) {
+        if (!TP__GROW(s->held, s->capheld, s->nheld + 1)) abort();
+        s->held[s->nheld++] = v;
+        s->t1_held[v] = s->now;
+        return 0;
+    }
+    post(s, v, s->now);
+    return 1;
+}
+
+/* copy engine e is done with its copy: the next one queued behind it starts now */
+static void engine_free(sim *s, int e)
+{
+    s->eng[e].busy = 0;
+    s->eng[e].idle_since = s->now;
+    if (s->eng[e].n) {
+        flow nf = s->eng[e].q[s->eng[e].head];
+        s->eng[e].head = (s->eng[e].head + 1) % 8;
+        s->eng[e].n--;
+        start_flow(s, &nf);
+    }
 }
 
 /* moves time to the next event(s); posts at least one completion unless nothing is in flight */
@@ -178,7 +241,14 @@ static int sim_advance(tp_backend *be)
                 first = i;
             }
         }
-        if (tnext == INFINITY) break; /* nothing can progress (cannot happen with positive bandwidths) */
+        if (tnext == INFINITY && s->wake_at <= 0) break; /* nothing can progress (cannot happen with positive bandwidths) */
+        if (s->wake_at > 0 && s->wake_at <= tnext) { /* the executor is awake: it takes what ended meanwhile */
+            tnext = s->wake_at;
+            first = SIZE_MAX;
+        } else if (s->wake_at <= 0 && s->p.wake_s > 0 && tnext - s->last_act > s->p.wake_after_s &&
+                   (first != SIZE_MAX ? s->fextra[s->flows[first].v] <= 0 : s->pi.engine[s->heap[0].v] != TP_ENG_COMPUTE)) {
+            s->wake_at = tnext + s->p.wake_s; /* asleep: the copy that ends first wakes it */
+        }
         double dt = tnext - s->now;
         for (size_t i = 0; i < s->nflows; i++) s->flows[i].remaining -= rate(s, &s->flows[i]) * dt;
         s->now = tnext;
@@ -193,17 +263,26 @@ static int sim_advance(tp_backend *be)
             for (int k = 0; k < 2; k++)
                 if (f->link[k] >= 0) s->active[f->link[k]]--;
             uint32_t v = f->v;
+            int e = f->link[0];
             s->flows[i] = s->flows[--s->nflows];
-            if (s->p.copy_latency_s > 0) push(s, s->now + s->p.copy_latency_s, v);
-            else {
-                post(s, v);
-                posted = 1;
+            if (s->fextra[v] > 0) { /* the engine stays busy through the latency and wake-up */
+                s->eng_of[v] = e;
+                push(s, s->now + s->fextra[v], v);
+            } else {
+                engine_free(s, e);
+                posted |= deliver(s, v);
             }
         }
         while (s->nheap && s->heap[0].t <= s->now) {
-            event e = pop(s);
-            post(s, e.v);
-            posted = 1;
+            event ev = pop(s);
+            if (s->pi.engine[ev.v] != TP_ENG_COMPUTE) engine_free(s, s->eng_of[ev.v]);
+            posted |= deliver(s, ev.v);
+        }
+        if (s->wake_at > 0 && s->now >= s->wake_at) {
+            s->wake_at = 0;
+            for (size_t i = 0; i < s->nheld; i++) post(s, s->held[i], s->t1_held[s->held[i]]);
+            posted |= s->nheld > 0;
+            s->nheld = 0;
         }
     }
     return posted;
@@ -231,9 +310,21 @@ static void sim_release(tp_backend *be)
     free(s->heap);
     free(s->flows);
     free(s->active);
+    free(s->eng);
+    s->eng = NULL;
     free(s->bw);
     free(s->t0);
     free(s->unit_of);
+    free(s->eng_of);
+    s->eng_of = NULL;
+    free(s->t1_held);
+    s->t1_held = NULL;
+    free(s->fextra);
+    s->fextra = NULL;
+    free(s->held);
+    s->held = NULL;
+    s->nheld = s->capheld = 0;
+    s->wake_at = 0;
     free(s->link_bytes);
     s->unit_of = NULL;
     s->heap = NULL;
@@ -264,11 +355,15 @@ static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
         }
     s->nlinks = 3 * s->nd + 1;
     s->active = calloc((size_t)s->nlinks, sizeof *s->active);
+    s->eng = calloc((size_t)s->nlinks, sizeof *s->eng);
     s->bw = calloc((size_t)s->nlinks, sizeof *s->bw);
     s->link_bytes = calloc((size_t)s->nlinks, sizeof *s->link_bytes);
     s->t0 = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->t0);
     s->unit_of = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->unit_of);
-    if (!s->active || !s->bw || !s->link_bytes || !s->t0 || !s->unit_of) {
+    s->eng_of = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->eng_of);
+    s->t1_held = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->t1_held);
+    s->fextra = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->fextra);
+    if (!s->active || !s->eng || !s->bw || !s->link_bytes || !s->t0 || !s->unit_of || !s->eng_of || !s->t1_held || !s->fextra) {
         sim_release(be);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }

@@ -1,0 +1,717 @@
+/* cuda.c - the cuda backend: MemGraphs on NVIDIA GPUs, copies overlapping kernels.
+ *
+ * Memory is taken once, before the run: per MemGraph device one cudaMalloc of exactly its
+ * capacity, one pinned host block (cudaHostAlloc) of the plan's host_bytes, per compute
+ * stream a cuBLAS workspace and the f32 scratch that mixed-dtype matmuls and very wide sums
+ * need; nothing is allocated while the plan runs. Each executor unit is a CUDA stream:
+ * per device `streams` non-blocking compute streams (each with its own cuBLAS handle) and one
+ * stream each for host-to-device, device-to-host and peer-in copies (the executor queues up
+ * to copy_depth copies on a copy stream, which runs them in order, as the cpu backend does).
+ *
+ * launch() runs on the executor's thread: it enqueues the vertex on its stream and then
+ * either a host function (cudaLaunchHostFunc; CUDA calls it on its own thread when the
+ * stream gets there, and it posts the completion to the executor's sink) or a timing event
+ * that a backend thread polls (cudaEventQuery), posting completions in stream order. Polling
+ * is the default: it also reports device faults, after which CUDA runs no host functions
+ * (docs/cuda.md; which is faster is still to be measured on a GPU).
+ *
+ * MemGraph device d runs on GPU d mod (visible GPUs): a multi-device plan also runs on one
+ * GPU, its transfers then being device-to-device copies. Matmul is cuBLAS
+ * (cublasGemmStridedBatchedEx, f32 compute); the other ops are cukernels.cu.
+ *
+ * cuBLAS is loaded with dlopen when a cuda backend is made: linked normally, its 700 MB of
+ * libraries cost every `turnip` process 330 ms at start, GPU or not. */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backend/cuda/cukernels.h"
+#include "exec/backend.h"
+#include "io/util.h"
+#include "kernels/kernels.h"
+#include "turnip/io.h"
+
+#define RING 8                  /* in-flight vertices per stream (copy_depth <= 4) */
+#define WORKSPACE (32u << 20)   /* cuBLAS workspace per compute stream (NVIDIA's advice for Hopper) */
+
+struct cu;
+
+/* the cuBLAS entry points used, from the library loaded at run time */
+static struct {
+    void *lib;
+    cublasStatus_t (*create)(cublasHandle_t *);
+    cublasStatus_t (*destroy)(cublasHandle_t);
+    cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
+    cublasStatus_t (*set_workspace)(cublasHandle_t, void *, size_t);
+    cublasStatus_t (*gemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *, const void *,
+                           cudaDataType, int, long long, const void *, cudaDataType, int, long long, const void *, void *,
+                           cudaDataType, int, long long, int, cublasComputeType_t, cublasGemmAlgo_t);
+} blas;
+static pthread_mutex_t blas_mu = PTHREAD_MUTEX_INITIALIZER;
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static tp_status load_cublas(tp_error *err)
+{
+    pthread_mutex_lock(&blas_mu);
+    if (!blas.lib) {
+        const char *names[] = {"libcublas.so." STR(CUBLAS_VER_MAJOR),
+#ifdef TP_CUBLAS_DIR
+                               TP_CUBLAS_DIR "/libcublas.so." STR(CUBLAS_VER_MAJOR),
+#endif
+                               "libcublas.so"};
+        void *lib = NULL;
+        for (size_t i = 0; i < sizeof names / sizeof *names && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (lib) {
+            *(void **)&blas.create = dlsym(lib, "cublasCreate_v2");
+            *(void **)&blas.destroy = dlsym(lib, "cublasDestroy_v2");
+            *(void **)&blas.set_stream = dlsym(lib, "cublasSetStream_v2");
+            *(void **)&blas.set_workspace = dlsym(lib, "cublasSetWorkspace_v2");
+            *(void **)&blas.gemm = dlsym(lib, "cublasGemmStridedBatchedEx");
+            if (blas.create && blas.destroy && blas.set_stream && blas.set_workspace && blas.gemm) blas.lib = lib;
+            else dlclose(lib);
+        }
+    }
+    int ok = blas.lib != NULL;
+    pthread_mutex_unlock(&blas_mu);
+    return ok ? TP_OK
+              : tp__fail(err, TP_ERR_DEVICE, "cuda backend: cannot load cuBLAS (libcublas.so.%d): %s", CUBLAS_VER_MAJOR,
+                         dlerror() ? dlerror() : "symbols missing");
+}
+
+typedef struct slot {
+    struct cu *c;
+    struct cunit *u;
+    uint32_t v;
+    double t_launch;
+} slot;
+
+typedef struct cunit {
+    int device, engine;
+    cudaStream_t st;
+    cublasHandle_t blas;
+    void *ws;
+    float *scratch;
+    int *bad, *dbad; /* mapped host int: an embedding id out of range (host and device views) */
+    slot ring[RING];
+    cudaEvent_t ev0[RING], ev1[RING];
+    atomic_uint wpos, rpos;
+    double last_end;
+    tp_error err;
+} cunit;
+
+typedef struct cu {
+    tp_backend base;
+    tp_cuda_opts o;
+    int mode; /* TP_CUDA_CALLBACK or TP_CUDA_POLL */
+    tp__plan_info pi;
+    tp_run_opts ro;
+    const tp_graph *g;
+    int nd, ngpu;
+    int phys[TP_MAX_DEVICES];
+    uint8_t *dev[TP_MAX_DEVICES];
+    uint64_t cap[TP_MAX_DEVICES];
+    uint8_t *host;
+    uint64_t host_bytes;
+    tp__kplan *kp;
+    cunit *u;
+    int nu, per_dev, cur_gpu;
+    cudaEvent_t ref[TP_MAX_DEVICES]; /* poll mode: event times are read relative to these */
+    double ref_host[TP_MAX_DEVICES];
+    pthread_t poller;
+    int poller_started;
+    atomic_int stop, inflight, sleeping;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} cu;
+
+static tp_status cuda_fail(tp_error *err, cudaError_t e, const char *what)
+{
+    return tp__fail(err, TP_ERR_DEVICE, "cuda backend: %s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+static const char *blas_str(cublasStatus_t s)
+{
+    switch (s) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "not initialized";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "allocation failed";
+    case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "architecture mismatch";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
+    default: return "error";
+    }
+}
+
+static void set_gpu(cu *c, int gpu)
+{
+    if (c->cur_gpu != gpu) {
+        cudaSetDevice(gpu);
+        c->cur_gpu = gpu;
+    }
+}
+
+static uint64_t numel(const tp_vertex *v)
+{
+    uint64_t n = 1;
+    for (int i = 0; i < v->ndim; i++) n *= (uint64_t)v->shape[i];
+    return n;
+}
+
+static uint8_t *region_ptr(cu *c, const tp_region *r)
+{
+    return r->space == TP_SPACE_HOST ? c->host + r->offset : c->dev[r->device] + r->offset;
+}
+
+static cudaDataType cuda_type(tp_dtype t)
+{
+    return t == TP_DT_F16 ? CUDA_R_16F : t == TP_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/* cuBLAS takes A and B of one type and C of that type or f32; anything else goes through f32 */
+static int matmul_direct(tp_dtype a, tp_dtype b, tp_dtype o)
+{
+    return a == b && (o == a || o == TP_DT_F32);
+}
+
+/* f32 scratch (floats) kernel v needs on this backend */
+static uint64_t scratch_need(const tp_graph *g, uint32_t vi, const tp__kplan *kp)
+{
+    const tp_vertex *v = tp_graph_vertex(g, vi);
+    if (kp->op == TP__OP_MATMUL) {
+        const tp_vertex *a = tp_graph_vertex(g, v->inputs[0]), *b = tp_graph_vertex(g, v->inputs[1]);
+        if (matmul_direct(a->dtype, b->dtype, v->dtype)) return 0;
+        return (a->dtype != TP_DT_F32 ? numel(a) : 0) + (b->dtype != TP_DT_F32 ? numel(b) : 0) +
+               (v->dtype != TP_DT_F32 ? numel(v) : 0);
+    }
+    if (kp->op == TP__OP_SUM && v->ninputs > TP__CU_SUM_MAX) return numel(v);
+    return 0;
+}
+
+static tp_status kerr(cunit *u, int e, const char *what)
+{
+    return e ? cuda_fail(&u->err, (cudaError_t)e, what) : TP_OK;
+}
+
+static tp_status run_matmul(cu *c, cunit *u, const tp_vertex *v, const tp__kplan *kp, const void *const *in, void *out)
+{
+    const tp_vertex *A = tp_graph_vertex(c->g, v->inputs[0]), *B = tp_graph_vertex(c->g, v->inputs[1]);
+    int nd = A->ndim;
+    int64_t m = v->shape[nd - 2], n = v->shape[nd - 1], k = A->shape[nd - (kp->trans_a ? 2 : 1)];
+    int64_t batch = 1;
+    for (int i = 0; i < nd - 2; i++) batch *= A->shape[i];
+    const void *a = in[0], *b = in[1];
+    void *o = out;
+    tp_dtype ta = A->dtype, tb = B->dtype, to = v->dtype;
+    float *sc = u->scratch;
+    tp_status s = TP_OK;
+    if (!matmul_direct(ta, tb, to)) { /* through f32 */
+        if (ta != TP_DT_F32) {
+            if ((s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, a, ta, sc, TP_DT_F32, numel(A), 1.0f), "cast"))) return s;
+            a = sc;
+            sc += numel(A);
+        }
+        if (tb != TP_DT_F32) {
+            if ((s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, b, tb, sc, TP_DT_F32, numel(B), 1.0f), "cast"))) return s;
+            b = sc;
+            sc += numel(B);
+        }
+        if (to != TP_DT_F32) o = sc;
+        ta = tb = TP_DT_F32;
+    }
+    tp_dtype tc = o == out ? to : TP_DT_F32;
+    float alpha = kp->alpha, beta = 0.0f;
+    /* row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T */
+    cublasStatus_t bs = blas.gemm(
+        u->blas, kp->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, kp->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k,
+        &alpha, b, cuda_type(tb), kp->trans_b ? (int)k : (int)n, B->ndim == 2 ? 0 : (long long)(k * n), a, cuda_type(ta),
+        kp->trans_a ? (int)m : (int)k, (long long)(m * k), &beta, o, cuda_type(tc), (int)n, (long long)(m * n), (int)batch,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (bs != CUBLAS_STATUS_SUCCESS)
+        return tp__fail(&u->err, TP_ERR_DEVICE, "cuda backend: cublasGemmStridedBatchedEx: %s", blas_str(bs));
+    if (o != out) s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, o, TP_DT_F32, out, to, numel(v), 1.0f), "cast");
+    return s;
+}
+
+/* enqueues kernel vertex v's work on u's stream */
+static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
+{
+    const tp_vertex *v = tp_graph_vertex(c->g, mv->task);
+    const tp__kplan *kp = &c->kp[mv->task];
+    if (kp->op == TP__OP_OPAQUE) return TP_OK;
+    const void *inb[16], **in = mv->nreads <= 16 ? inb : malloc(mv->nreads * sizeof *in);
+    if (!in) return tp__fail(&u->err, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t k = 0; k < mv->nreads; k++) {
+        tp_mvertex src;
+        tp_memgraph_vertex(c->pi.mg, mv->reads[k], &src);
+        in[k] = region_ptr(c, &src.write);
+    }
+    void *out = region_ptr(c, &mv->write);
+    const tp_vertex *x0 = tp_graph_vertex(c->g, v->inputs[0]);
+    int dto = v->dtype, dt0 = x0->dtype, e = 0;
+    uint64_t n = numel(v);
+    tp_status s = TP_OK;
+    cudaStream_t st = u->st;
+    switch (kp->op) {
+    case TP__OP_MATMUL: s = run_matmul(c, u, v, kp, in, out); break;
+    case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: {
+        const tp_vertex *B = tp_graph_vertex(c->g, v->inputs[1]);
+        e = tp__cu_binary(st, kp->op, in[0], dt0, in[1], B->dtype, numel(B), out, dto, n);
+        break;
+    }
+    case TP__OP_SCALE: case TP__OP_SILU: case TP__OP_GELU: case TP__OP_EXP: case TP__OP_RELU: case TP__OP_CAST:
+        e = tp__cu_unary(st, kp->op, in[0], dt0, out, dto, n, kp->alpha);
+        break;
+    case TP__OP_SOFTMAX: {
+        uint64_t C = (uint64_t)v->shape[v->ndim - 1], R = v->ndim >= 2 ? (uint64_t)v->shape[v->ndim - 2] : 1;
+        e = tp__cu_softmax(st, in[0], dt0, out, dto, n / C, C, R, kp->scale, kp->causal, kp->row_offset);
+        break;
+    }
+    case TP__OP_RMSNORM: {
+        const tp_vertex *W = tp_graph_vertex(c->g, v->inputs[1]);
+        uint64_t d = (uint64_t)W->shape[0];
+        e = tp__cu_rmsnorm(st, in[0], dt0, in[1], W->dtype, out, dto, n / d, d, kp->eps);
+        break;
+    }
+    case TP__OP_ROPE:
+        e = tp__cu_rope(st, in[0], dt0, out, dto, v->shape[0], v->ndim == 3 ? v->shape[1] : 1, v->shape[v->ndim - 1], kp->theta,
+                        kp->pos_offset);
+        break;
+    case TP__OP_EMBEDDING:
+        *u->bad = 0;
+        e = tp__cu_embedding(st, in[0], dt0, in[1], out, dto, v->shape[0], x0->shape[1], x0->shape[0], kp->start, kp->masked,
+                             u->dbad);
+        break;
+    case TP__OP_SUM: {
+        float *acc = NULL;
+        for (uint32_t k0 = 0; k0 < v->ninputs && !e; k0 += TP__CU_SUM_MAX) {
+            tp__cu_sum_args a;
+            a.k = (int)(v->ninputs - k0 < TP__CU_SUM_MAX ? v->ninputs - k0 : TP__CU_SUM_MAX);
+            for (int k = 0; k < a.k; k++) {
+                a.in[k] = in[k0 + (uint32_t)k];
+                a.dt[k] = tp_graph_vertex(c->g, v->inputs[k0 + (uint32_t)k])->dtype;
+            }
+            int last = k0 + (uint32_t)a.k >= v->ninputs;
+            e = tp__cu_sum(st, &a, acc, last ? out : u->scratch, last ? dto : TP_DT_F32, n);
+            acc = u->scratch;
+        }
+        break;
+    }
+    case TP__OP_SLICE: case TP__OP_CONCAT: {
+        uint64_t outer = 1, inner = 1;
+        for (int i = 0; i < kp->axis; i++) outer *= (uint64_t)v->shape[i];
+        for (int i = (int)kp->axis + 1; i < v->ndim; i++) inner *= (uint64_t)v->shape[i];
+        if (kp->op == TP__OP_SLICE) {
+            uint64_t ext = (uint64_t)x0->shape[kp->axis], len = (uint64_t)kp->length;
+            const uint8_t *src = (const uint8_t *)in[0] + (uint64_t)kp->start * inner * tp_dtype_size(x0->dtype);
+            e = tp__cu_copy_rows(st, src, dt0, out, dto, outer, len * inner, ext * inner, len * inner);
+            break;
+        }
+        uint64_t oext = (uint64_t)v->shape[kp->axis], at = 0;
+        for (uint32_t k = 0; k < v->ninputs && !e; k++) {
+            const tp_vertex *x = tp_graph_vertex(c->g, v->inputs[k]);
+            uint64_t ext = (uint64_t)x->shape[kp->axis];
+            e = tp__cu_copy_rows(st, in[k], x->dtype, (uint8_t *)out + at * inner * tp_dtype_size(v->dtype), dto, outer,
+                                 ext * inner, ext * inner, oext * inner);
+            at += ext;
+        }
+        break;
+    }
+    case TP__OP_TRANSPOSE: {
+        int nd = v->ndim;
+        int64_t istr[TP_MAX_DIMS], pstr[TP_MAX_DIMS];
+        istr[nd - 1] = 1;
+        for (int i = nd - 2; i >= 0; i--) istr[i] = istr[i + 1] * x0->shape[i + 1];
+        for (int j = 0; j < nd; j++) pstr[j] = istr[kp->perm[j]];
+        e = tp__cu_transpose(st, in[0], dt0, out, dto, nd, v->shape, pstr, n);
+        break;
+    }
+    default:
+        s = tp__fail(&u->err, TP_ERR_INVALID, "cuda backend: op %s has no CUDA kernel", tp__op_name(kp->op));
+        break;
+    }
+    if (in != inb) free(in);
+    if (!s && e) s = kerr(u, e, tp__op_name(kp->op));
+    return s;
+}
+
+static tp_status run_copy(cu *c, cunit *u, const tp_mvertex *mv)
+{
+    tp_mvertex src;
+    tp_memgraph_vertex(c->pi.mg, mv->reads[0], &src);
+    void *dst = region_ptr(c, &mv->write);
+    const void *sp = region_ptr(c, &src.write);
+    cudaError_t e;
+    if (mv->kind == TP_M_TRANSFER && c->phys[src.device] != c->phys[mv->device])
+        e = cudaMemcpyPeerAsync(dst, c->phys[mv->device], sp, c->phys[src.device], mv->write.bytes, u->st);
+    else
+        e = cudaMemcpyAsync(dst, sp, mv->write.bytes, cudaMemcpyDefault, u->st);
+    return e ? cuda_fail(&u->err, e, "copy") : TP_OK;
+}
+
+/* a completion, checked for what a kernel could only report through memory */
+static void post(cu *c, cunit *u, uint32_t v, tp_status s, double t0, double t1)
+{
+    tp__done d = {v, s, t0, t1, &u->err};
+    if (!s && u->engine == TP_ENG_COMPUTE && *(volatile int *)u->bad) {
+        tp_mvertex mv;
+        tp_memgraph_vertex(c->pi.mg, v, &mv);
+        const tp_vertex *tv = tp_graph_vertex(c->g, mv.task);
+        const tp_vertex *tab = tp_graph_vertex(c->g, tv->inputs[0]);
+        d.status = tp__fail(&u->err, TP_ERR_INVALID, "vertex '%s' (embedding): the id at position %d is outside [%lld, %lld)",
+                            tv->id, *(volatile int *)u->bad - 1, (long long)c->kp[mv.task].start,
+                            (long long)(c->kp[mv.task].start + tab->shape[0]));
+        *(volatile int *)u->bad = 0;
+    }
+    tp__sink_post(c->pi.sink, &d);
+}
+
+static void CUDART_CB host_done(void *arg)
+{
+    slot *sl = arg;
+    cunit *u = sl->u;
+    double t1 = tp__now(), t0 = sl->t_launch > u->last_end ? sl->t_launch : u->last_end;
+    u->last_end = t1;
+    atomic_fetch_add(&u->rpos, 1);
+    post(sl->c, u, sl->v, TP_OK, t0, t1);
+}
+
+static int any_inflight(cu *c)
+{
+    return atomic_load(&c->inflight) > 0;
+}
+
+/* poll mode: completes, in stream order, every vertex whose end event has happened */
+static void *poll_main(void *arg)
+{
+    cu *c = arg;
+    cudaSetDevice(c->phys[0]);
+    int gpu = c->phys[0];
+    unsigned idle = 0;
+    while (!atomic_load(&c->stop)) {
+        int progressed = 0;
+        for (int i = 0; i < c->nu; i++) {
+            cunit *u = &c->u[i];
+            for (;;) {
+                unsigned r = atomic_load(&u->rpos);
+                if (r == atomic_load(&u->wpos)) break;
+                slot *sl = &u->ring[r % RING];
+                int g = c->phys[u->device];
+                if (g != gpu) cudaSetDevice(gpu = g);
+                cudaError_t e = cudaEventQuery(u->ev1[r % RING]);
+                if (e == cudaErrorNotReady) break;
+                float ms0 = 0, ms1 = 0;
+                tp_status s = TP_OK;
+                if (e) s = cuda_fail(&u->err, e, "stream");
+                else if (cudaEventElapsedTime(&ms0, c->ref[u->device], u->ev0[r % RING]) ||
+                         cudaEventElapsedTime(&ms1, c->ref[u->device], u->ev1[r % RING]))
+                    ms0 = ms1 = (float)((tp__now() - c->ref_host[u->device]) * 1e3);
+                atomic_store(&u->rpos, r + 1);
+                atomic_fetch_sub(&c->inflight, 1);
+                post(c, u, sl->v, s, c->ref_host[u->device] + ms0 * 1e-3, c->ref_host[u->device] + ms1 * 1e-3);
+                progressed = 1;
+            }
+        }
+        if (progressed) {
+            idle = 0;
+        } else if (!any_inflight(c)) { /* nothing to wait for: sleep until a launch */
+            pthread_mutex_lock(&c->mu);
+            atomic_store(&c->sleeping, 1);
+            while (!any_inflight(c) && !atomic_load(&c->stop)) pthread_cond_wait(&c->cv, &c->mu);
+            atomic_store(&c->sleeping, 0);
+            pthread_mutex_unlock(&c->mu);
+        } else if (++idle > 64) {
+            sched_yield();
+        }
+    }
+    return NULL;
+}
+
+static void cu_launch(tp_backend *be, uint32_t v, int unit)
+{
+    cu *c = (cu *)be;
+    int d = c->pi.device[v], eng = c->pi.engine[v];
+    cunit *u = &c->u[d * c->per_dev + (eng == TP_ENG_COMPUTE ? unit : c->ro.streams + eng - 1)];
+    tp_mvertex mv;
+    tp_memgraph_vertex(c->pi.mg, v, &mv);
+    set_gpu(c, c->phys[d]);
+    unsigned w = atomic_load(&u->wpos);
+    slot *sl = &u->ring[w % RING];
+    sl->v = v;
+    sl->t_launch = tp__now();
+    tp_status s = TP_OK;
+    if ((int64_t)v == c->ro.fail_vertex) s = tp__fail(&u->err, TP_ERR_INVALID, "injected fault (test hook)");
+    cudaError_t e = cudaSuccess;
+    if (!s && c->mode == TP_CUDA_POLL && (e = cudaEventRecord(u->ev0[w % RING], u->st))) s = cuda_fail(&u->err, e, "event");
+    if (!s) s = mv.kind == TP_M_KERNEL ? run_kernel(c, u, &mv) : run_copy(c, u, &mv);
+    if (!s) {
+        if (c->mode == TP_CUDA_POLL) {
+            if ((e = cudaEventRecord(u->ev1[w % RING], u->st))) s = cuda_fail(&u->err, e, "event");
+        } else if ((e = cudaLaunchHostFunc(u->st, host_done, sl))) {
+            s = cuda_fail(&u->err, e, "cudaLaunchHostFunc");
+        }
+    }
+    if (s) { /* nothing will complete it on the device: complete it here, failed */
+        double t = tp__now();
+        tp__done dn = {v, s, t, t, &u->err};
+        tp__sink_post(c->pi.sink, &dn);
+        return;
+    }
+    atomic_store(&u->wpos, w + 1);
+    if (c->mode == TP_CUDA_POLL) {
+        atomic_fetch_add(&c->inflight, 1);
+        tp__wake_sleeper(&c->sleeping, &c->mu, &c->cv);
+    }
+}
+
+static void cu_release(tp_backend *be)
+{
+    cu *c = (cu *)be;
+    if (c->poller_started) {
+        tp__stop_sleeper(&c->stop, &c->mu, &c->cv);
+        pthread_join(c->poller, NULL);
+        c->poller_started = 0;
+    }
+    for (int i = 0; i < c->nu; i++) {
+        cunit *u = &c->u[i];
+        set_gpu(c, c->phys[u->device]);
+        if (u->st) cudaStreamSynchronize(u->st);
+        if (u->blas) blas.destroy(u->blas);
+        if (u->st) cudaStreamDestroy(u->st);
+        for (int k = 0; k < RING; k++) {
+            if (u->ev0[k]) cudaEventDestroy(u->ev0[k]);
+            if (u->ev1[k]) cudaEventDestroy(u->ev1[k]);
+        }
+        cudaFree(u->ws);
+        cudaFree(u->scratch);
+        if (u->bad) cudaFreeHost(u->bad);
+    }
+    free(c->u);
+    c->u = NULL;
+    c->nu = 0;
+    for (int d = 0; d < c->nd; d++) {
+        set_gpu(c, c->phys[d]);
+        if (c->ref[d]) cudaEventDestroy(c->ref[d]);
+        c->ref[d] = NULL;
+        cudaFree(c->dev[d]);
+        c->dev[d] = NULL;
+    }
+    if (c->host) cudaFreeHost(c->host);
+    c->host = NULL;
+    free(c->kp);
+    c->kp = NULL;
+}
+
+static tp_status unit_init(cu *c, cunit *u, uint64_t scratch_floats, tp_error *err)
+{
+    cudaError_t e;
+    set_gpu(c, c->phys[u->device]);
+    atomic_init(&u->wpos, 0);
+    atomic_init(&u->rpos, 0);
+    for (int k = 0; k < RING; k++) {
+        u->ring[k].c = c;
+        u->ring[k].u = u;
+    }
+    if ((e = cudaStreamCreateWithFlags(&u->st, cudaStreamNonBlocking))) return cuda_fail(err, e, "cudaStreamCreate");
+    if ((e = cudaHostAlloc((void **)&u->bad, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable)))
+        return cuda_fail(err, e, "cudaHostAlloc (flag)");
+    *u->bad = 0;
+    if ((e = cudaHostGetDevicePointer((void **)&u->dbad, u->bad, 0))) return cuda_fail(err, e, "cudaHostGetDevicePointer");
+    if (c->mode == TP_CUDA_POLL)
+        for (int k = 0; k < RING; k++)
+            if ((e = cudaEventCreate(&u->ev0[k])) || (e = cudaEventCreate(&u->ev1[k]))) return cuda_fail(err, e, "cudaEventCreate");
+    if (u->engine != TP_ENG_COMPUTE) return TP_OK;
+    cublasStatus_t bs = blas.create(&u->blas);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = blas.set_stream(u->blas, u->st);
+    if (bs != CUBLAS_STATUS_SUCCESS) return tp__fail(err, TP_ERR_DEVICE, "cuda backend: cuBLAS handle: %s", blas_str(bs));
+    if ((e = cudaMalloc(&u->ws, WORKSPACE))) return cuda_fail(err, e, "cudaMalloc (cuBLAS workspace)");
+    if ((bs = blas.set_workspace(u->blas, u->ws, WORKSPACE)) != CUBLAS_STATUS_SUCCESS)
+        return tp__fail(err, TP_ERR_DEVICE, "cuda backend: cublasSetWorkspace: %s", blas_str(bs));
+    if (scratch_floats && (e = cudaMalloc((void **)&u->scratch, scratch_floats * sizeof(float))))
+        return cuda_fail(err, e, "cudaMalloc (f32 scratch)");
+    return TP_OK;
+}
+
+static tp_status cu_prepare_inner(cu *c, const tp__plan_info *pi, tp_error *err)
+{
+    c->pi = *pi;
+    c->ro = *pi->opts;
+    c->pi.opts = &c->ro;
+    const tp_memgraph *mg = pi->mg;
+    c->g = tp_memgraph_taskgraph(mg);
+    c->nd = tp_graph_devices(c->g);
+    c->cur_gpu = -1;
+    for (int d = 0; d < c->nd; d++) c->phys[d] = d % c->ngpu;
+    uint64_t scratch[TP_MAX_DEVICES];
+    tp_status ks = tp__kernels_prepare(mg, &c->kp, scratch, scratch_need, err);
+    if (ks) return ks;
+    cudaError_t e;
+    for (int d = 0; d < c->nd; d++) {
+        set_gpu(c, c->phys[d]);
+        c->cap[d] = tp_memgraph_device_capacity(mg, d);
+        if ((e = cudaMalloc((void **)&c->dev[d], c->cap[d] ? c->cap[d] : 1))) {
+            size_t fr = 0, tot = 0;
+            cudaGetLastError();
+            cudaMemGetInfo(&fr, &tot);
+            char b1[32], b2[32];
+            return tp__fail(err, TP_ERR_DEVICE, "cuda backend: cannot allocate device %d's %s on GPU %d (%s free): %s", d,
+                            tp_format_size(c->cap[d], b1, sizeof b1), c->phys[d], tp_format_size(fr, b2, sizeof b2),
+                            cudaGetErrorString(e));
+        }
+        if ((e = cudaMemset(c->dev[d], 0, c->cap[d]))) return cuda_fail(err, e, "cudaMemset");
+        if ((e = cudaEventCreate(&c->ref[d]))) return cuda_fail(err, e, "cudaEventCreate");
+    }
+    for (int a = 0; a < c->ngpu && a < c->nd; a++) /* peer access where the GPUs allow it */
+        for (int b = 0; b < c->ngpu && b < c->nd; b++) {
+            int ok = 0;
+            if (a == b || cudaDeviceCanAccessPeer(&ok, a, b) || !ok) continue;
+            set_gpu(c, a);
+            if (cudaDeviceEnablePeerAccess(b, 0)) cudaGetLastError(); /* already enabled */
+        }
+    c->host_bytes = tp_memgraph_host_bytes(mg);
+    if ((e = cudaHostAlloc((void **)&c->host, c->host_bytes ? c->host_bytes : 1, cudaHostAllocPortable))) {
+        char b[32];
+        cudaGetLastError();
+        return tp__fail(err, TP_ERR_DEVICE, "cuda backend: cannot pin %s of host memory: %s",
+                        tp_format_size(c->host_bytes, b, sizeof b), cudaGetErrorString(e));
+    }
+    c->per_dev = c->ro.streams + 3;
+    c->nu = c->nd * c->per_dev;
+    c->u = calloc((size_t)c->nu, sizeof *c->u);
+    if (!c->u) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < c->nu; i++) {
+        cunit *u = &c->u[i];
+        u->device = i / c->per_dev;
+        int k = i % c->per_dev;
+        u->engine = k < c->ro.streams ? TP_ENG_COMPUTE : k - c->ro.streams + 1;
+    }
+    for (int i = 0; i < c->nu; i++) {
+        tp_status s = unit_init(c, &c->u[i], c->u[i].engine == TP_ENG_COMPUTE ? scratch[c->u[i].device] : 0, err);
+        if (s) return s;
+    }
+    for (int d = 0; d < c->nd; d++) { /* the clock reference of each device, now */
+        set_gpu(c, c->phys[d]);
+        cudaStream_t st = c->u[d * c->per_dev].st;
+        if ((e = cudaEventRecord(c->ref[d], st)) || (e = cudaEventSynchronize(c->ref[d]))) return cuda_fail(err, e, "reference event");
+        c->ref_host[d] = tp__now();
+    }
+    if ((e = cudaDeviceSynchronize())) return cuda_fail(err, e, "cudaDeviceSynchronize");
+    atomic_init(&c->stop, 0);
+    atomic_init(&c->inflight, 0);
+    atomic_init(&c->sleeping, 0);
+    if (c->mode == TP_CUDA_POLL) {
+        if (pthread_create(&c->poller, NULL, poll_main, c)) return tp__fail(err, TP_ERR_NOMEM, "cuda backend: cannot start a thread");
+        c->poller_started = 1;
+    }
+    return TP_OK;
+}
+
+static tp_status cu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *err)
+{
+    cu *c = (cu *)be;
+    if (c->u || c->kp) return tp__fail(err, TP_ERR_ARG, "cuda backend: already prepared");
+    tp_status s = cu_prepare_inner(c, pi, err);
+    if (s) cu_release(be);
+    return s;
+}
+
+static tp_status cu_write(tp_backend *be, const tp_region *r, const void *src, tp_error *err)
+{
+    cu *c = (cu *)be;
+    tp_status s = tp__region_check(r, c->host_bytes, c->cap, c->nd, err);
+    if (s) return s;
+    if (r->space == TP_SPACE_HOST) {
+        memcpy(region_ptr(c, r), src, r->bytes);
+        return TP_OK;
+    }
+    set_gpu(c, c->phys[r->device]);
+    cudaError_t e = cudaMemcpy(region_ptr(c, r), src, r->bytes, cudaMemcpyHostToDevice);
+    return e ? cuda_fail(err, e, "cudaMemcpy") : TP_OK;
+}
+
+static tp_status cu_read(tp_backend *be, const tp_region *r, void *dst, tp_error *err)
+{
+    cu *c = (cu *)be;
+    tp_status s = tp__region_check(r, c->host_bytes, c->cap, c->nd, err);
+    if (s) return s;
+    if (r->space == TP_SPACE_HOST) {
+        memcpy(dst, region_ptr(c, r), r->bytes);
+        return TP_OK;
+    }
+    set_gpu(c, c->phys[r->device]);
+    cudaError_t e = cudaMemcpy(dst, region_ptr(c, r), r->bytes, cudaMemcpyDeviceToHost);
+    return e ? cuda_fail(err, e, "cudaMemcpy") : TP_OK;
+}
+
+static void cu_destroy(tp_backend *be)
+{
+    cu_release(be);
+    pthread_mutex_destroy(&((cu *)be)->mu);
+    pthread_cond_destroy(&((cu *)be)->cv);
+    free(be);
+}
+
+static const tp__backend_ops cuda_ops = {"cuda", cu_prepare, cu_launch, cu_write, cu_read, cu_release, cu_destroy, NULL, NULL, NULL};
+
+void tp_cuda_opts_init(tp_cuda_opts *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+static int gpu_count(tp_error *err)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e) {
+        cudaGetLastError();
+        tp__fail(err, TP_ERR_DEVICE, "cuda backend: no usable GPU: %s (is there an NVIDIA GPU and driver?)", cudaGetErrorString(e));
+        return 0;
+    }
+    if (!n) tp__fail(err, TP_ERR_DEVICE, "cuda backend: no usable GPU: the CUDA runtime sees none");
+    return n;
+}
+
+tp_backend *tp_backend_cuda_new(const tp_cuda_opts *o, tp_error *err)
+{
+    int n = gpu_count(err);
+    if (!n || load_cublas(err)) return NULL;
+    cu *c = calloc(1, sizeof *c);
+    if (!c) {
+        tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    c->base.ops = &cuda_ops;
+    if (o) c->o = *o;
+    /* polling by default: CUDA skips host functions queued after a device fault, so in callback
+     * mode a faulting kernel would leave the executor waiting; an event reports the fault */
+    c->mode = c->o.completion == TP_CUDA_DEFAULT ? TP_CUDA_POLL : (int)c->o.completion;
+    c->ngpu = n;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    return &c->base;
+}
+
+int tp_cuda_describe(char *buf, size_t len)
+{
+    tp_error e;
+    int n = gpu_count(&e);
+    if (!n) {
+        snprintf(buf, len, "cuda (%s)", e.msg + strlen("cuda backend: "));
+        char *q = strstr(buf, " (is there");
+        if (q) snprintf(q, (size_t)(buf + len - q), ")");
+        return 1;
+    }
+    struct cudaDeviceProp p;
+    int drv = 0, rt = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    if (cudaGetDeviceProperties(&p, 0)) snprintf(p.name, sizeof p.name, "?");
+    snprintf(buf, len, "cuda (%d GPU%s: %s, compute capability %d.%d; driver CUDA %d.%d, runtime %d.%d)", n, n > 1 ? "s" : "",
+             p.name, p.major, p.minor, drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    return 1;
+}
