@@ -137,39 +137,22 @@ static double copy_rate(size_t bytes)
     return best;
 }
 
-static double kernel_overhead(void)
+
+/* g (one device) finalized and planned under cap; exits on failure */
+static tp_memgraph *plan_or_die(tp_graph *g, uint64_t cap)
 {
-    uint32_t n = 20000;
-    tp_graph *g = tp_graph_new(1);
     tp_error e;
-    uint32_t prev = 0, v;
-    char id[16];
-    for (uint32_t i = 0; i < n; i++) {
-        snprintf(id, sizeof id, "k%u", i);
-        tp_graph_add_kernel(g, id, 0, "opaque", i ? 1 : 0, &prev, TP_DT_NONE, -1, NULL, 4, NULL, 0, &v, &e);
-        prev = v;
-    }
-    tp_graph_add_output(g, v, &e);
-    tp_graph_finalize(g, &e);
     tp_plan_opts po;
-    tp_plan_opts_init(&po, 1, 1 << 20);
-    tp_memgraph *mg;
-    tp_plan(g, &po, &mg, &e);
-    tp_backend *be = tp_backend_cpu_new(NULL);
-    tp_run_opts ro;
-    tp_run_opts_init(&ro);
-    tp_exec *x;
-    tp_run_summary s;
-    tp_exec_new(mg, be, &ro, &x, &e);
-    tp_exec_run(x, &s, &e);
-    tp_exec_free(x);
-    tp_backend_free(be);
-    tp_memgraph_free(mg);
-    tp_graph_free(g);
-    return s.makespan / n;
+    tp_plan_opts_init(&po, 1, cap);
+    tp_memgraph *mg = NULL;
+    if (tp_graph_finalize(g, &e) || tp_plan(g, &po, &mg, &e)) {
+        fprintf(stderr, "measure_cpu: %s\n", e.msg);
+        exit(1);
+    }
+    return mg;
 }
 
-/* The weight-streaming graph both measurements below run: `n` inputs of 256 KiB, each loaded
+/* The weight-streaming graph fit_stream runs: `n` inputs of 256 KiB, each loaded
  * (host to device) and added into a running sum, under a cap of three such tensors (the old
  * sum, the input, the new sum), so each load waits for the add that frees its space: copy,
  * kernel, copy, ... strictly in turn. */
@@ -189,16 +172,8 @@ static tp_memgraph *stream_graph(tp_graph **gp, int n)
         prev = k;
     }
     tp_graph_add_output(g, k, &e);
-    tp_graph_finalize(g, &e);
-    tp_plan_opts po;
-    tp_plan_opts_init(&po, 1, 3 * (256 << 10));
-    tp_memgraph *mg = NULL;
-    if (tp_plan(g, &po, &mg, &e)) {
-        fprintf(stderr, "measure_cpu: %s\n", e.msg);
-        exit(1);
-    }
     *gp = g;
-    return mg;
+    return plan_or_die(g, 3 * (256 << 10));
 }
 
 /* best of `reps` cpu-backend runs of mg at link rate gbps */
@@ -225,6 +200,26 @@ static tp_run_summary run_cpu(const tp_memgraph *mg, double gbps, int reps)
     return best;
 }
 
+/* the cpu backend's makespan per chained no-op kernel */
+static double kernel_overhead(void)
+{
+    uint32_t n = 20000, prev = 0, v;
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    char id[16];
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "k%u", i);
+        tp_graph_add_kernel(g, id, 0, "opaque", i ? 1 : 0, &prev, TP_DT_NONE, -1, NULL, 4, NULL, 0, &v, &e);
+        prev = v;
+    }
+    tp_graph_add_output(g, v, &e);
+    tp_memgraph *mg = plan_or_die(g, 1 << 20);
+    double t = run_cpu(mg, 0, 1).makespan / n;
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    return t;
+}
+
 static double sim_makespan(const tp_memgraph *mg, const tp_sim_profile *p)
 {
     tp_error e;
@@ -240,39 +235,30 @@ static double sim_makespan(const tp_memgraph *mg, const tp_sim_profile *p)
     return s.makespan;
 }
 
-/* The cost of one wake-up as the cpu backend pays it: the wake_s (the other numbers of p as
- * measured) at which the model's makespan of the streaming graph equals the cpu backend's
- * (best of 5), by bisection. In that graph every load and every add start on a sleeping
- * engine and end with the executor asleep, the places the model charges wake_s. */
-static double wake_cost(const tp_sim_profile *p, double gbps, double *real_ms)
+/* Runs the streaming graph on the cpu backend (best of 5) and fits two numbers of p to it: the
+ * copy overshoot (what an emulated 256 KiB copy takes beyond bytes / link rate: the timer's
+ * overshoot at the end of each copy, from the run's copy busy time) and then the cost of one
+ * wake-up, the wake_s at which the model's makespan equals the run's, by bisection. In that
+ * graph every load and every add start on a sleeping engine and end with the executor asleep,
+ * the places the model charges wake_s. Returns the run's makespan. */
+static double fit_stream(tp_sim_profile *p, double gbps)
 {
     tp_graph *g;
     tp_memgraph *mg = stream_graph(&g, 40);
-    double real = run_cpu(mg, gbps, 5).makespan, lo = 0, hi = 1e-3;
-    tp_sim_profile q = *p;
+    tp_run_summary s = run_cpu(mg, gbps, 5);
+    double over = (s.dev[0].copy_busy[TP_ENG_H2D] - (double)s.dev[0].copy_bytes[TP_ENG_H2D] / (gbps * 1e9)) /
+                  (double)s.dev[0].copies[TP_ENG_H2D];
+    p->copy_latency_s = over > 0 ? over : 0;
+    double lo = 0, hi = 1e-3;
     for (int it = 0; it < 40; it++) {
-        q.wake_s = (lo + hi) / 2;
-        if (sim_makespan(mg, &q) < real) lo = q.wake_s;
-        else hi = q.wake_s;
+        p->wake_s = (lo + hi) / 2;
+        if (sim_makespan(mg, p) < s.makespan) lo = p->wake_s;
+        else hi = p->wake_s;
     }
+    p->wake_s = (lo + hi) / 2;
     tp_memgraph_free(mg);
     tp_graph_free(g);
-    *real_ms = real * 1e3;
-    return (lo + hi) / 2;
-}
-
-/* What an emulated copy of 256 KiB takes on the cpu backend beyond bytes / link rate (the
- * timer's overshoot at the end of each copy), from the streaming graph's copy busy time. */
-static double copy_overshoot(double gbps)
-{
-    tp_graph *g;
-    tp_memgraph *mg = stream_graph(&g, 24);
-    tp_run_summary s = run_cpu(mg, gbps, 3);
-    double per = (s.dev[0].copy_busy[TP_ENG_H2D] - (double)s.dev[0].copy_bytes[TP_ENG_H2D] / (gbps * 1e9)) /
-                 (double)s.dev[0].copies[TP_ENG_H2D];
-    tp_memgraph_free(mg);
-    tp_graph_free(g);
-    return per > 0 ? per : 0;
+    return s.makespan;
 }
 
 int main(int argc, char **argv)
@@ -286,7 +272,7 @@ int main(int argc, char **argv)
     double o = kernel_overhead();
     double vr = vector_rate();
     double wk = wake_latency();
-    /* the handoff cost, with the model's other numbers as measured above */
+    /* the overshoot and the wake-up cost, with the model's other numbers as measured above */
     tp_sim_profile prof;
     memset(&prof, 0, sizeof prof);
     prof.devices = 1;
@@ -298,10 +284,7 @@ int main(int argc, char **argv)
     prof.launch_s = o;
     prof.wake_after_s = 20e-6;
     prof.h2d_bw = prof.d2h_bw = prof.peer_bw = link * 1e9;
-    double over = copy_overshoot(link);
-    prof.copy_latency_s = over;
-    double real_ms;
-    double hand = wake_cost(&prof, link, &real_ms);
+    double real_ms = fit_stream(&prof, link) * 1e3;
     int nthr = 0;
     const char *cfg = tp__blas_info(&nthr);
     printf("{\"name\": \"cpu-local\",\n"
@@ -319,13 +302,14 @@ int main(int argc, char **argv)
     printf(" \"wake_s\": {\"value\": %.4g, \"comment\": \"measured: one wake-up of a sleeping thread as the cpu backend pays it: the "
            "value at which the model predicts the cpu backend's makespan (%.2f ms, best of 5) of 40 256 KiB inputs streamed through a "
            "cap of three (load, add into a running sum, load, ... strictly in turn: every copy and kernel starts on a sleeping thread "
-           "and ends with the executor asleep); a condition-variable ping-pong between two busy threads is %.3g us per wake-up\"},\n", hand, real_ms, wk * 1e6);
+           "and ends with the executor asleep); a condition-variable ping-pong between two busy threads is %.3g us per wake-up\"},\n",
+           prof.wake_s, real_ms, wk * 1e6);
     printf(" \"wake_after_s\": {\"value\": 20e-6, \"comment\": \"the cpu backend's spin window (src/backend/cpu, src/exec/sink.c)\"},\n");
     printf(" \"h2d_bw\": {\"value\": %.4g, \"comment\": \"the cpu backend's --link-bandwidth for validation runs\"},\n", link * 1e9);
     printf(" \"d2h_bw\": {\"value\": %.4g, \"comment\": \"as h2d_bw\"},\n", link * 1e9);
     printf(" \"host_bus_bw\": {\"value\": 0, \"comment\": \"the cpu backend throttles each engine separately\"},\n");
     printf(" \"peer_bw\": {\"value\": %.4g, \"comment\": \"as h2d_bw (--link-bandwidth applies to peer copies too)\"},\n", link * 1e9);
     printf(" \"copy_latency_s\": {\"value\": %.4g, \"comment\": \"measured: what an emulated 256 KiB copy takes beyond bytes / "
-           "link rate (the end-of-copy timer overshoot; --link-latency 0), 24 copies, best of 3\"}}\n", over);
+           "link rate (the end-of-copy timer overshoot; --link-latency 0), from the same run\"}}\n", prof.copy_latency_s);
     return 0;
 }

@@ -20,8 +20,8 @@ echo "ablation: makespan(any) / makespan(fixed), jitter 0.3, seeds 1-20"
 for point in "7b a100x8 8 16384" "65b a100x8 8 16384" "7b p100x4 4 8192" "65b p100x4 4 4096"; do
     set -- $point
     ratios=$(for s in $(seq 1 20); do
-        a=$($T llama --preset $1 --devices $3 --backend sim --machine $2 --seq-len $4 --seed $s --jitter 0.3 --order any | grep -o 'makespan [0-9.]*' | awk '{print $2}')
-        f=$($T llama --preset $1 --devices $3 --backend sim --machine $2 --seq-len $4 --seed $s --jitter 0.3 --order fixed | grep -o 'makespan [0-9.]*' | awk '{print $2}')
+        a=$($T llama --preset $1 --devices $3 --backend sim --machine $2 --seq-len $4 --seed $s --jitter 0.3 --order any | grep -o 'makespan [0-9.]*' | head -1 | awk '{print $2}')
+        f=$($T llama --preset $1 --devices $3 --backend sim --machine $2 --seq-len $4 --seed $s --jitter 0.3 --order fixed | grep -o 'makespan [0-9.]*' | head -1 | awk '{print $2}')
         echo "$a $f" | awk '{print $1 / $2}'
     done)
     echo "$ratios" | python3 -c "

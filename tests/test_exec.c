@@ -78,6 +78,17 @@ static uint8_t *run_once(const tp_memgraph *mg, const tp_run_opts *ro, const tp_
     return out;
 }
 
+/* g planned with every device capped at cap */
+static tp_memgraph *plan_at(const tp_graph *g, uint64_t cap)
+{
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, tp_graph_devices(g), cap);
+    tp_memgraph *mg = NULL;
+    tp_error e;
+    CHECKF(tp_plan(g, &po, &mg, &e) == TP_OK, "%s", e.msg);
+    return mg;
+}
+
 static uint64_t out_bytes(const tp_memgraph *mg)
 {
     tp_mvertex v;
@@ -88,11 +99,8 @@ static uint64_t out_bytes(const tp_memgraph *mg)
 TEST(exec_same_result_every_policy)
 {
     tp_graph *g = mlp_chain(12, 3, 24);
-    tp_plan_opts po;
-    tp_plan_opts_init(&po, 3, 4 * 24 * 24 * 4);
-    tp_memgraph *mg;
+    tp_memgraph *mg = plan_at(g, 4 * 24 * 24 * 4);
     tp_error e;
-    CHECKF(tp_plan(g, &po, &mg, &e) == TP_OK, "%s", e.msg);
     tp_run_opts ro;
     tp_run_opts_init(&ro);
     tp_cpu_opts co;
@@ -137,11 +145,8 @@ static void drop_dep(tp_memgraph *mg, uint32_t u, uint32_t r)
 TEST(exec_removed_memory_dep_is_a_visible_race)
 {
     tp_graph *g = mlp_chain(10, 1, 32);
-    tp_plan_opts po;
-    tp_plan_opts_init(&po, 1, 5 * 32 * 32 * 4);
-    tp_memgraph *mg;
+    tp_memgraph *mg = plan_at(g, 5 * 32 * 32 * 4);
     tp_error e;
-    CHECKF(tp_plan(g, &po, &mg, &e) == TP_OK, "%s", e.msg);
     tp_run_opts ro;
     tp_run_opts_init(&ro);
     tp_cpu_opts co;
@@ -157,8 +162,7 @@ TEST(exec_removed_memory_dep_is_a_visible_race)
             int data = 0;
             for (uint32_t k = 0; k < mg->v[u].nreads; k++) data |= mg->reads[mg->v[u].reads_off + k] == r;
             if (data) continue;
-            tp_memgraph *bad;
-            CHECK(tp_plan(g, &po, &bad, &e) == TP_OK);
+            tp_memgraph *bad = plan_at(g, 5 * 32 * 32 * 4);
             drop_dep(bad, u, r);
             char *text;
             size_t len;
@@ -193,11 +197,8 @@ TEST(exec_removed_memory_dep_is_a_visible_race)
 TEST(exec_fault_stops_cleanly_naming_the_vertex)
 {
     tp_graph *g = mlp_chain(8, 2, 16);
-    tp_plan_opts po;
-    tp_plan_opts_init(&po, 2, 4 * 16 * 16 * 4);
-    tp_memgraph *mg;
+    tp_memgraph *mg = plan_at(g, 4 * 16 * 16 * 4);
     tp_error e;
-    CHECKF(tp_plan(g, &po, &mg, &e) == TP_OK, "%s", e.msg);
     tp_cpu_opts co;
     tp_cpu_opts_init(&co);
     for (uint32_t f = 0; f < tp_memgraph_size(mg); f += 3) {

@@ -929,14 +929,6 @@ static int cmd_llama(int argc, char **argv)
         if (ro.progress) fputs("\r\033[K", stderr);
         if (!s) {
             tp_run_summary_print(&sum, stdout);
-            uint64_t cb[TP_ENG_COUNT] = {0};
-            double busy = 0;
-            for (int d = 0; d < sum.ndevices; d++) {
-                busy += sum.dev[d].compute_busy;
-                for (int k = 1; k < TP_ENG_COUNT; k++) cb[k] += sum.dev[d].copy_bytes[k];
-            }
-            printf("totals: makespan %.6f s, kernel busy %.6f s, h2d %llu B, d2h %llu B, peer %llu B\n", sum.makespan, busy,
-                   (unsigned long long)cb[TP_ENG_H2D], (unsigned long long)cb[TP_ENG_D2H], (unsigned long long)cb[TP_ENG_PEER]);
             tp_mvertex lv;
             tp_memgraph_vertex(mg, tp_memgraph_outputs(mg)[0], &lv);
             float *lg = malloc(lv.write.bytes);

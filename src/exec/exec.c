@@ -520,6 +520,15 @@ void tp_run_summary_print(const tp_run_summary *s, FILE *f)
         fprintf(f, "%-6d %8llu %11.2f %11.2f %24s %24s %24s\n", d, (unsigned long long)s->dev[d].kernels,
                 s->dev[d].compute_busy * 1e3, s->dev[d].stall_mem * 1e3, cell[1], cell[2], cell[3]);
     }
+    /* one machine-readable line (bench/llama_cuda.py reads it) */
+    uint64_t cb[TP_ENG_COUNT] = {0};
+    double busy = 0;
+    for (int d = 0; d < s->ndevices; d++) {
+        busy += s->dev[d].compute_busy;
+        for (int e = 1; e < TP_ENG_COUNT; e++) cb[e] += s->dev[d].copy_bytes[e];
+    }
+    fprintf(f, "totals: makespan %.6f s, kernel busy %.6f s, h2d %llu B, d2h %llu B, peer %llu B\n", s->makespan, busy,
+            (unsigned long long)cb[TP_ENG_H2D], (unsigned long long)cb[TP_ENG_D2H], (unsigned long long)cb[TP_ENG_PEER]);
 }
 
 tp_status tp__region_check(const tp_region *r, uint64_t host_bytes, const uint64_t *cap, int nd, tp_error *err)

@@ -82,7 +82,7 @@ uint16_t tp__f32_to_bf16(float f)
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-static uint64_t numel(const tp_vertex *v)
+uint64_t tp__numel(const tp_vertex *v)
 {
     uint64_t n = 1;
     for (int i = 0; i < v->ndim; i++) n *= (uint64_t)v->shape[i];
@@ -219,9 +219,9 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
             s = PFAIL("input %u '%s' must have a shape and %s dtype", v->id, v->op, k, x->id, ids ? "i32" : "an f32, f16 or bf16");
             goto done;
         }
-        if (!ids && x->dtype != TP_DT_F32) kp->scratch_floats += numel(x);
+        if (!ids && x->dtype != TP_DT_F32) kp->scratch_floats += tp__numel(x);
     }
-    if (v->dtype != TP_DT_F32) kp->scratch_floats += numel(v);
+    if (v->dtype != TP_DT_F32) kp->scratch_floats += tp__numel(v);
     uint32_t want_in = 1;
     switch (op) {
     case TP__OP_MATMUL: case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: case TP__OP_RMSNORM: case TP__OP_EMBEDDING:
@@ -269,7 +269,7 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
         const tp_vertex *b = inp(c, 1);
         int ok = b->ndim <= x0->ndim;
         for (int i = 0; ok && i < b->ndim; i++) ok = b->shape[b->ndim - 1 - i] == x0->shape[nd - 1 - i];
-        if (!ok || !numel(b)) {
+        if (!ok || !tp__numel(b)) {
             s = PFAIL("b's shape must equal a's or be a suffix of it", v->id, v->op);
             goto done;
         }
@@ -402,15 +402,15 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
 {
     const tp_vertex *v = tp_graph_vertex(g, vi);
     if (kp->op == TP__OP_OPAQUE) return TP_OK;
-    uint64_t n = numel(v);
+    uint64_t n = tp__numel(v);
     const tp_vertex *x0 = tp_graph_vertex(g, v->inputs[0]);
     float *sc = scratch;
-    const float *a = kp->op == TP__OP_SUM || kp->op == TP__OP_CONCAT ? NULL : as_f32(in[0], x0->dtype, numel(x0), &sc);
+    const float *a = kp->op == TP__OP_SUM || kp->op == TP__OP_CONCAT ? NULL : as_f32(in[0], x0->dtype, tp__numel(x0), &sc);
     float *o = v->dtype == TP_DT_F32 ? out : sc;
     switch (kp->op) {
     case TP__OP_MATMUL: {
         const tp_vertex *B = tp_graph_vertex(g, v->inputs[1]);
-        const float *b = as_f32(in[1], B->dtype, numel(B), &sc);
+        const float *b = as_f32(in[1], B->dtype, tp__numel(B), &sc);
         o = v->dtype == TP_DT_F32 ? out : sc;
         int nd = x0->ndim;
         int64_t m = v->shape[nd - 2], nn = v->shape[nd - 1];
@@ -425,7 +425,7 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
     }
     case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: {
         const tp_vertex *B = tp_graph_vertex(g, v->inputs[1]);
-        uint64_t nb = numel(B);
+        uint64_t nb = tp__numel(B);
         const float *b = as_f32(in[1], B->dtype, nb, &sc);
         o = v->dtype == TP_DT_F32 ? out : sc;
         for (uint64_t q = 0; q < n; q += nb) /* b broadcast over a's leading dims, no division per element */
@@ -566,7 +566,7 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
             const tp_vertex *x = tp_graph_vertex(g, v->inputs[k]);
             uint64_t ext = (uint64_t)x->shape[kp->axis];
             float *tmp = scratch;
-            const float *xf = as_f32(in[k], x->dtype, numel(x), &tmp);
+            const float *xf = as_f32(in[k], x->dtype, tp__numel(x), &tmp);
             for (uint64_t q = 0; q < outer; q++) memcpy(ob + (q * oext + at) * inner, xf + q * ext * inner, ext * inner * 4);
             at += ext;
         }

@@ -27,6 +27,9 @@ typedef struct tp__kplan {
     uint64_t scratch_floats; /* f32 scratch this kernel needs at run time */
 } tp__kplan;
 
+/* Elements of v's shape. */
+uint64_t tp__numel(const tp_vertex *v);
+
 /* Name of an op code ("matmul"). */
 const char *tp__op_name(tp__opcode op);
 

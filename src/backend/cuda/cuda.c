@@ -156,13 +156,6 @@ static void set_gpu(cu *c, int gpu)
     }
 }
 
-static uint64_t numel(const tp_vertex *v)
-{
-    uint64_t n = 1;
-    for (int i = 0; i < v->ndim; i++) n *= (uint64_t)v->shape[i];
-    return n;
-}
-
 static uint8_t *region_ptr(cu *c, const tp_region *r)
 {
     return r->space == TP_SPACE_HOST ? c->host + r->offset : c->dev[r->device] + r->offset;
@@ -186,10 +179,10 @@ static uint64_t scratch_need(const tp_graph *g, uint32_t vi, const tp__kplan *kp
     if (kp->op == TP__OP_MATMUL) {
         const tp_vertex *a = tp_graph_vertex(g, v->inputs[0]), *b = tp_graph_vertex(g, v->inputs[1]);
         if (matmul_direct(a->dtype, b->dtype, v->dtype)) return 0;
-        return (a->dtype != TP_DT_F32 ? numel(a) : 0) + (b->dtype != TP_DT_F32 ? numel(b) : 0) +
-               (v->dtype != TP_DT_F32 ? numel(v) : 0);
+        return (a->dtype != TP_DT_F32 ? tp__numel(a) : 0) + (b->dtype != TP_DT_F32 ? tp__numel(b) : 0) +
+               (v->dtype != TP_DT_F32 ? tp__numel(v) : 0);
     }
-    if (kp->op == TP__OP_SUM && v->ninputs > TP__CU_SUM_MAX) return numel(v);
+    if (kp->op == TP__OP_SUM && v->ninputs > TP__CU_SUM_MAX) return tp__numel(v);
     return 0;
 }
 
@@ -212,14 +205,14 @@ static tp_status run_matmul(cu *c, cunit *u, const tp_vertex *v, const tp__kplan
     tp_status s = TP_OK;
     if (!matmul_direct(ta, tb, to)) { /* through f32 */
         if (ta != TP_DT_F32) {
-            if ((s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, a, ta, sc, TP_DT_F32, numel(A), 1.0f), "cast"))) return s;
+            if ((s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, a, ta, sc, TP_DT_F32, tp__numel(A), 1.0f), "cast"))) return s;
             a = sc;
-            sc += numel(A);
+            sc += tp__numel(A);
         }
         if (tb != TP_DT_F32) {
-            if ((s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, b, tb, sc, TP_DT_F32, numel(B), 1.0f), "cast"))) return s;
+            if ((s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, b, tb, sc, TP_DT_F32, tp__numel(B), 1.0f), "cast"))) return s;
             b = sc;
-            sc += numel(B);
+            sc += tp__numel(B);
         }
         if (to != TP_DT_F32) o = sc;
         ta = tb = TP_DT_F32;
@@ -234,7 +227,7 @@ static tp_status run_matmul(cu *c, cunit *u, const tp_vertex *v, const tp__kplan
         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (bs != CUBLAS_STATUS_SUCCESS)
         return tp__fail(&u->err, TP_ERR_DEVICE, "cuda backend: cublasGemmStridedBatchedEx: %s", blas_str(bs));
-    if (o != out) s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, o, TP_DT_F32, out, to, numel(v), 1.0f), "cast");
+    if (o != out) s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, o, TP_DT_F32, out, to, tp__numel(v), 1.0f), "cast");
     return s;
 }
 
@@ -254,14 +247,14 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
     void *out = region_ptr(c, &mv->write);
     const tp_vertex *x0 = tp_graph_vertex(c->g, v->inputs[0]);
     int dto = v->dtype, dt0 = x0->dtype, e = 0;
-    uint64_t n = numel(v);
+    uint64_t n = tp__numel(v);
     tp_status s = TP_OK;
     cudaStream_t st = u->st;
     switch (kp->op) {
     case TP__OP_MATMUL: s = run_matmul(c, u, v, kp, in, out); break;
     case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: {
         const tp_vertex *B = tp_graph_vertex(c->g, v->inputs[1]);
-        e = tp__cu_binary(st, kp->op, in[0], dt0, in[1], B->dtype, numel(B), out, dto, n);
+        e = tp__cu_binary(st, kp->op, in[0], dt0, in[1], B->dtype, tp__numel(B), out, dto, n);
         break;
     }
     case TP__OP_SCALE: case TP__OP_SILU: case TP__OP_GELU: case TP__OP_EXP: case TP__OP_RELU: case TP__OP_CAST:
@@ -663,23 +656,29 @@ void tp_cuda_opts_init(tp_cuda_opts *o)
     memset(o, 0, sizeof *o);
 }
 
+/* GPUs the CUDA runtime sees; 0 with why (one phrase, "no usable GPU: ...") in err */
 static int gpu_count(tp_error *err)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e) {
         cudaGetLastError();
-        tp__fail(err, TP_ERR_DEVICE, "cuda backend: no usable GPU: %s (is there an NVIDIA GPU and driver?)", cudaGetErrorString(e));
+        tp__fail(err, TP_ERR_DEVICE, "no usable GPU: %s", cudaGetErrorString(e));
         return 0;
     }
-    if (!n) tp__fail(err, TP_ERR_DEVICE, "cuda backend: no usable GPU: the CUDA runtime sees none");
+    if (!n) tp__fail(err, TP_ERR_DEVICE, "no usable GPU: the CUDA runtime sees none");
     return n;
 }
 
 tp_backend *tp_backend_cuda_new(const tp_cuda_opts *o, tp_error *err)
 {
-    int n = gpu_count(err);
-    if (!n || load_cublas(err)) return NULL;
+    tp_error why;
+    int n = gpu_count(&why);
+    if (!n) {
+        tp__fail(err, TP_ERR_DEVICE, "cuda backend: %s (is there an NVIDIA GPU and driver?)", why.msg);
+        return NULL;
+    }
+    if (load_cublas(err)) return NULL;
     cu *c = calloc(1, sizeof *c);
     if (!c) {
         tp__fail(err, TP_ERR_NOMEM, "out of memory");
@@ -701,9 +700,7 @@ int tp_cuda_describe(char *buf, size_t len)
     tp_error e;
     int n = gpu_count(&e);
     if (!n) {
-        snprintf(buf, len, "cuda (%s)", e.msg + strlen("cuda backend: "));
-        char *q = strstr(buf, " (is there");
-        if (q) snprintf(q, (size_t)(buf + len - q), ")");
+        snprintf(buf, len, "cuda (%s)", e.msg);
         return 1;
     }
     struct cudaDeviceProp p;

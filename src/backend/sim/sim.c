@@ -66,20 +66,21 @@ typedef struct sim {
     double *bw;    /* per link */
     double *t0;    /* per vertex */
     int16_t *unit_of;
-    int32_t *eng_of; /* per copy vertex in its latency: its engine */
-    double *t1_held; /* per held vertex: when it really ended */
-    double *fextra;  /* per copy: seconds its engine stays busy after its bytes */
     double idle_since[TP_MAX_DEVICES][64]; /* per compute stream: when it last went idle */
     double kern[TP_MAX_DEVICES];
     double *link_bytes;
     uint32_t inflight;
     double last_act;  /* when the executor last handled a completion or launched */
     double wake_at;   /* > 0: the executor is waking up; completions are held until then */
-    uint32_t *held;
+    struct held {
+        uint32_t v;
+        double end; /* when it really ended */
+    } *held;
     size_t nheld, capheld;
 } sim;
 
-enum { L_H2D = 0, L_D2H = 1, L_PEER = 2 }; /* link = kind * nd + device; the bus is last */
+/* link = kind * nd + device, kinds in the copy engines' order; the bus is last */
+enum { L_H2D = TP_ENG_H2D - 1, L_D2H = TP_ENG_D2H - 1, L_PEER = TP_ENG_PEER - 1 };
 
 static int ev_less(const event *a, const event *b)
 {
@@ -135,17 +136,23 @@ static double jit(const sim *s, uint32_t v)
     return s->jitter > 0 ? exp(s->jitter * tp__normal(s->ro.seed * 1000003ull + v)) : 1.0;
 }
 
-/* f starts moving now on its engine */
-static void start_flow(sim *s, const flow *f)
+/* the copy engine (= its own link's index) of copy vertex v */
+static int engine_of(const sim *s, uint32_t v)
 {
-    s->eng[f->link[0]].busy = 1;
-    s->t0[f->v] = s->now;
-    s->fextra[f->v] = s->p.copy_latency_s;
-    if (s->p.wake_s > 0 && s->now - s->eng[f->link[0]].idle_since > s->p.wake_after_s) s->fextra[f->v] += s->p.wake_s;
+    return (s->pi.engine[v] - 1) * s->nd + s->pi.device[v]; /* the L_ kinds follow tp_engine */
+}
+
+/* f starts moving now on its engine */
+static void start_flow(sim *s, flow f)
+{
+    s->eng[f.link[0]].busy = 1;
+    s->t0[f.v] = s->now;
+    f.extra = s->p.copy_latency_s;
+    if (s->p.wake_s > 0 && s->now - s->eng[f.link[0]].idle_since > s->p.wake_after_s) f.extra += s->p.wake_s;
     for (int k = 0; k < 2; k++)
-        if (f->link[k] >= 0) s->active[f->link[k]]++;
+        if (f.link[k] >= 0) s->active[f.link[k]]++;
     if (!TP__GROW(s->flows, s->capflows, s->nflows + 1)) abort();
-    s->flows[s->nflows++] = *f;
+    s->flows[s->nflows++] = f;
 }
 
 static void sim_launch(tp_backend *be, uint32_t v, int unit)
@@ -174,12 +181,8 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
         return;
     }
     double b = (double)mv.write.bytes * jit(s, v);
-    flow f = {v, b, b, {-1, -1}, 0};
-    if (mv.kind == TP_M_TRANSFER) f.link[0] = L_PEER * s->nd + mv.device;
-    else {
-        f.link[0] = (mv.kind == TP_M_RELOAD ? L_H2D : L_D2H) * s->nd + mv.device;
-        if (s->p.host_bus_bw > 0) f.link[1] = 3 * s->nd;
-    }
+    flow f = {v, b, b, {engine_of(s, v), -1}, 0};
+    if (mv.kind != TP_M_TRANSFER && s->p.host_bus_bw > 0) f.link[1] = 3 * s->nd;
     for (int k = 0; k < 2; k++)
         if (f.link[k] >= 0) s->link_bytes[f.link[k]] += f.remaining;
     int e = f.link[0]; /* the engine: its own link's index */
@@ -188,7 +191,7 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
         s->eng[e].q[(s->eng[e].head + s->eng[e].n++) % 8] = f;
         return;
     }
-    start_flow(s, &f);
+    start_flow(s, f);
 }
 
 static void post(sim *s, uint32_t v, double end)
@@ -205,8 +208,7 @@ static int deliver(sim *s, uint32_t v)
 {
     if (s->wake_at > 0) {
         if (!TP__GROW(s->held, s->capheld, s->nheld + 1)) abort();
-        s->held[s->nheld++] = v;
-        s->t1_held[v] = s->now;
+        s->held[s->nheld++] = (struct held){v, s->now};
         return 0;
     }
     post(s, v, s->now);
@@ -222,7 +224,7 @@ static void engine_free(sim *s, int e)
         flow nf = s->eng[e].q[s->eng[e].head];
         s->eng[e].head = (s->eng[e].head + 1) % 8;
         s->eng[e].n--;
-        start_flow(s, &nf);
+        start_flow(s, nf);
     }
 }
 
@@ -246,7 +248,7 @@ static int sim_advance(tp_backend *be)
             tnext = s->wake_at;
             first = SIZE_MAX;
         } else if (s->wake_at <= 0 && s->p.wake_s > 0 && tnext - s->last_act > s->p.wake_after_s &&
-                   (first != SIZE_MAX ? s->fextra[s->flows[first].v] <= 0 : s->pi.engine[s->heap[0].v] != TP_ENG_COMPUTE)) {
+                   (first != SIZE_MAX ? s->flows[first].extra <= 0 : s->pi.engine[s->heap[0].v] != TP_ENG_COMPUTE)) {
             s->wake_at = tnext + s->p.wake_s; /* asleep: the copy that ends first wakes it */
         }
         double dt = tnext - s->now;
@@ -263,24 +265,23 @@ static int sim_advance(tp_backend *be)
             for (int k = 0; k < 2; k++)
                 if (f->link[k] >= 0) s->active[f->link[k]]--;
             uint32_t v = f->v;
-            int e = f->link[0];
+            double extra = f->extra;
             s->flows[i] = s->flows[--s->nflows];
-            if (s->fextra[v] > 0) { /* the engine stays busy through the latency and wake-up */
-                s->eng_of[v] = e;
-                push(s, s->now + s->fextra[v], v);
+            if (extra > 0) { /* the engine stays busy through the latency and wake-up */
+                push(s, s->now + extra, v);
             } else {
-                engine_free(s, e);
+                engine_free(s, engine_of(s, v));
                 posted |= deliver(s, v);
             }
         }
         while (s->nheap && s->heap[0].t <= s->now) {
             event ev = pop(s);
-            if (s->pi.engine[ev.v] != TP_ENG_COMPUTE) engine_free(s, s->eng_of[ev.v]);
+            if (s->pi.engine[ev.v] != TP_ENG_COMPUTE) engine_free(s, engine_of(s, ev.v));
             posted |= deliver(s, ev.v);
         }
         if (s->wake_at > 0 && s->now >= s->wake_at) {
             s->wake_at = 0;
-            for (size_t i = 0; i < s->nheld; i++) post(s, s->held[i], s->t1_held[s->held[i]]);
+            for (size_t i = 0; i < s->nheld; i++) post(s, s->held[i].v, s->held[i].end);
             posted |= s->nheld > 0;
             s->nheld = 0;
         }
@@ -315,12 +316,6 @@ static void sim_release(tp_backend *be)
     free(s->bw);
     free(s->t0);
     free(s->unit_of);
-    free(s->eng_of);
-    s->eng_of = NULL;
-    free(s->t1_held);
-    s->t1_held = NULL;
-    free(s->fextra);
-    s->fextra = NULL;
     free(s->held);
     s->held = NULL;
     s->nheld = s->capheld = 0;
@@ -360,10 +355,7 @@ static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     s->link_bytes = calloc((size_t)s->nlinks, sizeof *s->link_bytes);
     s->t0 = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->t0);
     s->unit_of = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->unit_of);
-    s->eng_of = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->eng_of);
-    s->t1_held = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->t1_held);
-    s->fextra = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->fextra);
-    if (!s->active || !s->eng || !s->bw || !s->link_bytes || !s->t0 || !s->unit_of || !s->eng_of || !s->t1_held || !s->fextra) {
+    if (!s->active || !s->eng || !s->bw || !s->link_bytes || !s->t0 || !s->unit_of) {
         sim_release(be);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
