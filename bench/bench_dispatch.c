@@ -34,7 +34,8 @@ static double ours(uint32_t n, int chained, int streams)
         fprintf(stderr, "%s\n", e.msg);
         exit(1);
     }
-    tp_backend *be = tp_backend_cpu_new(NULL);
+    tp_backend *be = NULL;
+    tp_backend_cpu_new(NULL, &be, NULL);
     tp_run_opts ro;
     tp_run_opts_init(&ro);
     ro.streams = streams;

@@ -67,7 +67,7 @@ typedef struct {
     uint64_t moved;
 } res;
 
-static res run(const tp_graph *g, uint64_t cap, double gbps, tp_policy pol, uint64_t seed, double jitter, int streams)
+static res run(const tp_graph *g, uint64_t cap, double gbps, const char *pol, uint64_t seed, double jitter, int streams)
 {
     tp_plan_opts po;
     tp_plan_opts_init(&po, 1, cap);
@@ -82,7 +82,8 @@ static res run(const tp_graph *g, uint64_t cap, double gbps, tp_policy pol, uint
     tp_cpu_opts_init(&co);
     co.link_gbps = gbps;
     co.jitter = jitter;
-    tp_backend *be = tp_backend_cpu_new(&co);
+    tp_backend *be = NULL;
+    tp_backend_cpu_new(&co, &be, NULL);
     tp_run_opts ro;
     tp_run_opts_init(&ro);
     ro.policy = pol;
@@ -107,10 +108,11 @@ static res run(const tp_graph *g, uint64_t cap, double gbps, tp_policy pol, uint
         exit(1);
     }
     res r = {s.makespan, 0, s.dev[0].compute_busy / streams, 0, 0};
-    for (int k = 1; k < TP_ENG_COUNT; k++) {
-        double l = (double)s.dev[0].copy_bytes[k] / (gbps * 1e9);
+    for (int k = 0; k < s.nengines; k++) {
+        if (!s.engine_moves[k]) continue;
+        double l = (double)s.dev[0].bytes[k] / (gbps * 1e9);
         if (l > r.link) r.link = l;
-        r.moved += s.dev[0].copy_bytes[k];
+        r.moved += s.dev[0].bytes[k];
     }
     r.bound = r.compute > r.link ? r.compute : r.link;
     tp_exec_free(x);
@@ -164,7 +166,7 @@ int main(int argc, char **argv)
             for (int st = 1; st <= 2; st++) {
                 res best = {1e30, 0, 0, 0, 0};
                 for (int rep = 0; rep < (quick ? 1 : 3); rep++) {
-                    res r = run(g, cap, gbps, TP_POLICY_ANY, 0, 0, st);
+                    res r = run(g, cap, gbps, "any", 0, 0, st);
                     if (r.makespan < best.makespan) best = r;
                 }
                 printf("%-9s %4.0f%% %8d %12.2f %12.2f %12.2f %12s %10.3f\n", defs[p], fr[i] * 100, st, best.makespan * 1e3,
@@ -177,8 +179,8 @@ int main(int argc, char **argv)
         uint64_t cap = (uint64_t)(0.5 * (double)peaks[p]);
         if (cap < minf) cap = minf;
         for (int s = 0; s < seeds; s++) {
-            res a = run(g, cap, gbps, TP_POLICY_ANY, (uint64_t)s + 1, 0.5, 1);
-            res f = run(g, cap, gbps, TP_POLICY_FIXED, (uint64_t)s + 1, 0.5, 1);
+            res a = run(g, cap, gbps, "any", (uint64_t)s + 1, 0.5, 1);
+            res f = run(g, cap, gbps, "fixed", (uint64_t)s + 1, 0.5, 1);
             ratio[s] = a.makespan / f.makespan;
         }
         qsort(ratio, (size_t)seeds, sizeof *ratio, cmpd);

@@ -188,7 +188,8 @@ static tp_run_summary run_cpu(const tp_memgraph *mg, double gbps, int reps)
     best.makespan = 1e9;
     for (int rep = 0; rep < reps; rep++) {
         tp_error e;
-        tp_backend *be = tp_backend_cpu_new(&co);
+        tp_backend *be = NULL;
+        tp_backend_cpu_new(&co, &be, NULL);
         tp_exec *x;
         tp_run_summary s;
         tp_exec_new(mg, be, &ro, &x, &e);
@@ -227,7 +228,8 @@ static double sim_makespan(const tp_memgraph *mg, const tp_sim_profile *p)
     tp_run_opts_init(&ro);
     tp_run_summary s;
     tp_exec *x;
-    tp_backend *be = tp_backend_sim_new(p, 0);
+    tp_backend *be = NULL;
+    tp_backend_sim_new(p, 0, &be, NULL);
     tp_exec_new(mg, be, &ro, &x, &e);
     tp_exec_run(x, &s, &e);
     tp_exec_free(x);
@@ -246,8 +248,8 @@ static double fit_stream(tp_sim_profile *p, double gbps)
     tp_graph *g;
     tp_memgraph *mg = stream_graph(&g, 40);
     tp_run_summary s = run_cpu(mg, gbps, 5);
-    double over = (s.dev[0].copy_busy[TP_ENG_H2D] - (double)s.dev[0].copy_bytes[TP_ENG_H2D] / (gbps * 1e9)) /
-                  (double)s.dev[0].copies[TP_ENG_H2D];
+    int h2d = tp_run_summary_engine(&s, "h2d");
+    double over = (s.dev[0].busy[h2d] - (double)s.dev[0].bytes[h2d] / (gbps * 1e9)) / (double)s.dev[0].count[h2d];
     p->copy_latency_s = over > 0 ? over : 0;
     double lo = 0, hi = 1e-3;
     for (int it = 0; it < 40; it++) {

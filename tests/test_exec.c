@@ -48,7 +48,8 @@ static float frand(void)
 /* runs mg and returns the bytes of output 0 (caller frees); status in *st */
 static uint8_t *run_once(const tp_memgraph *mg, const tp_run_opts *ro, const tp_cpu_opts *co, tp_status *st, tp_error *e)
 {
-    tp_backend *be = tp_backend_cpu_new(co);
+    tp_backend *be = NULL;
+    CHECK(tp_backend_cpu_new(co, &be, e) == TP_OK);
     tp_exec *x;
     uint8_t *out = NULL;
     *st = tp_exec_new(mg, be, ro, &x, e);
@@ -111,12 +112,12 @@ TEST(exec_same_result_every_policy)
     co.jitter = 1.0;
     co.link_latency_us = 30;
     for (int k = 0; k < 12; k++) {
-        ro.policy = k == 0 ? TP_POLICY_FIXED : k % 3 == 1 ? TP_POLICY_ANY : TP_POLICY_RANDOM;
+        ro.policy = k == 0 ? "fixed" : k % 3 == 1 ? "any" : "random";
         ro.seed = (uint64_t)k;
         ro.streams = 1 + k % 3;
         uint8_t *o = run_once(mg, &ro, &co, &st, &e);
         CHECKF(st == TP_OK, "%s", e.msg);
-        CHECKF(!memcmp(o, ref, out_bytes(mg)), "policy %s seed %d streams %d changed the result", tp_policy_name(ro.policy), k,
+        CHECKF(!memcmp(o, ref, out_bytes(mg)), "policy %s seed %d streams %d changed the result", ro.policy, k,
                ro.streams);
         free(o);
     }
@@ -174,7 +175,7 @@ TEST(exec_removed_memory_dep_is_a_visible_race)
                 continue; /* implied by another path: not a race */
             }
             tried++;
-            ro.policy = TP_POLICY_RANDOM;
+            ro.policy = "random";
             ro.streams = 2;
             for (int s = 0; s < 40 && !seen; s++) {
                 ro.seed = (uint64_t)s;
@@ -233,10 +234,11 @@ TEST(exec_random_opaque_graphs_complete)
         memcpy(po.device_mem, minf, sizeof minf);
         tp_memgraph *mg;
         CHECKF(tp_plan(g, &po, &mg, &e) == TP_OK, "%s", e.msg);
-        tp_backend *be = tp_backend_cpu_new(NULL);
+        tp_backend *be = NULL;
+        CHECK(tp_backend_cpu_new(NULL, &be, NULL) == TP_OK);
         tp_run_opts ro;
         tp_run_opts_init(&ro);
-        ro.policy = (tp_policy)(i % 3);
+        ro.policy = tp_policy_name(i % 3);
         ro.seed = (uint64_t)i;
         ro.streams = 1 + i % 2;
         tp_exec *x;
@@ -247,7 +249,7 @@ TEST(exec_random_opaque_graphs_complete)
         uint64_t launched = 0;
         for (int d = 0; d < tp_graph_devices(g); d++) {
             launched += sum.dev[d].kernels;
-            for (int k = 1; k < TP_ENG_COUNT; k++) launched += sum.dev[d].copies[k];
+            for (int k = 0; k < sum.nengines; k++) launched += sum.engine_moves[k] ? sum.dev[d].count[k] : 0;
         }
         uint64_t inputs = 0;
         for (uint32_t v = 0; v < tp_memgraph_size(mg); v++) {

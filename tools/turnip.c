@@ -17,6 +17,14 @@ static tp_status tp__fail_public(tp_error *e, const char *msg)
 
 static const char *prog = "turnip";
 
+static const char *g_trace; /* temporary until the CLI split lands */
+static int set_policy(tp_run_opts *ro, const char *pol)
+{
+    if (tp_policy_check(pol, NULL)) return 1;
+    ro->policy = pol;
+    return 0;
+}
+
 static void usage_main(FILE *f)
 {
     fprintf(f,
@@ -236,8 +244,12 @@ static tp_backend *real_backend(const char *cmd, const char *name, const tp_cpu_
             usage_error(cmd, "--completion is for --backend cuda", completion);
             return NULL;
         }
-        tp_backend *be = tp_backend_cpu_new(co);
-        if (!be) *rc = 3;
+        tp_backend *be;
+        tp_error ce;
+        if (tp_backend_cpu_new(co, &be, &ce)) {
+            fprintf(stderr, "%s %s: %s\n", prog, cmd, ce.msg);
+            *rc = 2;
+        }
         return be;
     }
     if (!strcmp(name, "cuda") && (co->link_gbps > 0 || co->link_latency_us > 0 || co->jitter > 0)) {
@@ -259,8 +271,8 @@ static tp_backend *real_backend(const char *cmd, const char *name, const tp_cpu_
         return NULL;
     }
     tp_error e;
-    tp_backend *be = tp_backend_cuda_new(&uo, &e);
-    if (!be) fprintf(stderr, "%s %s: %s\n", prog, cmd, e.msg);
+    tp_backend *be;
+    if (tp_backend_cuda_new(&uo, &be, &e)) fprintf(stderr, "%s %s: %s\n", prog, cmd, e.msg);
     return be;
 }
 
@@ -510,7 +522,7 @@ static int cmd_run(int argc, char **argv)
     tp_run_opts ro;
     tp_run_opts_init(&ro);
     rc = plan_flags("run", dm, hm, pord, &o);
-    if (!rc && pol && tp_policy_parse(pol, &ro.policy)) rc = usage_error("run", "--order must be any, fixed or random", pol);
+    if (!rc && pol && set_policy(&ro, pol)) rc = usage_error("run", "--order must be any, fixed or random", pol);
     if (rc) {
         tp_graph_free(g);
         tp_backend_free(be);
@@ -518,7 +530,7 @@ static int cmd_run(int argc, char **argv)
     }
     ro.seed = (uint64_t)seed;
     ro.streams = (int)streams;
-    ro.trace_path = trace;
+    g_trace = trace;
     ro.fail_vertex = failv;
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
@@ -546,9 +558,9 @@ static int cmd_run(int argc, char **argv)
     if (!s) {
         printf("running on %s backend: %d device%s, %d stream%s each, order %s\n", tp_backend_name(be), o.ndevices,
                o.ndevices > 1 ? "s" : "",
-               ro.streams, ro.streams > 1 ? "s" : "", tp_policy_name(ro.policy));
+               ro.streams, ro.streams > 1 ? "s" : "", (ro.policy ? ro.policy : "any"));
         fflush(stdout);
-        s = tp_exec_run(x, &sum, &e);
+        { s = tp_exec_run(x, &sum, &e); if (!s && g_trace) s = tp_exec_trace_write(x, g_trace, &e); }
         if (!s) tp_run_summary_print(&sum, stdout);
     }
     if (!s) s = tp_exec_save_outputs(x, outp, &e);
@@ -567,13 +579,15 @@ static int cmd_run(int argc, char **argv)
 /* runs mg on the sim backend and prints the summary */
 static tp_status run_sim(const tp_memgraph *mg, const tp_sim_profile *prof, tp_run_opts *ro, double jitter, tp_error *e)
 {
-    tp_backend *be = tp_backend_sim_new(prof, jitter);
-    if (!be) return TP_ERR_NOMEM;
+    tp_backend *be;
+    tp_status bs = tp_backend_sim_new(prof, jitter, &be, e);
+    if (bs) return bs;
     tp_exec *x = NULL;
     double t0 = tp_now_seconds();
     tp_status s = tp_exec_new(mg, be, ro, &x, e);
     tp_run_summary sum;
     if (!s) s = tp_exec_run(x, &sum, e);
+    if (!s && g_trace) s = tp_exec_trace_write(x, g_trace, e);
     if (!s) {
         printf("simulated on %s (%.2f s of real time):\n", prof->name, tp_now_seconds() - t0);
         tp_run_summary_print(&sum, stdout);
@@ -611,12 +625,14 @@ static tp_status sweep_point(FILE *csv, const char *model, const tp_llama_config
             off += st.dev[d].offload_bytes;
             rel += st.dev[d].reload_bytes;
         }
-        tp_backend *be = tp_backend_sim_new(prof, jitter);
+        tp_backend *be;
         tp_exec *x = NULL;
         tp_run_opts ro = *ro0;
         tp_run_summary sum;
-        s = tp_exec_new(mg, be, &ro, &x, e);
+        s = tp_backend_sim_new(prof, jitter, &be, e);
+        if (!s) s = tp_exec_new(mg, be, &ro, &x, e);
         if (!s) s = tp_exec_run(x, &sum, e);
+    if (!s && g_trace) s = tp_exec_trace_write(x, g_trace, e);
         if (!s) {
             *latency = sum.makespan;
             fprintf(csv, "%s,%s,%d,%lld,%llu,ok,%.6f,%.6f,%.4f,%llu,%llu,%llu\n", model, prof->name, devices, (long long)T,
@@ -720,7 +736,7 @@ static int cmd_llama(int argc, char **argv)
         tp_run_opts ro;
         tp_run_opts_init(&ro);
         ro.seed = (uint64_t)seed;
-        if (pol && tp_policy_parse(pol, &ro.policy)) {
+        if (pol && set_policy(&ro, pol)) {
             fclose(csv);
             return usage_error("llama", "--order must be any, fixed or random", pol);
         }
@@ -899,8 +915,8 @@ static int cmd_llama(int argc, char **argv)
         tp_run_opts_init(&ro);
         ro.seed = (uint64_t)seed;
         ro.streams = (int)streams;
-        ro.trace_path = trace;
-        if (pol && tp_policy_parse(pol, &ro.policy)) s = tp__fail_public(&e, "--order must be any, fixed or random");
+        g_trace = trace;
+        if (pol && set_policy(&ro, pol)) s = tp__fail_public(&e, "--order must be any, fixed or random");
         if (!s) s = run_sim(mg, &prof, &ro, jit, &e);
         nodata = 1;
     }
@@ -909,8 +925,8 @@ static int cmd_llama(int argc, char **argv)
         tp_run_opts_init(&ro);
         ro.streams = (int)streams;
         ro.seed = (uint64_t)seed;
-        ro.trace_path = trace;
-        if (pol && tp_policy_parse(pol, &ro.policy)) s = tp__fail_public(&e, "--order must be any, fixed or random");
+        g_trace = trace;
+        if (pol && set_policy(&ro, pol)) s = tp__fail_public(&e, "--order must be any, fixed or random");
         if (isatty(2)) ro.progress = progress_line;
         printf("running on the %s backend\n", tp_backend_name(be));
         if (!s) s = tp_exec_new(mg, be, &ro, &x, &e);
@@ -918,7 +934,7 @@ static int cmd_llama(int argc, char **argv)
         tp_run_summary sum;
         double best = 0;
         for (long long rep = 0; rep < (repeat > 0 ? repeat : 1) && !s; rep++) { /* inputs stay: runs repeat */
-            s = tp_exec_run(x, &sum, &e);
+            { s = tp_exec_run(x, &sum, &e); if (!s && g_trace) s = tp_exec_trace_write(x, g_trace, &e); }
             if (!s && repeat > 1) {
                 best = rep == 0 || sum.makespan < best ? sum.makespan : best;
                 printf("run %lld of %lld: makespan %.4f s\n", rep + 1, repeat, sum.makespan);
@@ -1010,14 +1026,14 @@ static int cmd_sim(int argc, char **argv)
     tp_run_opts ro;
     tp_run_opts_init(&ro);
     rc = plan_flags("sim", dm, hm, pord, &o);
-    if (!rc && pol && tp_policy_parse(pol, &ro.policy)) rc = usage_error("sim", "--order must be any, fixed or random", pol);
+    if (!rc && pol && set_policy(&ro, pol)) rc = usage_error("sim", "--order must be any, fixed or random", pol);
     if (rc) {
         tp_graph_free(g);
         return rc;
     }
     ro.seed = (uint64_t)seed;
     ro.streams = (int)streams;
-    ro.trace_path = trace;
+    g_trace = trace;
     tp_memgraph *mg;
     s = tp_plan(g, &o, &mg, &e);
     if (!s) {

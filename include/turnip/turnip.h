@@ -7,5 +7,6 @@
 #include "turnip/plan.h"
 #include "turnip/models.h"
 #include "turnip/exec.h"
+#include "turnip/backend.h"
 #define TP_VERSION "0.1.0"
 #endif

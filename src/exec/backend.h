@@ -1,18 +1,47 @@
 /* backend.h - the driver table every backend fills (internal), in the manner of StarPU's
- * driver structures: prepare once, launch asynchronously, post completions to the sink. */
+ * driver structures: describe its engines, prepare once, launch asynchronously, post
+ * completions to the sink.
+ *
+ * Contract with the executor (src/exec/exec.c):
+ * - engines() describes the engines every device has; the executor maps each MemGraph vertex
+ *   to the first engine whose `kinds` include its kind, keeps one ready queue per (device,
+ *   engine), and never has more than `units` vertices of one queue in flight.
+ * - launch(v, unit) starts v on that unit; the backend posts exactly one completion for it,
+ *   from any thread (or from advance() on a simulating backend). The sink holds one slot per
+ *   unit of every engine of every device, and a unit is launched again only after the loop
+ *   has taken its completion, so posting never finds the ring full; a backend that posts
+ *   more than that breaks the contract, which fails the run (never a hang, never a lost
+ *   completion silently).
+ * - A failed completion carries its own error (tp__done.err, owned by the completion), so a
+ *   backend may reuse its unit's storage at once. */
 #ifndef TP__BACKEND_H
 #define TP__BACKEND_H
 
-#include <pthread.h>
-#include <stdatomic.h>
+#include <stdint.h>
+#include "turnip/backend.h"
 #include "turnip/exec.h"
+
+#define TP__NO_ENGINE 0xFF /* tp__plan_info.engine of vertices nothing runs (inputs) */
+
+/* One engine of every device. */
+typedef struct tp__engine {
+    const char *name;  /* "stream", "h2d", ...: trace tracks and summary columns (static) */
+    const char *tag;   /* short name for the totals line ("peer") (static) */
+    uint32_t kinds;    /* MemGraph vertex kinds it runs: bits (1u << tp_mkind) */
+    int units;         /* vertices in flight at once (>= 1) */
+    int lanes;         /* 1: its units run in order on one lane (a copy queue); 0: each unit is
+                          its own lane (compute streams) */
+    int moves;         /* 1: it moves bytes (copies are counted), 0: it computes */
+} tp__engine;
 
 /* One completion, posted by a backend thread. */
 typedef struct tp__done {
     uint32_t vertex;
     tp_status status;
-    double t0, t1;        /* start and end, seconds on the executor's clock (tp__now) */
-    const tp_error *err;  /* details when status != TP_OK; owned by the backend's unit */
+    double t0, t1;  /* start and end, seconds on the executor's clock (tp__now, or the
+                       simulating backend's now()) */
+    tp_error *err;  /* NULL when ok; else details, malloc'd, owned by the completion (the
+                       executor frees it); NULL too when even that allocation failed */
 } tp__done;
 
 /* The completion queue (src/exec/sink.c): multi-producer, one consumer. */
@@ -24,12 +53,17 @@ typedef struct tp__plan_info {
     const tp_memgraph *mg;
     const tp_run_opts *opts;
     tp__sink *sink;
-    const uint8_t *engine; /* per MemGraph vertex: tp_engine (or TP_ENG_COUNT for inputs) */
-    const int16_t *device; /* per MemGraph vertex: device whose engine runs it */
+    int nengines;
+    const tp__engine *engines; /* the backend's own table, as engines() gave it */
+    const uint8_t *engine;     /* per MemGraph vertex: index into engines, or TP__NO_ENGINE */
+    const int16_t *device;     /* per MemGraph vertex: device whose engine runs it */
 } tp__plan_info;
 
 typedef struct tp__backend_ops {
     const char *name;
+    /* fills out[0..TP_MAX_ENGINES-1] with the engines of one device for a run with options o;
+     * returns how many */
+    int (*engines)(tp_backend *be, const tp_run_opts *o, tp__engine *out);
     /* allocates memory, checks kernels, starts threads */
     tp_status (*prepare)(tp_backend *be, const tp__plan_info *pi, tp_error *err);
     /* starts vertex v on unit `unit` of its engine; completes through the sink */
@@ -40,36 +74,15 @@ typedef struct tp__backend_ops {
     void (*release)(tp_backend *be);
     void (*destroy)(tp_backend *be);
     /* Simulating backends only (NULL otherwise): the clock the executor should use, and a
-     * step that moves virtual time to the next event and posts the completions due then
-     * (returns 0 when nothing is in flight). Real backends post from their own threads. */
+     * step that moves virtual time to the next event and posts the completions due then;
+     * returns 0 when it posted nothing (nothing in flight, or a backend that lost track: the
+     * executor then fails the run naming a vertex in flight). Real backends post from their
+     * own threads. */
     double (*now)(tp_backend *be);
     int (*advance)(tp_backend *be);
     /* lower bound of the last run's makespan, 0 if the backend cannot tell */
     double (*bound)(tp_backend *be);
 } tp__backend_ops;
-
-/* TP_OK if r lies inside its memory: the host block of host_bytes, or device r->device's
- * cap[] (nd devices); else TP_ERR_ARG. For backends' write and read. */
-tp_status tp__region_check(const tp_region *r, uint64_t host_bytes, const uint64_t *cap, int nd, tp_error *err);
-
-/* Backend threads that spin, then sleep on a condition variable with `sleeping` set: wake one
- * after queueing work for it (no lost wake-up: both sides use sequentially consistent
- * atomics), or tell it to stop. */
-static inline void tp__wake_sleeper(atomic_int *sleeping, pthread_mutex_t *mu, pthread_cond_t *cv)
-{
-    if (atomic_load(sleeping)) {
-        pthread_mutex_lock(mu);
-        pthread_cond_signal(cv);
-        pthread_mutex_unlock(mu);
-    }
-}
-static inline void tp__stop_sleeper(atomic_int *stop, pthread_mutex_t *mu, pthread_cond_t *cv)
-{
-    pthread_mutex_lock(mu);
-    atomic_store(stop, 1);
-    pthread_cond_signal(cv);
-    pthread_mutex_unlock(mu);
-}
 
 struct tp_backend {
     const tp__backend_ops *ops;

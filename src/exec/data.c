@@ -2,13 +2,11 @@
  * TaskGraph input id, outputs out by output id, with dtype and shape checked. */
 #include <stdlib.h>
 #include <string.h>
-#include "exec/backend.h"
+#include "turnip/exec.h"
 #include "io/util.h"
 #include "turnip/io.h"
 #include "kernels/kernels.h"
 #include <math.h>
-
-const tp_memgraph *tp__exec_mg(const tp_exec *x);
 
 static void shape_txt(int ndim, const int64_t *shape, char *buf, size_t len)
 {
@@ -19,7 +17,7 @@ static void shape_txt(int ndim, const int64_t *shape, char *buf, size_t len)
 
 tp_status tp_exec_load_inputs(tp_exec *x, const char *path, tp_error *err)
 {
-    const tp_memgraph *mg = tp__exec_mg(x);
+    const tp_memgraph *mg = tp_exec_memgraph(x);
     const tp_graph *g = tp_memgraph_taskgraph(mg);
     tp_st *st;
     tp_status s = tp_st_open(path, &st, err);
@@ -53,7 +51,7 @@ tp_status tp_exec_load_inputs(tp_exec *x, const char *path, tp_error *err)
 
 tp_status tp_exec_save_outputs(tp_exec *x, const char *path, tp_error *err)
 {
-    const tp_memgraph *mg = tp__exec_mg(x);
+    const tp_memgraph *mg = tp_exec_memgraph(x);
     const tp_graph *g = tp_memgraph_taskgraph(mg);
     uint32_t no = tp_graph_num_outputs(g);
     tp_st_tensor *t = calloc(no + 1, sizeof *t);

@@ -2,9 +2,9 @@
 #ifndef TP__SINK_H
 #define TP__SINK_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include "exec/backend.h"
+#include "exec/sleeper.h"
 
 typedef struct {
     atomic_size_t seq; /* position + 1 once the slot holds the completion for `position` */
@@ -13,19 +13,22 @@ typedef struct {
 
 struct tp__sink {
     tp__slot *ring;
-    size_t cap;
-    atomic_size_t tail; /* next position producers claim */
-    size_t head;        /* next position the consumer reads (consumer only) */
-    tp__done *batch;    /* what the last take returned */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    atomic_int sleeping;
+    size_t cap;          /* slots: one per unit that may have a completion outstanding */
+    atomic_size_t tail;  /* next position producers claim */
+    atomic_size_t head;  /* next position the consumer reads (written by the consumer only) */
+    atomic_int overflow; /* a post found the ring full: the backend broke the contract */
+    tp__done *batch;     /* what the last take returned */
+    tp__sleeper sl;
 };
 
+/* A ring of exactly `cap` slots (cap >= 1). 0 on OOM. */
 int tp__sink_init(tp__sink *s, size_t cap);
 void tp__sink_destroy(tp__sink *s);
-/* Takes every posted completion, waiting for at least one (spins `spin_us`, then sleeps).
- * Returns an array valid until the next call and its length in *n. */
-tp__done *tp__sink_take(tp__sink *s, double spin_us, size_t *n);
+/* Takes every posted completion, waiting for at least one (spins `spin_us`, then sleeps)
+ * unless `wait` is 0. Returns an array valid until the next call and its length in *n; an
+ * empty batch with tp__sink_overflowed() set when a post overflowed the ring. */
+tp__done *tp__sink_take(tp__sink *s, int wait, double spin_us, size_t *n);
+/* 1 once a post found the ring full (that completion is lost: the run must fail). */
+int tp__sink_overflowed(tp__sink *s);
 
 #endif

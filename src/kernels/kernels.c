@@ -580,23 +580,3 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
     return TP_OK;
 }
 
-tp_status tp__kernels_prepare(const tp_memgraph *mg, tp__kplan **kp, uint64_t scratch[TP_MAX_DEVICES],
-                              uint64_t (*need)(const tp_graph *g, uint32_t v, const tp__kplan *kp), tp_error *err)
-{
-    const tp_graph *g = tp_memgraph_taskgraph(mg);
-    uint32_t n = tp_memgraph_size(mg);
-    *kp = calloc(tp_graph_size(g) + 1, sizeof **kp);
-    if (!*kp) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-    memset(scratch, 0, sizeof(uint64_t) * TP_MAX_DEVICES);
-    for (uint32_t i = 0; i < n; i++) {
-        tp_mvertex v;
-        tp_memgraph_vertex(mg, i, &v);
-        if (v.kind != TP_M_KERNEL) continue;
-        tp__kplan *k = &(*kp)[v.task];
-        tp_status s = tp__kernel_prepare(g, v.task, k, err);
-        if (s) return s;
-        uint64_t f = need ? need(g, v.task, k) : k->scratch_floats;
-        if (f > scratch[v.device]) scratch[v.device] = f;
-    }
-    return TP_OK;
-}

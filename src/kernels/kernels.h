@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "turnip/graph.h"
-#include "turnip/plan.h"
 
 typedef enum {
     TP__OP_OPAQUE = 0, TP__OP_MATMUL, TP__OP_ADD, TP__OP_SUB, TP__OP_MUL, TP__OP_SCALE,
@@ -52,11 +51,6 @@ void tp__sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const
 /* OpenBLAS's configuration string and thread count (loads it) */
 const char *tp__blas_info(int *threads);
 
-/* Prepares every kernel of mg: *kp gets a new array (caller frees) indexed by TaskGraph
- * vertex, scratch[d] the most f32 scratch one kernel on device d needs, as `need` counts it
- * (NULL: the cpu kernels' kp->scratch_floats). */
-tp_status tp__kernels_prepare(const tp_memgraph *mg, tp__kplan **kp, uint64_t scratch[TP_MAX_DEVICES],
-                              uint64_t (*need)(const tp_graph *g, uint32_t v, const tp__kplan *kp), tp_error *err);
 
 /* storage conversions */
 float tp__f16_to_f32(uint16_t h);

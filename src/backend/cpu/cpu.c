@@ -21,23 +21,23 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "exec/backend.h"
+#include "backend/common.h"
+#include "exec/sleeper.h"
 #include "io/util.h"
-#include "kernels/kernels.h"
 #include "turnip/io.h"
 
 #define NO_JOB UINT32_MAX
+#define RING 4 /* queued vertices per worker */
+_Static_assert(RING >= TP_MAX_COPY_DEPTH, "a copy worker holds every vertex the executor queues on its engine");
 
 typedef struct worker {
     struct cpu *cpu;
-    int device, engine, unit;
+    int device, engine;
     pthread_t th;
     int started;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    atomic_uint ring[4];    /* queued vertices; producer: the executor, consumer: the worker */
+    tp__sleeper sl;
+    atomic_uint ring[RING]; /* queued vertices; producer: the executor, consumer: the worker */
     atomic_uint wpos, rpos;
-    atomic_int sleeping, stop;
     float *scratch;
     tp_error err;
 } worker;
@@ -45,23 +45,12 @@ typedef struct worker {
 typedef struct cpu {
     tp_backend base;
     tp_cpu_opts o;
-    tp__plan_info pi;
-    tp_run_opts ro;
-    const tp_graph *g;
-    int nd;
-    uint8_t *dev[TP_MAX_DEVICES];
-    uint64_t cap[TP_MAX_DEVICES];
-    uint8_t *host;
-    uint64_t host_bytes;
+    tp__plan_ctx pc;
+    tp__mem mem;
     tp__kplan *kp; /* per TaskGraph vertex */
     worker *w;
-    int nw, per_dev;
+    int nw;
 } cpu;
-
-static uint8_t *region_ptr(cpu *c, const tp_region *r)
-{
-    return r->space == TP_SPACE_HOST ? c->host + r->offset : c->dev[r->device] + r->offset;
-}
 
 /* Waits until t on tp__now's clock (CLOCK_MONOTONIC): sleeps to 100 us before t (sleeps
  * overshoot by tens of us), then polls, yielding the core at each poll: a copy engine that
@@ -86,66 +75,50 @@ static tp_status run_vertex(worker *w, uint32_t v)
 {
     cpu *c = w->cpu;
     tp_mvertex mv;
-    tp_memgraph_vertex(c->pi.mg, v, &mv);
-    if ((int64_t)v == c->ro.fail_vertex) return tp__fail(&w->err, TP_ERR_INVALID, "injected fault (test hook)");
-    uint8_t *out = region_ptr(c, &mv.write);
+    tp_memgraph_vertex(c->pc.pi.mg, v, &mv);
+    tp_status s = tp__fault(&c->pc, v, &w->err);
+    if (s) return s;
+    uint8_t *out = tp__mem_ptr(&c->mem, &mv.write);
     if (mv.kind == TP_M_KERNEL) {
-        const void *inb[16], **in = mv.nreads <= 16 ? inb : malloc(mv.nreads * sizeof *in);
+        const void *inb[16];
+        int heap;
+        const void **in = tp__gather_inputs(&c->mem, c->pc.pi.mg, &mv, inb, 16, &heap);
         if (!in) return tp__fail(&w->err, TP_ERR_NOMEM, "out of memory");
-        for (uint32_t k = 0; k < mv.nreads; k++) {
-            tp_mvertex src;
-            tp_memgraph_vertex(c->pi.mg, mv.reads[k], &src);
-            in[k] = region_ptr(c, &src.write);
-        }
-        tp_status s = tp__kernel_run(c->g, mv.task, &c->kp[mv.task], in, out, w->scratch, &w->err);
-        if (in != inb) free(in);
+        s = tp__kernel_run(c->pc.g, mv.task, &c->kp[mv.task], in, out, w->scratch, &w->err);
+        if (heap) free(in);
         return s;
     }
     /* a copy: transfer, offload or reload */
     tp_mvertex src;
-    tp_memgraph_vertex(c->pi.mg, mv.reads[0], &src);
+    tp_memgraph_vertex(c->pc.pi.mg, mv.reads[0], &src);
     double t0 = tp__now();
-    memcpy(out, region_ptr(c, &src.write), mv.write.bytes);
+    memcpy(out, tp__mem_ptr(&c->mem, &src.write), mv.write.bytes);
     double modeled = tp__now() - t0;
     if (c->o.link_gbps > 0) modeled = c->o.link_latency_us * 1e-6 + (double)mv.write.bytes / (c->o.link_gbps * 1e9);
     else modeled += c->o.link_latency_us * 1e-6;
-    if (c->o.jitter > 0) modeled *= exp(c->o.jitter * tp__normal(c->ro.seed * 1000003ull + v));
+    if (c->o.jitter > 0) modeled *= exp(c->o.jitter * tp__normal(c->pc.ro.seed * 1000003ull + v));
     wait_until(t0 + modeled);
     return TP_OK;
 }
 
-static int has_job(worker *w)
+static int has_job(void *ctx)
 {
+    worker *w = ctx;
     return atomic_load(&w->rpos) != atomic_load(&w->wpos);
 }
 
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    for (;;) {
-        if (!has_job(w)) {
-            double until = tp__now() + 20e-6;
-            for (unsigned k = 1; !has_job(w) && !atomic_load(&w->stop); k++)
-                if (!(k & 63) && tp__now() >= until) break; /* read the clock every 64 polls */
-        }
-        if (!has_job(w)) {
-            pthread_mutex_lock(&w->mu);
-            atomic_store(&w->sleeping, 1);
-            while (!has_job(w) && !atomic_load(&w->stop)) pthread_cond_wait(&w->cv, &w->mu);
-            atomic_store(&w->sleeping, 0);
-            pthread_mutex_unlock(&w->mu);
-        }
-        if (!has_job(w)) break; /* stop */
+    while (tp__sleeper_wait(&w->sl, has_job, w, TP__SPIN_US)) {
         unsigned r = atomic_load(&w->rpos);
-        uint32_t v = atomic_load(&w->ring[r % 4]);
+        uint32_t v = atomic_load(&w->ring[r % RING]);
+        double t0 = tp__now();
+        tp_status s = run_vertex(w, v);
         tp__done d;
-        d.vertex = v;
-        d.t0 = tp__now();
-        d.status = run_vertex(w, v);
-        d.t1 = tp__now();
-        d.err = &w->err;
+        tp__done_set(&d, v, s, t0, tp__now(), &w->err);
         atomic_store(&w->rpos, r + 1);
-        tp__sink_post(w->cpu->pi.sink, &d);
+        tp__sink_post(w->cpu->pc.pi.sink, &d);
     }
     return NULL;
 }
@@ -153,12 +126,11 @@ static void *worker_main(void *arg)
 static void cpu_launch(tp_backend *be, uint32_t v, int unit)
 {
     cpu *c = (cpu *)be;
-    int d = c->pi.device[v], e = c->pi.engine[v];
-    worker *w = &c->w[d * c->per_dev + (e == TP_ENG_COMPUTE ? unit : c->ro.streams + e - 1)];
+    worker *w = &c->w[tp__lane(&c->pc, v, unit)];
     unsigned p = atomic_load(&w->wpos);
-    atomic_store(&w->ring[p % 4], v);
+    atomic_store(&w->ring[p % RING], v);
     atomic_store(&w->wpos, p + 1);
-    tp__wake_sleeper(&w->sleeping, &w->mu, &w->cv);
+    tp__sleeper_wake(&w->sl);
 }
 
 static void cpu_release(tp_backend *be)
@@ -167,21 +139,20 @@ static void cpu_release(tp_backend *be)
     for (int i = 0; i < c->nw; i++) {
         worker *w = &c->w[i];
         if (!w->started) continue;
-        tp__stop_sleeper(&w->stop, &w->mu, &w->cv);
+        tp__sleeper_stop(&w->sl);
         pthread_join(w->th, NULL);
-        pthread_mutex_destroy(&w->mu);
-        pthread_cond_destroy(&w->cv);
+        tp__sleeper_destroy(&w->sl);
     }
     for (int i = 0; i < c->nw; i++) free(c->w[i].scratch);
     free(c->w);
     c->w = NULL;
     c->nw = 0;
-    for (int d = 0; d < c->nd; d++) {
-        free(c->dev[d]);
-        c->dev[d] = NULL;
+    for (int d = 0; d < c->mem.nd; d++) {
+        free(c->mem.dev[d]);
+        c->mem.dev[d] = NULL;
     }
-    free(c->host);
-    c->host = NULL;
+    free(c->mem.host);
+    c->mem.host = NULL;
     free(c->kp);
     c->kp = NULL;
 }
@@ -190,12 +161,8 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
 {
     cpu *c = (cpu *)be;
     if (c->w) return tp__fail(err, TP_ERR_ARG, "cpu backend: already prepared");
-    c->pi = *pi;
-    c->ro = *pi->opts;
-    c->pi.opts = &c->ro;
+    tp__plan_ctx_set(&c->pc, pi);
     const tp_memgraph *mg = pi->mg;
-    c->g = tp_memgraph_taskgraph(mg);
-    c->nd = tp_graph_devices(c->g);
     uint64_t scratch[TP_MAX_DEVICES];
     tp_status ks = tp__kernels_prepare(mg, &c->kp, scratch, NULL, err);
     if (ks) {
@@ -203,31 +170,31 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
         return ks;
     }
     /* all memory, once, before anything runs */
-    for (int d = 0; d < c->nd; d++) {
-        c->cap[d] = tp_memgraph_device_capacity(mg, d);
+    c->mem.nd = c->pc.nd;
+    for (int d = 0; d < c->pc.nd; d++) {
+        c->mem.cap[d] = tp_memgraph_device_capacity(mg, d);
         void *p = NULL;
-        if (posix_memalign(&p, 256, c->cap[d] ? c->cap[d] : 1)) {
+        if (posix_memalign(&p, 256, c->mem.cap[d] ? c->mem.cap[d] : 1)) {
             char b[32];
             cpu_release(be);
             return tp__fail(err, TP_ERR_NOMEM, "cpu backend: cannot allocate device %d's %s", d,
-                            tp_format_size(c->cap[d], b, sizeof b));
+                            tp_format_size(tp_memgraph_device_capacity(mg, d), b, sizeof b));
         }
-        memset(p, 0, c->cap[d]);
-        c->dev[d] = p;
+        memset(p, 0, c->mem.cap[d]);
+        c->mem.dev[d] = p;
     }
-    c->host_bytes = tp_memgraph_host_bytes(mg);
+    c->mem.host_bytes = tp_memgraph_host_bytes(mg);
     void *hp = NULL;
-    if (posix_memalign(&hp, 256, c->host_bytes ? c->host_bytes : 1)) {
+    if (posix_memalign(&hp, 256, c->mem.host_bytes ? c->mem.host_bytes : 1)) {
         cpu_release(be);
         return tp__fail(err, TP_ERR_NOMEM, "cpu backend: cannot allocate %llu bytes of host memory",
-                        (unsigned long long)c->host_bytes);
+                        (unsigned long long)tp_memgraph_host_bytes(mg));
     }
-    memset(hp, 0, c->host_bytes);
-    c->host = hp;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN), share = (cores - 1) / (c->nd * c->ro.streams);
+    memset(hp, 0, c->mem.host_bytes);
+    c->mem.host = hp;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN), share = (cores - 1) / (c->pc.nd * c->pc.ro.streams);
     tp__blas_threads(share < 1 ? 1 : (int)share);
-    c->per_dev = c->ro.streams + 3;
-    c->nw = c->nd * c->per_dev;
+    c->nw = c->pc.nd * c->pc.lanes; /* one worker per lane: a compute stream or a copy engine */
     c->w = calloc((size_t)c->nw, sizeof *c->w);
     if (!c->w) {
         cpu_release(be);
@@ -236,27 +203,21 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     for (int i = 0; i < c->nw; i++) {
         worker *w = &c->w[i];
         w->cpu = c;
-        w->device = i / c->per_dev;
-        int k = i % c->per_dev;
-        w->engine = k < c->ro.streams ? TP_ENG_COMPUTE : k - c->ro.streams + 1;
-        w->unit = k < c->ro.streams ? k : 0;
-        for (int q = 0; q < 4; q++) atomic_init(&w->ring[q], NO_JOB);
+        w->device = i / c->pc.lanes;
+        w->engine = tp__lane_engine(&c->pc, i % c->pc.lanes);
+        for (int q = 0; q < RING; q++) atomic_init(&w->ring[q], NO_JOB);
         atomic_init(&w->wpos, 0);
         atomic_init(&w->rpos, 0);
-        atomic_init(&w->sleeping, 0);
-        atomic_init(&w->stop, 0);
-        if (w->engine == TP_ENG_COMPUTE && scratch[w->device]) {
+        if (!pi->engines[w->engine].moves && scratch[w->device]) {
             w->scratch = malloc(scratch[w->device] * sizeof(float));
             if (!w->scratch) {
                 cpu_release(be);
                 return tp__fail(err, TP_ERR_NOMEM, "out of memory");
             }
         }
-        pthread_mutex_init(&w->mu, NULL);
-        pthread_cond_init(&w->cv, NULL);
+        tp__sleeper_init(&w->sl);
         if (pthread_create(&w->th, NULL, worker_main, w)) {
-            pthread_mutex_destroy(&w->mu);
-            pthread_cond_destroy(&w->cv);
+            tp__sleeper_destroy(&w->sl);
             cpu_release(be);
             return tp__fail(err, TP_ERR_NOMEM, "cpu backend: cannot start a worker thread");
         }
@@ -268,17 +229,23 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
 static tp_status cpu_write(tp_backend *be, const tp_region *r, const void *src, tp_error *err)
 {
     cpu *c = (cpu *)be;
-    tp_status s = tp__region_check(r, c->host_bytes, c->cap, c->nd, err);
-    if (!s) memcpy(region_ptr(c, r), src, r->bytes);
+    tp_status s = tp__mem_check(&c->mem, r, err);
+    if (!s) memcpy(tp__mem_ptr(&c->mem, r), src, r->bytes);
     return s;
 }
 
 static tp_status cpu_read(tp_backend *be, const tp_region *r, void *dst, tp_error *err)
 {
     cpu *c = (cpu *)be;
-    tp_status s = tp__region_check(r, c->host_bytes, c->cap, c->nd, err);
-    if (!s) memcpy(dst, region_ptr(c, r), r->bytes);
+    tp_status s = tp__mem_check(&c->mem, r, err);
+    if (!s) memcpy(dst, tp__mem_ptr(&c->mem, r), r->bytes);
     return s;
+}
+
+static int cpu_engines(tp_backend *be, const tp_run_opts *o, tp__engine *out)
+{
+    (void)be;
+    return tp__engines_gpu_like(o, out);
 }
 
 static void cpu_destroy(tp_backend *be)
@@ -287,28 +254,56 @@ static void cpu_destroy(tp_backend *be)
     free(be);
 }
 
-static const tp__backend_ops cpu_ops = {"cpu", cpu_prepare, cpu_launch, cpu_write, cpu_read, cpu_release, cpu_destroy, NULL, NULL, NULL};
+static const tp__backend_ops cpu_ops = {
+    .name = "cpu",
+    .engines = cpu_engines,
+    .prepare = cpu_prepare,
+    .launch = cpu_launch,
+    .write = cpu_write,
+    .read = cpu_read,
+    .release = cpu_release,
+    .destroy = cpu_destroy,
+};
 
 void tp_cpu_opts_init(tp_cpu_opts *o)
 {
     memset(o, 0, sizeof *o);
 }
 
-tp_backend *tp_backend_cpu_new(const tp_cpu_opts *o)
+tp_status tp_backend_cpu_new(const tp_cpu_opts *o, tp_backend **out, tp_error *err)
 {
+    *out = NULL;
+    if (o && (!(o->link_gbps >= 0) || !(o->link_latency_us >= 0) || !(o->jitter >= 0)))
+        return tp__fail(err, TP_ERR_ARG, "cpu backend: link bandwidth, latency and jitter must be >= 0");
     cpu *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
+    if (!c) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     c->base.ops = &cpu_ops;
     if (o) c->o = *o;
-    return &c->base;
+    *out = &c->base;
+    return TP_OK;
 }
 
-void tp_backend_free(tp_backend *be)
+static const char *const cpu_keys[] = {"link-bandwidth", "link-latency", "jitter", NULL};
+static const char *const cpu_helps[] = {"GB/s cap of host-device and peer copies (default: unthrottled memcpy)",
+                                        "microseconds added to every copy", "copy time x exp(F x N(0,1)), seeded per vertex",
+                                        NULL};
+
+static tp_status cpu_make(const tp_backend_opt *opts, int nopts, tp_backend **out, tp_error *err)
 {
-    if (be) be->ops->destroy(be);
+    tp_cpu_opts o;
+    tp_cpu_opts_init(&o);
+    for (int i = 0; i < nopts; i++) {
+        double *dst = !strcmp(opts[i].key, "link-bandwidth") ? &o.link_gbps
+                      : !strcmp(opts[i].key, "link-latency") ? &o.link_latency_us
+                                                             : &o.jitter;
+        tp_status s = tp__opt_number("cpu", &opts[i], 0, 1e9, dst, err);
+        if (s) return s;
+    }
+    return tp_backend_cpu_new(&o, out, err);
 }
 
-const char *tp_backend_name(const tp_backend *be)
-{
-    return be->ops->name;
-}
+const tp__backend_entry tp__backend_cpu = {
+    {"cpu", "emulated GPUs: memory arenas of exactly the cap, worker threads for streams and copy engines", cpu_keys,
+     cpu_helps},
+    cpu_make,
+};

@@ -29,13 +29,15 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "backend/common.h"
 #include "backend/cuda/cukernels.h"
-#include "exec/backend.h"
+#include "exec/sleeper.h"
 #include "io/util.h"
 #include "kernels/kernels.h"
 #include "turnip/io.h"
 
-#define RING 8                  /* in-flight vertices per stream (copy_depth <= 4) */
+#define RING 8                  /* in-flight vertices per stream */
+_Static_assert(RING >= TP_MAX_COPY_DEPTH, "a copy stream holds every vertex the executor queues on its engine");
 #define WORKSPACE (32u << 20)   /* cuBLAS workspace per compute stream (NVIDIA's advice for Hopper) */
 
 struct cu;
@@ -109,25 +111,19 @@ typedef struct cu {
     tp_backend base;
     tp_cuda_opts o;
     int mode; /* TP_CUDA_CALLBACK or TP_CUDA_POLL */
-    tp__plan_info pi;
-    tp_run_opts ro;
-    const tp_graph *g;
-    int nd, ngpu;
+    tp__plan_ctx pc;
+    tp__mem mem;
+    int ngpu;
     int phys[TP_MAX_DEVICES];
-    uint8_t *dev[TP_MAX_DEVICES];
-    uint64_t cap[TP_MAX_DEVICES];
-    uint8_t *host;
-    uint64_t host_bytes;
     tp__kplan *kp;
     cunit *u;
-    int nu, per_dev, cur_gpu;
+    int nu, cur_gpu;
     cudaEvent_t ref[TP_MAX_DEVICES]; /* poll mode: event times are read relative to these */
     double ref_host[TP_MAX_DEVICES];
     pthread_t poller;
     int poller_started;
-    atomic_int stop, inflight, sleeping;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+    atomic_int inflight;
+    tp__sleeper sl; /* the poller's: sleeps while nothing is in flight */
 } cu;
 
 static tp_status cuda_fail(tp_error *err, cudaError_t e, const char *what)
@@ -154,11 +150,6 @@ static void set_gpu(cu *c, int gpu)
         cudaSetDevice(gpu);
         c->cur_gpu = gpu;
     }
-}
-
-static uint8_t *region_ptr(cu *c, const tp_region *r)
-{
-    return r->space == TP_SPACE_HOST ? c->host + r->offset : c->dev[r->device] + r->offset;
 }
 
 static cudaDataType cuda_type(tp_dtype t)
@@ -193,7 +184,7 @@ static tp_status kerr(cunit *u, int e, const char *what)
 
 static tp_status run_matmul(cu *c, cunit *u, const tp_vertex *v, const tp__kplan *kp, const void *const *in, void *out)
 {
-    const tp_vertex *A = tp_graph_vertex(c->g, v->inputs[0]), *B = tp_graph_vertex(c->g, v->inputs[1]);
+    const tp_vertex *A = tp_graph_vertex(c->pc.g, v->inputs[0]), *B = tp_graph_vertex(c->pc.g, v->inputs[1]);
     int nd = A->ndim;
     int64_t m = v->shape[nd - 2], n = v->shape[nd - 1], k = A->shape[nd - (kp->trans_a ? 2 : 1)];
     int64_t batch = 1;
@@ -234,18 +225,18 @@ static tp_status run_matmul(cu *c, cunit *u, const tp_vertex *v, const tp__kplan
 /* enqueues kernel vertex v's work on u's stream */
 static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
 {
-    const tp_vertex *v = tp_graph_vertex(c->g, mv->task);
+    const tp_vertex *v = tp_graph_vertex(c->pc.g, mv->task);
     const tp__kplan *kp = &c->kp[mv->task];
     if (kp->op == TP__OP_OPAQUE) return TP_OK;
     const void *inb[16], **in = mv->nreads <= 16 ? inb : malloc(mv->nreads * sizeof *in);
     if (!in) return tp__fail(&u->err, TP_ERR_NOMEM, "out of memory");
     for (uint32_t k = 0; k < mv->nreads; k++) {
         tp_mvertex src;
-        tp_memgraph_vertex(c->pi.mg, mv->reads[k], &src);
-        in[k] = region_ptr(c, &src.write);
+        tp_memgraph_vertex(c->pc.pi.mg, mv->reads[k], &src);
+        in[k] = tp__mem_ptr(&c->mem, &src.write);
     }
-    void *out = region_ptr(c, &mv->write);
-    const tp_vertex *x0 = tp_graph_vertex(c->g, v->inputs[0]);
+    void *out = tp__mem_ptr(&c->mem, &mv->write);
+    const tp_vertex *x0 = tp_graph_vertex(c->pc.g, v->inputs[0]);
     int dto = v->dtype, dt0 = x0->dtype, e = 0;
     uint64_t n = tp__numel(v);
     tp_status s = TP_OK;
@@ -253,7 +244,7 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
     switch (kp->op) {
     case TP__OP_MATMUL: s = run_matmul(c, u, v, kp, in, out); break;
     case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: {
-        const tp_vertex *B = tp_graph_vertex(c->g, v->inputs[1]);
+        const tp_vertex *B = tp_graph_vertex(c->pc.g, v->inputs[1]);
         e = tp__cu_binary(st, kp->op, in[0], dt0, in[1], B->dtype, tp__numel(B), out, dto, n);
         break;
     }
@@ -266,7 +257,7 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
         break;
     }
     case TP__OP_RMSNORM: {
-        const tp_vertex *W = tp_graph_vertex(c->g, v->inputs[1]);
+        const tp_vertex *W = tp_graph_vertex(c->pc.g, v->inputs[1]);
         uint64_t d = (uint64_t)W->shape[0];
         e = tp__cu_rmsnorm(st, in[0], dt0, in[1], W->dtype, out, dto, n / d, d, kp->eps);
         break;
@@ -287,7 +278,7 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
             a.k = (int)(v->ninputs - k0 < TP__CU_SUM_MAX ? v->ninputs - k0 : TP__CU_SUM_MAX);
             for (int k = 0; k < a.k; k++) {
                 a.in[k] = in[k0 + (uint32_t)k];
-                a.dt[k] = tp_graph_vertex(c->g, v->inputs[k0 + (uint32_t)k])->dtype;
+                a.dt[k] = tp_graph_vertex(c->pc.g, v->inputs[k0 + (uint32_t)k])->dtype;
             }
             int last = k0 + (uint32_t)a.k >= v->ninputs;
             e = tp__cu_sum(st, &a, acc, last ? out : u->scratch, last ? dto : TP_DT_F32, n);
@@ -307,7 +298,7 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
         }
         uint64_t oext = (uint64_t)v->shape[kp->axis], at = 0;
         for (uint32_t k = 0; k < v->ninputs && !e; k++) {
-            const tp_vertex *x = tp_graph_vertex(c->g, v->inputs[k]);
+            const tp_vertex *x = tp_graph_vertex(c->pc.g, v->inputs[k]);
             uint64_t ext = (uint64_t)x->shape[kp->axis];
             e = tp__cu_copy_rows(st, in[k], x->dtype, (uint8_t *)out + at * inner * tp_dtype_size(v->dtype), dto, outer,
                                  ext * inner, ext * inner, oext * inner);
@@ -336,9 +327,9 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
 static tp_status run_copy(cu *c, cunit *u, const tp_mvertex *mv)
 {
     tp_mvertex src;
-    tp_memgraph_vertex(c->pi.mg, mv->reads[0], &src);
-    void *dst = region_ptr(c, &mv->write);
-    const void *sp = region_ptr(c, &src.write);
+    tp_memgraph_vertex(c->pc.pi.mg, mv->reads[0], &src);
+    void *dst = tp__mem_ptr(&c->mem, &mv->write);
+    const void *sp = tp__mem_ptr(&c->mem, &src.write);
     cudaError_t e;
     if (mv->kind == TP_M_TRANSFER && c->phys[src.device] != c->phys[mv->device])
         e = cudaMemcpyPeerAsync(dst, c->phys[mv->device], sp, c->phys[src.device], mv->write.bytes, u->st);
@@ -350,18 +341,20 @@ static tp_status run_copy(cu *c, cunit *u, const tp_mvertex *mv)
 /* a completion, checked for what a kernel could only report through memory */
 static void post(cu *c, cunit *u, uint32_t v, tp_status s, double t0, double t1)
 {
-    tp__done d = {v, s, t0, t1, &u->err};
-    if (!s && u->engine == TP_ENG_COMPUTE && *(volatile int *)u->bad) {
+    tp_status st = s;
+    if (!s && u->engine == TP__ENG_COMPUTE && *(volatile int *)u->bad) {
         tp_mvertex mv;
-        tp_memgraph_vertex(c->pi.mg, v, &mv);
-        const tp_vertex *tv = tp_graph_vertex(c->g, mv.task);
-        const tp_vertex *tab = tp_graph_vertex(c->g, tv->inputs[0]);
-        d.status = tp__fail(&u->err, TP_ERR_INVALID, "vertex '%s' (embedding): the id at position %d is outside [%lld, %lld)",
+        tp_memgraph_vertex(c->pc.pi.mg, v, &mv);
+        const tp_vertex *tv = tp_graph_vertex(c->pc.g, mv.task);
+        const tp_vertex *tab = tp_graph_vertex(c->pc.g, tv->inputs[0]);
+        st = tp__fail(&u->err, TP_ERR_INVALID, "vertex '%s' (embedding): the id at position %d is outside [%lld, %lld)",
                             tv->id, *(volatile int *)u->bad - 1, (long long)c->kp[mv.task].start,
                             (long long)(c->kp[mv.task].start + tab->shape[0]));
         *(volatile int *)u->bad = 0;
     }
-    tp__sink_post(c->pi.sink, &d);
+    tp__done d;
+    tp__done_set(&d, v, st, t0, t1, &u->err);
+    tp__sink_post(c->pc.pi.sink, &d);
 }
 
 static void CUDART_CB host_done(void *arg)
@@ -374,9 +367,9 @@ static void CUDART_CB host_done(void *arg)
     post(sl->c, u, sl->v, TP_OK, t0, t1);
 }
 
-static int any_inflight(cu *c)
+static int any_inflight(void *ctx)
 {
-    return atomic_load(&c->inflight) > 0;
+    return atomic_load(&((cu *)ctx)->inflight) > 0;
 }
 
 /* poll mode: completes, in stream order, every vertex whose end event has happened */
@@ -386,7 +379,7 @@ static void *poll_main(void *arg)
     cudaSetDevice(c->phys[0]);
     int gpu = c->phys[0];
     unsigned idle = 0;
-    while (!atomic_load(&c->stop)) {
+    while (!atomic_load(&c->sl.stop)) {
         int progressed = 0;
         for (int i = 0; i < c->nu; i++) {
             cunit *u = &c->u[i];
@@ -413,11 +406,7 @@ static void *poll_main(void *arg)
         if (progressed) {
             idle = 0;
         } else if (!any_inflight(c)) { /* nothing to wait for: sleep until a launch */
-            pthread_mutex_lock(&c->mu);
-            atomic_store(&c->sleeping, 1);
-            while (!any_inflight(c) && !atomic_load(&c->stop)) pthread_cond_wait(&c->cv, &c->mu);
-            atomic_store(&c->sleeping, 0);
-            pthread_mutex_unlock(&c->mu);
+            tp__sleeper_wait(&c->sl, any_inflight, c, 0);
         } else if (++idle > 64) {
             sched_yield();
         }
@@ -428,17 +417,17 @@ static void *poll_main(void *arg)
 static void cu_launch(tp_backend *be, uint32_t v, int unit)
 {
     cu *c = (cu *)be;
-    int d = c->pi.device[v], eng = c->pi.engine[v];
-    cunit *u = &c->u[d * c->per_dev + (eng == TP_ENG_COMPUTE ? unit : c->ro.streams + eng - 1)];
+    int d = c->pc.pi.device[v];
+    cunit *u = &c->u[tp__lane(&c->pc, v, unit)];
     tp_mvertex mv;
-    tp_memgraph_vertex(c->pi.mg, v, &mv);
+    tp_memgraph_vertex(c->pc.pi.mg, v, &mv);
     set_gpu(c, c->phys[d]);
     unsigned w = atomic_load(&u->wpos);
     slot *sl = &u->ring[w % RING];
     sl->v = v;
     sl->t_launch = tp__now();
     tp_status s = TP_OK;
-    if ((int64_t)v == c->ro.fail_vertex) s = tp__fail(&u->err, TP_ERR_INVALID, "injected fault (test hook)");
+    s = tp__fault(&c->pc, v, &u->err);
     cudaError_t e = cudaSuccess;
     if (!s && c->mode == TP_CUDA_POLL && (e = cudaEventRecord(u->ev0[w % RING], u->st))) s = cuda_fail(&u->err, e, "event");
     if (!s) s = mv.kind == TP_M_KERNEL ? run_kernel(c, u, &mv) : run_copy(c, u, &mv);
@@ -451,14 +440,15 @@ static void cu_launch(tp_backend *be, uint32_t v, int unit)
     }
     if (s) { /* nothing will complete it on the device: complete it here, failed */
         double t = tp__now();
-        tp__done dn = {v, s, t, t, &u->err};
-        tp__sink_post(c->pi.sink, &dn);
+        tp__done dn;
+        tp__done_set(&dn, v, s, t, t, &u->err);
+        tp__sink_post(c->pc.pi.sink, &dn);
         return;
     }
     atomic_store(&u->wpos, w + 1);
     if (c->mode == TP_CUDA_POLL) {
         atomic_fetch_add(&c->inflight, 1);
-        tp__wake_sleeper(&c->sleeping, &c->mu, &c->cv);
+        tp__sleeper_wake(&c->sl);
     }
 }
 
@@ -466,7 +456,7 @@ static void cu_release(tp_backend *be)
 {
     cu *c = (cu *)be;
     if (c->poller_started) {
-        tp__stop_sleeper(&c->stop, &c->mu, &c->cv);
+        tp__sleeper_stop(&c->sl);
         pthread_join(c->poller, NULL);
         c->poller_started = 0;
     }
@@ -487,15 +477,15 @@ static void cu_release(tp_backend *be)
     free(c->u);
     c->u = NULL;
     c->nu = 0;
-    for (int d = 0; d < c->nd; d++) {
+    for (int d = 0; d < c->pc.nd; d++) {
         set_gpu(c, c->phys[d]);
         if (c->ref[d]) cudaEventDestroy(c->ref[d]);
         c->ref[d] = NULL;
-        cudaFree(c->dev[d]);
-        c->dev[d] = NULL;
+        cudaFree(c->mem.dev[d]);
+        c->mem.dev[d] = NULL;
     }
-    if (c->host) cudaFreeHost(c->host);
-    c->host = NULL;
+    if (c->mem.host) cudaFreeHost(c->mem.host);
+    c->mem.host = NULL;
     free(c->kp);
     c->kp = NULL;
 }
@@ -518,7 +508,7 @@ static tp_status unit_init(cu *c, cunit *u, uint64_t scratch_floats, tp_error *e
     if (c->mode == TP_CUDA_POLL)
         for (int k = 0; k < RING; k++)
             if ((e = cudaEventCreate(&u->ev0[k])) || (e = cudaEventCreate(&u->ev1[k]))) return cuda_fail(err, e, "cudaEventCreate");
-    if (u->engine != TP_ENG_COMPUTE) return TP_OK;
+    if (u->engine != TP__ENG_COMPUTE) return TP_OK;
     cublasStatus_t bs = blas.create(&u->blas);
     if (bs == CUBLAS_STATUS_SUCCESS) bs = blas.set_stream(u->blas, u->st);
     if (bs != CUBLAS_STATUS_SUCCESS) return tp__fail(err, TP_ERR_DEVICE, "cuda backend: cuBLAS handle: %s", blas_str(bs));
@@ -532,71 +522,65 @@ static tp_status unit_init(cu *c, cunit *u, uint64_t scratch_floats, tp_error *e
 
 static tp_status cu_prepare_inner(cu *c, const tp__plan_info *pi, tp_error *err)
 {
-    c->pi = *pi;
-    c->ro = *pi->opts;
-    c->pi.opts = &c->ro;
+    tp__plan_ctx_set(&c->pc, pi);
     const tp_memgraph *mg = pi->mg;
-    c->g = tp_memgraph_taskgraph(mg);
-    c->nd = tp_graph_devices(c->g);
+    c->mem.nd = c->pc.nd;
     c->cur_gpu = -1;
-    for (int d = 0; d < c->nd; d++) c->phys[d] = d % c->ngpu;
+    for (int d = 0; d < c->pc.nd; d++) c->phys[d] = d % c->ngpu;
     uint64_t scratch[TP_MAX_DEVICES];
     tp_status ks = tp__kernels_prepare(mg, &c->kp, scratch, scratch_need, err);
     if (ks) return ks;
     cudaError_t e;
-    for (int d = 0; d < c->nd; d++) {
+    for (int d = 0; d < c->pc.nd; d++) {
         set_gpu(c, c->phys[d]);
-        c->cap[d] = tp_memgraph_device_capacity(mg, d);
-        if ((e = cudaMalloc((void **)&c->dev[d], c->cap[d] ? c->cap[d] : 1))) {
+        c->mem.cap[d] = tp_memgraph_device_capacity(mg, d);
+        if ((e = cudaMalloc((void **)&c->mem.dev[d], c->mem.cap[d] ? c->mem.cap[d] : 1))) {
             size_t fr = 0, tot = 0;
             cudaGetLastError();
             cudaMemGetInfo(&fr, &tot);
             char b1[32], b2[32];
             return tp__fail(err, TP_ERR_DEVICE, "cuda backend: cannot allocate device %d's %s on GPU %d (%s free): %s", d,
-                            tp_format_size(c->cap[d], b1, sizeof b1), c->phys[d], tp_format_size(fr, b2, sizeof b2),
+                            tp_format_size(c->mem.cap[d], b1, sizeof b1), c->phys[d], tp_format_size(fr, b2, sizeof b2),
                             cudaGetErrorString(e));
         }
-        if ((e = cudaMemset(c->dev[d], 0, c->cap[d]))) return cuda_fail(err, e, "cudaMemset");
+        if ((e = cudaMemset(c->mem.dev[d], 0, c->mem.cap[d]))) return cuda_fail(err, e, "cudaMemset");
         if ((e = cudaEventCreate(&c->ref[d]))) return cuda_fail(err, e, "cudaEventCreate");
     }
-    for (int a = 0; a < c->ngpu && a < c->nd; a++) /* peer access where the GPUs allow it */
-        for (int b = 0; b < c->ngpu && b < c->nd; b++) {
+    for (int a = 0; a < c->ngpu && a < c->pc.nd; a++) /* peer access where the GPUs allow it */
+        for (int b = 0; b < c->ngpu && b < c->pc.nd; b++) {
             int ok = 0;
             if (a == b || cudaDeviceCanAccessPeer(&ok, a, b) || !ok) continue;
             set_gpu(c, a);
             if (cudaDeviceEnablePeerAccess(b, 0)) cudaGetLastError(); /* already enabled */
         }
-    c->host_bytes = tp_memgraph_host_bytes(mg);
-    if ((e = cudaHostAlloc((void **)&c->host, c->host_bytes ? c->host_bytes : 1, cudaHostAllocPortable))) {
+    c->mem.host_bytes = tp_memgraph_host_bytes(mg);
+    if ((e = cudaHostAlloc((void **)&c->mem.host, c->mem.host_bytes ? c->mem.host_bytes : 1, cudaHostAllocPortable))) {
         char b[32];
         cudaGetLastError();
         return tp__fail(err, TP_ERR_DEVICE, "cuda backend: cannot pin %s of host memory: %s",
-                        tp_format_size(c->host_bytes, b, sizeof b), cudaGetErrorString(e));
+                        tp_format_size(c->mem.host_bytes, b, sizeof b), cudaGetErrorString(e));
     }
-    c->per_dev = c->ro.streams + 3;
-    c->nu = c->nd * c->per_dev;
+    c->nu = c->pc.nd * c->pc.lanes; /* one stream per lane */
     c->u = calloc((size_t)c->nu, sizeof *c->u);
     if (!c->u) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     for (int i = 0; i < c->nu; i++) {
         cunit *u = &c->u[i];
-        u->device = i / c->per_dev;
-        int k = i % c->per_dev;
-        u->engine = k < c->ro.streams ? TP_ENG_COMPUTE : k - c->ro.streams + 1;
+        u->device = i / c->pc.lanes;
+        u->engine = tp__lane_engine(&c->pc, i % c->pc.lanes);
     }
     for (int i = 0; i < c->nu; i++) {
-        tp_status s = unit_init(c, &c->u[i], c->u[i].engine == TP_ENG_COMPUTE ? scratch[c->u[i].device] : 0, err);
+        tp_status s = unit_init(c, &c->u[i], c->u[i].engine == TP__ENG_COMPUTE ? scratch[c->u[i].device] : 0, err);
         if (s) return s;
     }
-    for (int d = 0; d < c->nd; d++) { /* the clock reference of each device, now */
+    for (int d = 0; d < c->pc.nd; d++) { /* the clock reference of each device, now */
         set_gpu(c, c->phys[d]);
-        cudaStream_t st = c->u[d * c->per_dev].st;
+        cudaStream_t st = c->u[d * c->pc.lanes].st;
         if ((e = cudaEventRecord(c->ref[d], st)) || (e = cudaEventSynchronize(c->ref[d]))) return cuda_fail(err, e, "reference event");
         c->ref_host[d] = tp__now();
     }
     if ((e = cudaDeviceSynchronize())) return cuda_fail(err, e, "cudaDeviceSynchronize");
-    atomic_init(&c->stop, 0);
     atomic_init(&c->inflight, 0);
-    atomic_init(&c->sleeping, 0);
+    atomic_store(&c->sl.stop, 0);
     if (c->mode == TP_CUDA_POLL) {
         if (pthread_create(&c->poller, NULL, poll_main, c)) return tp__fail(err, TP_ERR_NOMEM, "cuda backend: cannot start a thread");
         c->poller_started = 1;
@@ -616,40 +600,54 @@ static tp_status cu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *e
 static tp_status cu_write(tp_backend *be, const tp_region *r, const void *src, tp_error *err)
 {
     cu *c = (cu *)be;
-    tp_status s = tp__region_check(r, c->host_bytes, c->cap, c->nd, err);
+    tp_status s = tp__mem_check(&c->mem, r, err);
     if (s) return s;
     if (r->space == TP_SPACE_HOST) {
-        memcpy(region_ptr(c, r), src, r->bytes);
+        memcpy(tp__mem_ptr(&c->mem, r), src, r->bytes);
         return TP_OK;
     }
     set_gpu(c, c->phys[r->device]);
-    cudaError_t e = cudaMemcpy(region_ptr(c, r), src, r->bytes, cudaMemcpyHostToDevice);
+    cudaError_t e = cudaMemcpy(tp__mem_ptr(&c->mem, r), src, r->bytes, cudaMemcpyHostToDevice);
     return e ? cuda_fail(err, e, "cudaMemcpy") : TP_OK;
 }
 
 static tp_status cu_read(tp_backend *be, const tp_region *r, void *dst, tp_error *err)
 {
     cu *c = (cu *)be;
-    tp_status s = tp__region_check(r, c->host_bytes, c->cap, c->nd, err);
+    tp_status s = tp__mem_check(&c->mem, r, err);
     if (s) return s;
     if (r->space == TP_SPACE_HOST) {
-        memcpy(dst, region_ptr(c, r), r->bytes);
+        memcpy(dst, tp__mem_ptr(&c->mem, r), r->bytes);
         return TP_OK;
     }
     set_gpu(c, c->phys[r->device]);
-    cudaError_t e = cudaMemcpy(dst, region_ptr(c, r), r->bytes, cudaMemcpyDeviceToHost);
+    cudaError_t e = cudaMemcpy(dst, tp__mem_ptr(&c->mem, r), r->bytes, cudaMemcpyDeviceToHost);
     return e ? cuda_fail(err, e, "cudaMemcpy") : TP_OK;
 }
 
 static void cu_destroy(tp_backend *be)
 {
     cu_release(be);
-    pthread_mutex_destroy(&((cu *)be)->mu);
-    pthread_cond_destroy(&((cu *)be)->cv);
+    tp__sleeper_destroy(&((cu *)be)->sl);
     free(be);
 }
 
-static const tp__backend_ops cuda_ops = {"cuda", cu_prepare, cu_launch, cu_write, cu_read, cu_release, cu_destroy, NULL, NULL, NULL};
+static int cu_engines(tp_backend *be, const tp_run_opts *o, tp__engine *out)
+{
+    (void)be;
+    return tp__engines_gpu_like(o, out);
+}
+
+static const tp__backend_ops cuda_ops = {
+    .name = "cuda",
+    .engines = cu_engines,
+    .prepare = cu_prepare,
+    .launch = cu_launch,
+    .write = cu_write,
+    .read = cu_read,
+    .release = cu_release,
+    .destroy = cu_destroy,
+};
 
 void tp_cuda_opts_init(tp_cuda_opts *o)
 {
@@ -670,29 +668,25 @@ static int gpu_count(tp_error *err)
     return n;
 }
 
-tp_backend *tp_backend_cuda_new(const tp_cuda_opts *o, tp_error *err)
+tp_status tp_backend_cuda_new(const tp_cuda_opts *o, tp_backend **out, tp_error *err)
 {
+    *out = NULL;
     tp_error why;
     int n = gpu_count(&why);
-    if (!n) {
-        tp__fail(err, TP_ERR_DEVICE, "cuda backend: %s (is there an NVIDIA GPU and driver?)", why.msg);
-        return NULL;
-    }
-    if (load_cublas(err)) return NULL;
+    if (!n) return tp__fail(err, TP_ERR_DEVICE, "cuda backend: %s (is there an NVIDIA GPU and driver?)", why.msg);
+    tp_status ls = load_cublas(err);
+    if (ls) return ls;
     cu *c = calloc(1, sizeof *c);
-    if (!c) {
-        tp__fail(err, TP_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
+    if (!c) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     c->base.ops = &cuda_ops;
     if (o) c->o = *o;
     /* polling by default: CUDA skips host functions queued after a device fault, so in callback
      * mode a faulting kernel would leave the executor waiting; an event reports the fault */
     c->mode = c->o.completion == TP_CUDA_DEFAULT ? TP_CUDA_POLL : (int)c->o.completion;
     c->ngpu = n;
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
-    return &c->base;
+    tp__sleeper_init(&c->sl);
+    *out = &c->base;
+    return TP_OK;
 }
 
 int tp_cuda_describe(char *buf, size_t len)

@@ -2,18 +2,18 @@
  * nvcc): the backend is absent, and asking for it is a clear error. */
 #include <string.h>
 #include "io/util.h"
-#include "turnip/exec.h"
+#include "turnip/backend.h"
 
 void tp_cuda_opts_init(tp_cuda_opts *o)
 {
     memset(o, 0, sizeof *o);
 }
 
-tp_backend *tp_backend_cuda_new(const tp_cuda_opts *o, tp_error *err)
+tp_status tp_backend_cuda_new(const tp_cuda_opts *o, tp_backend **out, tp_error *err)
 {
     (void)o;
-    tp__fail(err, TP_ERR_DEVICE, "cuda backend: not built in (CMake found no CUDA compiler; see docs/cuda.md)");
-    return NULL;
+    *out = NULL;
+    return tp__fail(err, TP_ERR_DEVICE, "cuda backend: not built in (CMake found no CUDA compiler; see docs/cuda.md)");
 }
 
 int tp_cuda_describe(char *buf, size_t len)

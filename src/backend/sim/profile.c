@@ -5,7 +5,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
-#include "turnip/exec.h"
+#include "turnip/backend.h"
 #include "turnip/io.h"
 #include "io/util.h"
 

@@ -26,7 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "exec/backend.h"
+#include "backend/common.h"
 #include "io/util.h"
 #include "turnip/io.h"
 
@@ -43,14 +43,18 @@ typedef struct {
     double extra;            /* seconds after its bytes: latency, and wake_s if its engine slept */
 } flow;
 
+#define QDEPTH 8 /* copies queued behind a copy engine's active one */
+#define MAXSTREAMS 64
+_Static_assert(QDEPTH > TP_MAX_COPY_DEPTH, "a copy engine's queue holds everything the executor queues on it");
+_Static_assert(MAXSTREAMS >= TP_MAX_STREAMS, "one idle clock per compute stream");
+
 typedef struct sim {
     tp_backend base;
     tp_sim_profile p;
     double jitter;
-    tp__plan_info pi;
-    tp_run_opts ro;
-    const tp_graph *g;
+    tp__plan_ctx pc;
     int nd, nlinks;
+    uint8_t *vector_op; /* per TaskGraph vertex: runs at the vector rate (not a matmul) */
     double now;
     uint64_t seq;
     event *heap;
@@ -59,14 +63,14 @@ typedef struct sim {
     size_t nflows, capflows;
     int *active;   /* flows per link */
     struct {       /* per copy engine (kind * nd + device): the copies queued behind the active one */
-        flow q[8];
+        flow q[QDEPTH];
         int head, n, busy;
         double idle_since;
     } *eng;
     double *bw;    /* per link */
     double *t0;    /* per vertex */
     int16_t *unit_of;
-    double idle_since[TP_MAX_DEVICES][64]; /* per compute stream: when it last went idle */
+    double idle_since[TP_MAX_DEVICES][MAXSTREAMS]; /* per compute stream: when it last went idle */
     double kern[TP_MAX_DEVICES];
     double *link_bytes;
     uint32_t inflight;
@@ -80,7 +84,7 @@ typedef struct sim {
 } sim;
 
 /* link = kind * nd + device, kinds in the copy engines' order; the bus is last */
-enum { L_H2D = TP_ENG_H2D - 1, L_D2H = TP_ENG_D2H - 1, L_PEER = TP_ENG_PEER - 1 };
+enum { L_H2D = TP__ENG_H2D - 1, L_D2H = TP__ENG_D2H - 1, L_PEER = TP__ENG_PEER - 1 };
 
 static int ev_less(const event *a, const event *b)
 {
@@ -133,25 +137,31 @@ static double rate(const sim *s, const flow *f)
 
 static double jit(const sim *s, uint32_t v)
 {
-    return s->jitter > 0 ? exp(s->jitter * tp__normal(s->ro.seed * 1000003ull + v)) : 1.0;
+    return s->jitter > 0 ? exp(s->jitter * tp__normal(s->pc.ro.seed * 1000003ull + v)) : 1.0;
 }
 
 /* the copy engine (= its own link's index) of copy vertex v */
 static int engine_of(const sim *s, uint32_t v)
 {
-    return (s->pi.engine[v] - 1) * s->nd + s->pi.device[v]; /* the L_ kinds follow tp_engine */
+    return (s->pc.pi.engine[v] - 1) * s->nd + s->pc.pi.device[v]; /* the L_ kinds follow the engines */
 }
+
+static void post(sim *s, uint32_t v, double end);
+static void fail_now(sim *s, uint32_t v, const char *why);
 
 /* f starts moving now on its engine */
 static void start_flow(sim *s, flow f)
 {
+    if (!TP__GROW(s->flows, s->capflows, s->nflows + 1)) {
+        fail_now(s, f.v, "out of memory");
+        return;
+    }
     s->eng[f.link[0]].busy = 1;
     s->t0[f.v] = s->now;
     f.extra = s->p.copy_latency_s;
     if (s->p.wake_s > 0 && s->now - s->eng[f.link[0]].idle_since > s->p.wake_after_s) f.extra += s->p.wake_s;
     for (int k = 0; k < 2; k++)
         if (f.link[k] >= 0) s->active[f.link[k]]++;
-    if (!TP__GROW(s->flows, s->capflows, s->nflows + 1)) abort();
     s->flows[s->nflows++] = f;
 }
 
@@ -159,25 +169,25 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
 {
     sim *s = (sim *)be;
     tp_mvertex mv;
-    tp_memgraph_vertex(s->pi.mg, v, &mv);
+    tp_memgraph_vertex(s->pc.pi.mg, v, &mv);
     s->t0[v] = s->now;
     s->last_act = s->now;
     s->unit_of[v] = (int16_t)unit;
     s->inflight++;
     if (mv.kind == TP_M_KERNEL) {
-        const tp_vertex *t = tp_graph_vertex(s->g, mv.task);
+        const tp_vertex *t = tp_graph_vertex(s->pc.g, mv.task);
         double bytes = (double)mv.write.bytes;
         for (uint32_t k = 0; k < mv.nreads; k++) {
             tp_mvertex src;
-            tp_memgraph_vertex(s->pi.mg, mv.reads[k], &src);
+            tp_memgraph_vertex(s->pc.pi.mg, mv.reads[k], &src);
             bytes += (double)src.write.bytes;
         }
-        double rate = strcmp(t->op, "matmul") && s->p.vector_flops > 0 ? s->p.vector_flops : s->p.peak_flops;
+        double rate = s->vector_op[mv.task] && s->p.vector_flops > 0 ? s->p.vector_flops : s->p.peak_flops;
         double compute = t->flops / (rate * s->p.efficiency), memory = bytes / s->p.mem_bw;
         double dur = (s->p.launch_s + (compute > memory ? compute : memory)) * jit(s, v);
-        if (s->p.wake_s > 0 && unit < 64 && s->now - s->idle_since[mv.device][unit] > s->p.wake_after_s) dur += s->p.wake_s;
+        if (s->p.wake_s > 0 && unit < MAXSTREAMS && s->now - s->idle_since[mv.device][unit] > s->p.wake_after_s) dur += s->p.wake_s;
         s->kern[mv.device] += dur;
-        push(s, s->now + dur, v);
+        if (!push(s, s->now + dur, v)) fail_now(s, v, "out of memory");
         return;
     }
     double b = (double)mv.write.bytes * jit(s, v);
@@ -187,29 +197,47 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
         if (f.link[k] >= 0) s->link_bytes[f.link[k]] += f.remaining;
     int e = f.link[0]; /* the engine: its own link's index */
     if (s->eng[e].busy) { /* behind the engine's current copy */
-        if (s->eng[e].n == 8) abort(); /* copy_depth <= 4 */
-        s->eng[e].q[(s->eng[e].head + s->eng[e].n++) % 8] = f;
+        if (s->eng[e].n == QDEPTH) { /* cannot happen: copy_depth <= TP_MAX_COPY_DEPTH < QDEPTH */
+            fail_now(s, v, "copy engine queue full");
+            return;
+        }
+        s->eng[e].q[(s->eng[e].head + s->eng[e].n++) % QDEPTH] = f;
         return;
     }
     start_flow(s, f);
 }
 
+/* v ends at `end`: completes, failed if the fault hook says so */
 static void post(sim *s, uint32_t v, double end)
 {
-    tp__done d = {v, TP_OK, s->t0[v], end, NULL};
-    if (s->pi.engine[v] == TP_ENG_COMPUTE) s->idle_since[s->pi.device[v]][s->unit_of[v] & 63] = end;
+    tp_error e;
+    tp__done d;
+    tp__done_set(&d, v, tp__fault(&s->pc, v, &e), s->t0[v], end, &e);
+    if (s->pc.pi.engine[v] == TP__ENG_COMPUTE) s->idle_since[s->pc.pi.device[v]][s->unit_of[v] % MAXSTREAMS] = end;
     s->inflight--;
     s->last_act = s->now;
-    tp__sink_post(s->pi.sink, &d);
+    tp__sink_post(s->pc.pi.sink, &d);
+}
+
+/* v cannot be simulated (no memory for its event): it completes now, failed */
+static void fail_now(sim *s, uint32_t v, const char *why)
+{
+    tp_error e;
+    tp__done d;
+    tp__fail(&e, TP_ERR_NOMEM, "sim backend: %s", why);
+    tp__done_set(&d, v, TP_ERR_NOMEM, s->t0[v], s->now, &e);
+    s->inflight--;
+    tp__sink_post(s->pc.pi.sink, &d);
 }
 
 /* a vertex ends now: posted, or held while the executor wakes up; 1 if posted */
 static int deliver(sim *s, uint32_t v)
 {
     if (s->wake_at > 0) {
-        if (!TP__GROW(s->held, s->capheld, s->nheld + 1)) abort();
-        s->held[s->nheld++] = (struct held){v, s->now};
-        return 0;
+        if (TP__GROW(s->held, s->capheld, s->nheld + 1)) {
+            s->held[s->nheld++] = (struct held){v, s->now};
+            return 0;
+        } /* no memory to hold it: it reaches the executor now */
     }
     post(s, v, s->now);
     return 1;
@@ -222,7 +250,7 @@ static void engine_free(sim *s, int e)
     s->eng[e].idle_since = s->now;
     if (s->eng[e].n) {
         flow nf = s->eng[e].q[s->eng[e].head];
-        s->eng[e].head = (s->eng[e].head + 1) % 8;
+        s->eng[e].head = (s->eng[e].head + 1) % QDEPTH;
         s->eng[e].n--;
         start_flow(s, nf);
     }
@@ -248,7 +276,7 @@ static int sim_advance(tp_backend *be)
             tnext = s->wake_at;
             first = SIZE_MAX;
         } else if (s->wake_at <= 0 && s->p.wake_s > 0 && tnext - s->last_act > s->p.wake_after_s &&
-                   (first != SIZE_MAX ? s->flows[first].extra <= 0 : s->pi.engine[s->heap[0].v] != TP_ENG_COMPUTE)) {
+                   (first != SIZE_MAX ? s->flows[first].extra <= 0 : s->pc.pi.engine[s->heap[0].v] != TP__ENG_COMPUTE)) {
             s->wake_at = tnext + s->p.wake_s; /* asleep: the copy that ends first wakes it */
         }
         double dt = tnext - s->now;
@@ -267,8 +295,7 @@ static int sim_advance(tp_backend *be)
             uint32_t v = f->v;
             double extra = f->extra;
             s->flows[i] = s->flows[--s->nflows];
-            if (extra > 0) { /* the engine stays busy through the latency and wake-up */
-                push(s, s->now + extra, v);
+            if (extra > 0 && push(s, s->now + extra, v)) { /* the engine stays busy through the latency and wake-up */
             } else {
                 engine_free(s, engine_of(s, v));
                 posted |= deliver(s, v);
@@ -276,7 +303,7 @@ static int sim_advance(tp_backend *be)
         }
         while (s->nheap && s->heap[0].t <= s->now) {
             event ev = pop(s);
-            if (s->pi.engine[ev.v] != TP_ENG_COMPUTE) engine_free(s, engine_of(s, ev.v));
+            if (s->pc.pi.engine[ev.v] != TP__ENG_COMPUTE) engine_free(s, engine_of(s, ev.v));
             posted |= deliver(s, ev.v);
         }
         if (s->wake_at > 0 && s->now >= s->wake_at) {
@@ -321,6 +348,8 @@ static void sim_release(tp_backend *be)
     s->nheld = s->capheld = 0;
     s->wake_at = 0;
     free(s->link_bytes);
+    free(s->vector_op);
+    s->vector_op = NULL;
     s->unit_of = NULL;
     s->heap = NULL;
     s->flows = NULL;
@@ -335,10 +364,8 @@ static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
 {
     sim *s = (sim *)be;
     sim_release(be);
-    s->pi = *pi;
-    s->ro = *pi->opts;
-    s->g = tp_memgraph_taskgraph(pi->mg);
-    s->nd = tp_graph_devices(s->g);
+    tp__plan_ctx_set(&s->pc, pi);
+    s->nd = s->pc.nd;
     if (s->nd > s->p.devices)
         return tp__fail(err, TP_ERR_INVALID, "machine '%s' has %d devices, the graph uses %d", s->p.name, s->p.devices, s->nd);
     for (int d = 0; d < s->nd; d++)
@@ -348,6 +375,13 @@ static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
                             tp_format_size(tp_memgraph_device_capacity(pi->mg, d), a, sizeof a), s->p.name,
                             tp_format_size(s->p.device_mem, b, sizeof b));
         }
+    uint32_t nt = tp_graph_size(s->pc.g);
+    s->vector_op = malloc(nt + 1);
+    if (!s->vector_op) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t t = 0; t < nt; t++) {
+        const tp_vertex *tv = tp_graph_vertex(s->pc.g, t);
+        s->vector_op[t] = tv->kind == TP_V_KERNEL && strcmp(tv->op, "matmul") != 0;
+    }
     s->nlinks = 3 * s->nd + 1;
     s->active = calloc((size_t)s->nlinks, sizeof *s->active);
     s->eng = calloc((size_t)s->nlinks, sizeof *s->eng);
@@ -392,15 +426,63 @@ static void sim_destroy(tp_backend *be)
     free(be);
 }
 
-static const tp__backend_ops sim_ops = {"sim", sim_prepare, sim_launch, sim_write, sim_rw, sim_release, sim_destroy,
-                                        sim_now, sim_advance, sim_bound};
-
-tp_backend *tp_backend_sim_new(const tp_sim_profile *p, double jitter)
+static int sim_engines(tp_backend *be, const tp_run_opts *o, tp__engine *out)
 {
+    (void)be;
+    return tp__engines_gpu_like(o, out); /* the link model below follows their order */
+}
+
+static const tp__backend_ops sim_ops = {
+    .name = "sim",
+    .engines = sim_engines,
+    .prepare = sim_prepare,
+    .launch = sim_launch,
+    .write = sim_write,
+    .read = sim_rw,
+    .release = sim_release,
+    .destroy = sim_destroy,
+    .now = sim_now,
+    .advance = sim_advance,
+    .bound = sim_bound,
+};
+
+tp_status tp_backend_sim_new(const tp_sim_profile *p, double jitter, tp_backend **out, tp_error *err)
+{
+    *out = NULL;
+    if (!(jitter >= 0 && jitter <= 10)) return tp__fail(err, TP_ERR_ARG, "sim backend: jitter must be in [0, 10], not %g", jitter);
+    if (p->devices < 1 || !(p->peak_flops > 0) || !(p->efficiency > 0) || !(p->mem_bw > 0) || !(p->h2d_bw > 0) ||
+        !(p->d2h_bw > 0) || !(p->peer_bw > 0))
+        return tp__fail(err, TP_ERR_ARG, "sim backend: profile '%s' needs devices, peak FLOP/s, efficiency and bandwidths > 0",
+                        p->name);
     sim *s = calloc(1, sizeof *s);
-    if (!s) return NULL;
+    if (!s) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     s->base.ops = &sim_ops;
     s->p = *p;
     s->jitter = jitter;
-    return &s->base;
+    *out = &s->base;
+    return TP_OK;
 }
+
+static const char *const sim_keys[] = {"machine", "jitter", NULL};
+static const char *const sim_helps[] = {"machine profile: NAME (profiles/NAME.json: a100x8, p100x4, h100, cpu-local) or FILE",
+                                        "kernel times and copy sizes x exp(F x N(0,1)), seeded per vertex", NULL};
+
+static tp_status sim_make(const tp_backend_opt *opts, int nopts, tp_backend **out, tp_error *err)
+{
+    const char *machine = NULL;
+    double jitter = 0;
+    for (int i = 0; i < nopts; i++) {
+        if (!strcmp(opts[i].key, "machine")) machine = opts[i].value;
+        else if (tp__opt_number("sim", &opts[i], 0, 10, &jitter, err)) return TP_ERR_ARG;
+    }
+    *out = NULL;
+    if (!machine) return tp__fail(err, TP_ERR_ARG, "sim backend: needs a machine profile (--machine NAME|FILE)");
+    tp_sim_profile p;
+    tp_status s = tp_sim_profile_read(machine, &p, err);
+    return s ? s : tp_backend_sim_new(&p, jitter, out, err);
+}
+
+const tp__backend_entry tp__backend_sim = {
+    {"sim", "simulated time on a machine profile (no data): the same executor, a cost model", sim_keys, sim_helps},
+    sim_make,
+};

@@ -1,0 +1,125 @@
+/* common.c - what every backend shares (see common.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backend/common.h"
+#include "io/util.h"
+
+void tp__plan_ctx_set(tp__plan_ctx *c, const tp__plan_info *pi)
+{
+    c->pi = *pi;
+    c->ro = *pi->opts;
+    c->pi.opts = &c->ro;
+    c->g = tp_memgraph_taskgraph(pi->mg);
+    c->nd = tp_graph_devices(c->g);
+    int k = 0;
+    for (int e = 0; e < pi->nengines; e++) {
+        c->lane_base[e] = k;
+        k += pi->engines[e].lanes ? 1 : pi->engines[e].units;
+    }
+    c->lanes = k;
+}
+
+int tp__lane(const tp__plan_ctx *c, uint32_t v, int unit)
+{
+    int e = c->pi.engine[v];
+    return c->pi.device[v] * c->lanes + c->lane_base[e] + (c->pi.engines[e].lanes ? 0 : unit);
+}
+
+int tp__lane_engine(const tp__plan_ctx *c, int k)
+{
+    int e = 0;
+    while (e + 1 < c->pi.nengines && c->lane_base[e + 1] <= k) e++;
+    return e;
+}
+
+int tp__engines_gpu_like(const tp_run_opts *o, tp__engine *out)
+{
+    out[TP__ENG_COMPUTE] = (tp__engine){.name = "stream", .tag = "stream", .kinds = 1u << TP_M_KERNEL, .units = o->streams};
+    out[TP__ENG_H2D] = (tp__engine){.name = "h2d", .tag = "h2d", .kinds = 1u << TP_M_RELOAD, .units = o->copy_depth, .lanes = 1, .moves = 1};
+    out[TP__ENG_D2H] = (tp__engine){.name = "d2h", .tag = "d2h", .kinds = 1u << TP_M_OFFLOAD, .units = o->copy_depth, .lanes = 1, .moves = 1};
+    out[TP__ENG_PEER] =
+        (tp__engine){.name = "peer-in", .tag = "peer", .kinds = 1u << TP_M_TRANSFER, .units = o->copy_depth, .lanes = 1, .moves = 1};
+    return TP__ENG_GPU_LIKE;
+}
+
+tp_status tp__mem_check(const tp__mem *m, const tp_region *r, tp_error *err)
+{
+    uint64_t lim = r->space == TP_SPACE_HOST ? m->host_bytes : (r->device >= 0 && r->device < m->nd ? m->cap[r->device] : 0);
+    if (r->offset > lim || r->bytes > lim - r->offset) return tp__fail(err, TP_ERR_ARG, "region outside its memory");
+    return TP_OK;
+}
+
+const void **tp__gather_inputs(const tp__mem *m, const tp_memgraph *mg, const tp_mvertex *mv, const void **inb, uint32_t room,
+                               int *heap)
+{
+    const void **in = inb;
+    *heap = mv->nreads > room;
+    if (*heap && !(in = malloc(mv->nreads * sizeof *in))) return NULL;
+    for (uint32_t k = 0; k < mv->nreads; k++) {
+        tp_mvertex src;
+        tp_memgraph_vertex(mg, mv->reads[k], &src);
+        in[k] = tp__mem_ptr(m, &src.write);
+    }
+    return in;
+}
+
+tp_status tp__fault(const tp__plan_ctx *c, uint32_t v, tp_error *err)
+{
+    if ((int64_t)v == c->ro.fail_vertex) return tp__fail(err, TP_ERR_INVALID, "injected fault (test hook)");
+    return TP_OK;
+}
+
+void tp__done_set(tp__done *d, uint32_t v, tp_status s, double t0, double t1, const tp_error *e)
+{
+    d->vertex = v;
+    d->status = s;
+    d->t0 = t0;
+    d->t1 = t1;
+    d->err = NULL;
+    if (s != TP_OK && e && (d->err = malloc(sizeof *d->err))) *d->err = *e;
+}
+
+tp_status tp__kernels_prepare(const tp_memgraph *mg, tp__kplan **kp, uint64_t scratch[TP_MAX_DEVICES],
+                              uint64_t (*need)(const tp_graph *g, uint32_t v, const tp__kplan *kp), tp_error *err)
+{
+    const tp_graph *g = tp_memgraph_taskgraph(mg);
+    uint32_t n = tp_memgraph_size(mg);
+    *kp = calloc(tp_graph_size(g) + 1, sizeof **kp);
+    if (!*kp) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    memset(scratch, 0, sizeof(uint64_t) * TP_MAX_DEVICES);
+    for (uint32_t i = 0; i < n; i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind != TP_M_KERNEL) continue;
+        tp__kplan *k = &(*kp)[v.task];
+        tp_status s = tp__kernel_prepare(g, v.task, k, err);
+        if (s) return s;
+        uint64_t f = need ? need(g, v.task, k) : k->scratch_floats;
+        if (f > scratch[v.device]) scratch[v.device] = f;
+    }
+    return TP_OK;
+}
+
+tp_status tp__opt_number(const char *backend, const tp_backend_opt *o, double lo, double hi, double *out, tp_error *err)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(o->value, &end);
+    if (end == o->value || *end || errno || !isfinite(v) || v < lo || v > hi)
+        return tp__fail(err, TP_ERR_ARG, "%s backend: %s must be a number in [%g, %g], not '%s'", backend, o->key, lo, hi,
+                        o->value);
+    *out = v;
+    return TP_OK;
+}
+
+tp_status tp__opt_known(const char *backend, const char *const *keys, const tp_backend_opt *opts, int nopts, tp_error *err)
+{
+    for (int i = 0; i < nopts; i++) {
+        int ok = 0;
+        for (int k = 0; keys[k] && !ok; k++) ok = !strcmp(keys[k], opts[i].key);
+        if (!ok) return tp__fail(err, TP_ERR_ARG, "%s backend: no option '%s'", backend, opts[i].key);
+    }
+    return TP_OK;
+}

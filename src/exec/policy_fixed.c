@@ -1,0 +1,153 @@
+/* policy_fixed.c - `fixed`: each queue starts its vertices in one global order, the paper's
+ * ablation of nondeterministic execution. The order is a topological order of the whole
+ * MemGraph that follows the planner's creation (simulation) order: Kahn's algorithm taking the
+ * smallest vertex id first. Every wait is on something earlier in it, so it cannot deadlock.
+ * A queue's sequence is its vertices in that order; pop starts the next one only when it is
+ * ready. */
+#include <stdlib.h>
+#include <string.h>
+#include "exec/policy.h"
+#include "io/util.h"
+
+typedef struct {
+    uint32_t nq;
+    uint32_t *seq, *off, *len, *cursor; /* per queue: its sequence, back to back */
+    uint8_t *ready;                     /* per vertex */
+    uint32_t n;
+} fixed_state;
+
+static void fixed_free(void *state)
+{
+    fixed_state *st = state;
+    if (!st) return;
+    free(st->seq);
+    free(st->off);
+    free(st->len);
+    free(st->cursor);
+    free(st->ready);
+    free(st);
+}
+
+/* topological order following creation order: Kahn by smallest id (a binary heap of ids) */
+static tp_status global_order(const tp__policy_env *env, uint32_t *order, tp_error *err)
+{
+    uint32_t n = env->n, *deg = malloc((n + 1) * sizeof *deg), *heap = malloc((n + 1) * sizeof *heap);
+    if (!deg || !heap) {
+        free(deg);
+        free(heap);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
+    size_t hn = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        deg[i] = env->ndeps[i];
+        if (!deg[i]) heap[hn++] = i; /* increasing ids: already a heap */
+    }
+    uint32_t r = 0;
+    while (hn) {
+        uint32_t u = heap[0], last = heap[--hn];
+        size_t i = 0;
+        for (;;) { /* sift down */
+            size_t l = 2 * i + 1, m = i;
+            uint32_t best = last;
+            if (l < hn && heap[l] < best) {
+                m = l;
+                best = heap[l];
+            }
+            if (l + 1 < hn && heap[l + 1] < best) m = l + 1;
+            if (m == i) break;
+            heap[i] = heap[m];
+            i = m;
+        }
+        if (hn) heap[i] = last;
+        order[r++] = u;
+        for (uint32_t k = env->succ_off[u]; k < env->succ_off[u + 1]; k++) {
+            uint32_t w = env->succ[k];
+            if (--deg[w] == 0) { /* sift up */
+                size_t j = hn++;
+                while (j && heap[(j - 1) / 2] > w) {
+                    heap[j] = heap[(j - 1) / 2];
+                    j = (j - 1) / 2;
+                }
+                heap[j] = w;
+            }
+        }
+    }
+    free(deg);
+    free(heap);
+    return r == n ? TP_OK : tp__fail(err, TP_ERR_INVALID, "MemGraph has a cycle");
+}
+
+static tp_status fixed_init(const tp__policy_env *env, void **state, tp_error *err)
+{
+    fixed_state *st = calloc(1, sizeof *st);
+    uint32_t *order = malloc((env->n + 1) * sizeof *order);
+    if (st) {
+        st->nq = env->nqueues;
+        st->n = env->n;
+        st->seq = malloc((env->n + 1) * sizeof *st->seq);
+        st->off = malloc((env->nqueues + 1) * sizeof *st->off);
+        st->len = calloc(env->nqueues + 1, sizeof *st->len);
+        st->cursor = calloc(env->nqueues + 1, sizeof *st->cursor);
+        st->ready = calloc(env->n + 1, 1);
+    }
+    if (!st || !order || !st->seq || !st->off || !st->len || !st->cursor || !st->ready) {
+        free(order);
+        fixed_free(st);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
+    tp_status s = global_order(env, order, err);
+    if (s) {
+        free(order);
+        fixed_free(st);
+        return s;
+    }
+    uint32_t total = 0;
+    for (uint32_t q = 0; q < env->nqueues; q++) {
+        st->off[q] = total;
+        total += env->qsize[q];
+    }
+    for (uint32_t r = 0; r < env->n; r++) { /* each queue's vertices, in the global order */
+        uint32_t v = order[r], q = env->queue[v];
+        if (q != TP__NO_QUEUE) st->seq[st->off[q] + st->len[q]++] = v;
+    }
+    free(order);
+    *state = st;
+    return TP_OK;
+}
+
+static void fixed_reset(void *state, uint64_t seed)
+{
+    (void)seed;
+    fixed_state *st = state;
+    memset(st->cursor, 0, st->nq * sizeof *st->cursor);
+    memset(st->ready, 0, st->n);
+}
+
+static void fixed_push(void *state, uint32_t q, uint32_t v)
+{
+    (void)q;
+    ((fixed_state *)state)->ready[v] = 1;
+}
+
+static uint32_t fixed_pop(void *state, uint32_t q)
+{
+    fixed_state *st = state;
+    if (st->cursor[q] < st->len[q]) {
+        uint32_t v = st->seq[st->off[q] + st->cursor[q]];
+        if (st->ready[v]) {
+            st->cursor[q]++;
+            return v;
+        }
+    }
+    return TP__NONE;
+}
+
+const tp__policy tp__policy_fixed = {
+    .name = "fixed",
+    .help = "each engine in plan order (the paper's ablation)",
+    .init = fixed_init,
+    .reset = fixed_reset,
+    .push = fixed_push,
+    .pop = fixed_pop,
+    .free = fixed_free,
+};
