@@ -3,6 +3,8 @@
 #include <string.h>
 #include "turnip/turnip.h"
 #include "plan/plan_internal.h"
+#include "backend/common.h"
+#include "exec/exec_internal.h"
 #include "gen.h"
 #include "harness.h"
 
@@ -263,4 +265,273 @@ TEST(exec_random_opaque_graphs_complete)
         tp_memgraph_free(mg);
         tp_graph_free(g);
     }
+}
+
+/* ---- the sim backend: deterministic companions ------------------------------------------- */
+
+static tp_sim_profile slow_kernels(void)
+{
+    tp_sim_profile p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "slow-kernels");
+    p.devices = 4;
+    p.device_mem = 1ull << 30;
+    p.peak_flops = 1e12;
+    p.efficiency = 1;
+    p.mem_bw = 1e6; /* kernels take milliseconds, copies microseconds: a write may overtake a read */
+    p.launch_s = 1e-6;
+    p.h2d_bw = p.d2h_bw = p.peer_bw = 1e12;
+    return p;
+}
+
+/* runs mg on the sim backend; the run record's times in t0/t1 (caller frees) if asked */
+static tp_status sim_run(const tp_memgraph *mg, const tp_run_opts *ro, double **t0, double **t1, tp_error *e)
+{
+    tp_sim_profile p = slow_kernels();
+    tp_backend *be = NULL;
+    CHECK(tp_backend_sim_new(&p, 0, &be, e) == TP_OK);
+    tp_exec *x;
+    tp_status st = tp_exec_new(mg, be, ro, &x, e);
+    CHECKF(st == TP_OK, "%s", e->msg);
+    tp_run_summary sum;
+    st = tp_exec_run(x, &sum, e);
+    if (t0) {
+        tp__run_record rr;
+        tp__exec_record(x, &rr);
+        *t0 = malloc(rr.n * sizeof **t0);
+        *t1 = malloc(rr.n * sizeof **t1);
+        for (uint32_t i = 0; i < rr.n; i++) {
+            (*t0)[i] = rr.v[i].t0;
+            (*t1)[i] = rr.v[i].t1;
+        }
+    }
+    tp_exec_free(x);
+    tp_backend_free(be);
+    return st;
+}
+
+/* Deterministic companion of exec_removed_memory_dep_is_a_visible_race: in virtual time no
+ * thread timing is involved. In the real plan every memory dependency r -> u holds in the run
+ * record (u starts after r ends); with a racy dependency dropped, u overwrites the bytes r
+ * still reads: it starts before r ends, in every run. */
+TEST(exec_removed_memory_dep_is_a_race_in_virtual_time)
+{
+    tp_graph *g = mlp_chain(10, 1, 32);
+    tp_memgraph *mg = plan_at(g, 5 * 32 * 32 * 4);
+    tp_error e;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    double *t0, *t1;
+    ASSERT_OK(sim_run(mg, &ro, &t0, &t1, &e));
+    uint32_t memdeps = 0;
+    for (uint32_t u = 0; u < mg->n; u++)
+        for (uint32_t j = mg->deps_off[u]; j < mg->deps_off[u + 1]; j++) {
+            uint32_t r = mg->deps[j];
+            CHECKF(t0[u] >= t1[r], "vertex %u started at %.9g before its dependency %u ended at %.9g", u, t0[u], r, t1[r]);
+            memdeps++;
+        }
+    free(t0);
+    free(t1);
+    int tried = 0, overtaken = 0;
+    for (uint32_t u = 0; u < mg->n; u++) {
+        if (mg->v[u].kind == TP_M_INPUT) continue;
+        for (uint32_t j = mg->deps_off[u]; j < mg->deps_off[u + 1]; j++) {
+            uint32_t r = mg->deps[j];
+            int data = 0;
+            for (uint32_t k = 0; k < mg->v[u].nreads; k++) data |= mg->reads[mg->v[u].reads_off + k] == r;
+            if (data) continue;
+            tp_memgraph *bad = plan_at(g, 5 * 32 * 32 * 4);
+            drop_dep(bad, u, r);
+            char *text;
+            size_t len;
+            CHECK(tp_memgraph_to_string(bad, &text, &len, &e) == TP_OK);
+            tp_status vs = tp_verify_json(text, len, "mutant", g, &e);
+            free(text);
+            if (vs == TP_ERR_CHECK) {
+                tried++;
+                double *a0, *a1, *b0, *b1;
+                ASSERT_OK(sim_run(bad, &ro, &a0, &a1, &e));
+                ASSERT_OK(sim_run(bad, &ro, &b0, &b1, &e)); /* the same run again: the same times */
+                CHECK(!memcmp(a0, b0, mg->n * sizeof *a0) && !memcmp(a1, b1, mg->n * sizeof *a1));
+                overtaken += a0[u] < a1[r];
+                free(a0);
+                free(a1);
+                free(b0);
+                free(b1);
+            }
+            tp_memgraph_free(bad);
+        }
+    }
+    printf("memory deps held: %u; racy mutants: %d, write before the read ended: %d\n", memdeps, tried, overtaken);
+    ASSERT_GT(tried, 0);
+    ASSERT_GT(overtaken, 0);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+TEST(exec_sim_fault_stops_cleanly_naming_the_vertex)
+{
+    tp_graph *g = mlp_chain(8, 2, 16);
+    tp_memgraph *mg = plan_at(g, 4 * 16 * 16 * 4);
+    tp_error e;
+    int faults = 0;
+    for (uint32_t f = 0; f < tp_memgraph_size(mg); f++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, f, &v);
+        if (v.kind == TP_M_INPUT) continue;
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        ro.fail_vertex = f;
+        ro.streams = 2;
+        ro.policy = f % 2 ? "random" : "fixed";
+        ro.seed = f;
+        tp_status st = sim_run(mg, &ro, NULL, NULL, &e);
+        ASSERT_EQ(st, TP_ERR_INVALID);
+        char want[64];
+        snprintf(want, sizeof want, "vertex %u (", f);
+        CHECKF(strstr(e.msg, want) && strstr(e.msg, tp_graph_vertex(g, v.task)->id) && strstr(e.msg, "injected"), "%s", e.msg);
+        faults++;
+    }
+    ASSERT_GT(faults, 10);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* ---- backends that break the contract ------------------------------------------------------ */
+
+typedef struct {
+    tp_backend base;
+    tp__plan_info pi;
+    int mode; /* 0: drops every event (advance posts nothing); 1: posts twice; 2: fails copies,
+                 then reuses the error storage at once */
+    tp_error scratch;
+} fake;
+
+static int fake_engines(tp_backend *be, const tp_run_opts *o, tp__engine *out)
+{
+    (void)be;
+    return tp__engines_gpu_like(o, out);
+}
+static tp_status fake_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *err)
+{
+    (void)err;
+    ((fake *)be)->pi = *pi;
+    return TP_OK;
+}
+static void fake_launch(tp_backend *be, uint32_t v, int unit)
+{
+    (void)unit;
+    fake *f = (fake *)be;
+    tp__done d;
+    if (f->mode == 0) return; /* the event is lost */
+    if (f->mode == 1) {
+        tp__done_set(&d, v, TP_OK, 0, 0, NULL);
+        tp__sink_post(f->pi.sink, &d);
+        tp__done_set(&d, v, TP_OK, 0, 0, NULL);
+        tp__sink_post(f->pi.sink, &d);
+        return;
+    }
+    int copy = f->pi.engines[f->pi.engine[v]].moves;
+    tp__fail(&f->scratch, TP_ERR_IO, "copy %u failed", v);
+    tp__done_set(&d, v, copy ? TP_ERR_IO : TP_OK, 0, 0, &f->scratch);
+    tp__sink_post(f->pi.sink, &d);
+    tp__fail(&f->scratch, TP_ERR_IO, "storage reused"); /* the unit moves on before the loop reads */
+}
+static tp_status fake_rw(tp_backend *be, const tp_region *r, const void *src, tp_error *err)
+{
+    (void)be, (void)r, (void)src, (void)err;
+    return TP_OK;
+}
+static tp_status fake_read(tp_backend *be, const tp_region *r, void *dst, tp_error *err)
+{
+    (void)be, (void)r, (void)dst, (void)err;
+    return TP_OK;
+}
+static void fake_release(tp_backend *be)
+{
+    (void)be;
+}
+static void fake_destroy(tp_backend *be)
+{
+    free(be);
+}
+static double fake_now(tp_backend *be)
+{
+    (void)be;
+    return 0;
+}
+static int fake_advance(tp_backend *be)
+{
+    (void)be;
+    return 0;
+}
+static const tp__backend_ops fake_sim_ops = {.name = "fake-sim", .engines = fake_engines, .prepare = fake_prepare,
+                                              .launch = fake_launch, .write = fake_rw, .read = fake_read,
+                                              .release = fake_release, .destroy = fake_destroy, .now = fake_now,
+                                              .advance = fake_advance};
+static const tp__backend_ops fake_real_ops = {.name = "fake-real", .engines = fake_engines, .prepare = fake_prepare,
+                                               .launch = fake_launch, .write = fake_rw, .read = fake_read,
+                                               .release = fake_release, .destroy = fake_destroy};
+
+static tp_status fake_run(const tp_memgraph *mg, int mode, int copy_depth, tp_error *e)
+{
+    fake *f = calloc(1, sizeof *f);
+    f->base.ops = mode == 0 ? &fake_sim_ops : &fake_real_ops;
+    f->mode = mode;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    ro.copy_depth = copy_depth;
+    tp_exec *x;
+    ASSERT_OK(tp_exec_new(mg, &f->base, &ro, &x, e));
+    tp_run_summary sum;
+    tp_status st = tp_exec_run(x, &sum, e);
+    tp_exec_free(x);
+    tp_backend_free(&f->base);
+    return st;
+}
+
+/* a simulating backend whose advance() stops posting while vertices are in flight (a dropped
+ * event) fails the run naming a vertex; it used to wait forever */
+TEST(exec_backend_that_stops_advancing_fails_naming_a_vertex)
+{
+    tp_graph *g = mlp_chain(4, 2, 16);
+    tp_memgraph *mg = plan_at(g, 4 * 16 * 16 * 4);
+    tp_error e;
+    ASSERT_EQ(fake_run(mg, 0, 2, &e), TP_ERR_INVALID);
+    CHECKF(strstr(e.msg, "stopped making progress") && strstr(e.msg, "never completed") && strstr(e.msg, "vertex "), "%s", e.msg);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* a backend posting two completions for one launch breaks the contract: a failed run, not a
+ * corrupted count */
+TEST(exec_backend_posting_twice_fails_the_run)
+{
+    tp_graph *g = mlp_chain(4, 2, 16);
+    tp_memgraph *mg = plan_at(g, 4 * 16 * 16 * 4);
+    tp_error e;
+    ASSERT_EQ(fake_run(mg, 1, 2, &e), TP_ERR_INVALID);
+    CHECKF(strstr(e.msg, "not running") || strstr(e.msg, "overflowed"), "%s", e.msg);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* a failed completion carries its own error: a backend unit (a copy engine queueing
+ * copy_depth > 1 vertices) may reuse its storage at once; the message names the vertex that
+ * failed, not whatever the unit did next */
+TEST(exec_failed_completion_keeps_its_own_message)
+{
+    tp_graph *g = mlp_chain(6, 2, 16);
+    tp_memgraph *mg = plan_at(g, 4 * 16 * 16 * 4);
+    tp_error e;
+    for (int depth = 1; depth <= TP_MAX_COPY_DEPTH; depth++) {
+        ASSERT_EQ(fake_run(mg, 2, depth, &e), TP_ERR_IO);
+        unsigned v;
+        CHECKF(sscanf(e.msg, "vertex %u", &v) == 1, "%s", e.msg);
+        char want[64];
+        snprintf(want, sizeof want, "copy %u failed", v);
+        CHECKF(strstr(e.msg, want) && !strstr(e.msg, "reused"), "%s", e.msg);
+    }
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
 }
