@@ -13,34 +13,17 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include "turnip/dtype.h" /* tp_dtype, TP_MAX_DIMS */
 #include "turnip/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define TP_MAX_DIMS 8
+/* Most devices a graph spans (graph layer; plans and runs size per-device arrays by it). */
 #define TP_MAX_DEVICES 64
 
 typedef enum tp_vkind { TP_V_INPUT = 0, TP_V_KERNEL = 1, TP_V_TRANSFER = 2 } tp_vkind;
-
-typedef enum tp_dtype {
-    TP_DT_NONE = 0, /* size given in bytes only */
-    TP_DT_F32,
-    TP_DT_F16,
-    TP_DT_BF16,
-    TP_DT_F64,
-    TP_DT_I32,
-    TP_DT_I64,
-    TP_DT_U8
-} tp_dtype;
-
-/* "f32", ... ("" for TP_DT_NONE). */
-const char *tp_dtype_name(tp_dtype t);
-/* Bytes per element (0 for TP_DT_NONE). */
-unsigned tp_dtype_size(tp_dtype t);
-/* TP_OK and *out on a known name. */
-tp_status tp_dtype_parse(const char *name, tp_dtype *out);
 
 /* Read-only view of one vertex; owned by the graph. */
 typedef struct tp_vertex {

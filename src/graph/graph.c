@@ -7,29 +7,6 @@
 #include <string.h>
 #include "graph/graph_internal.h"
 
-static const char *dtype_names[] = {"", "f32", "f16", "bf16", "f64", "i32", "i64", "u8"};
-static const unsigned dtype_sizes[] = {0, 4, 2, 2, 8, 4, 8, 1};
-
-const char *tp_dtype_name(tp_dtype t)
-{
-    return (unsigned)t < sizeof dtype_names / sizeof *dtype_names ? dtype_names[t] : "?";
-}
-
-unsigned tp_dtype_size(tp_dtype t)
-{
-    return (unsigned)t < sizeof dtype_sizes / sizeof *dtype_sizes ? dtype_sizes[t] : 0;
-}
-
-tp_status tp_dtype_parse(const char *name, tp_dtype *out)
-{
-    for (unsigned i = 1; i < sizeof dtype_names / sizeof *dtype_names; i++)
-        if (strcmp(name, dtype_names[i]) == 0) {
-            *out = (tp_dtype)i;
-            return TP_OK;
-        }
-    return TP_ERR_PARSE;
-}
-
 tp_graph *tp_graph_new(int ndevices)
 {
     if (ndevices < 1 || ndevices > TP_MAX_DEVICES) return NULL;

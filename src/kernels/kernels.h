@@ -58,10 +58,6 @@ const char *tp__blas_info(int *threads);
 tp_status tp__kernels_prepare(const tp_memgraph *mg, tp__kplan **kp, uint64_t scratch[TP_MAX_DEVICES],
                               uint64_t (*need)(const tp_graph *g, uint32_t v, const tp__kplan *kp), tp_error *err);
 
-/* storage conversions */
-float tp__f16_to_f32(uint16_t h);
-uint16_t tp__f32_to_f16(float f);
-float tp__bf16_to_f32(uint16_t h);
-uint16_t tp__f32_to_bf16(float f);
+/* The f16/bf16 storage conversions are in io/half.h (tp__f16_to_f32 and friends). */
 
 #endif

@@ -1,16 +1,18 @@
-/* llama_weights.c - filling a LLaMA run's weight inputs: from Hugging Face safetensors
- * (single file or sharded), or random in-process. Each weight input id names its tensor and
+/* llama_load.c - filling a LLaMA run's weight inputs (app layer: a workflow over models,
+ * io and the executor's write API): from Hugging Face safetensors (single file or
+ * sharded), or random in-process. Each weight input id names its tensor and
  * slice (tp_llama_parse_input); rows of a row-major matrix are one contiguous copy, columns
  * a strided one. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "turnip/app.h"
 #include "turnip/exec.h"
-#include "turnip/io.h"
 #include "turnip/models.h"
+#include "turnip/safetensors.h"
+#include "io/half.h"
 #include "io/util.h"
-#include "kernels/kernels.h"
 
 /* Hugging Face shape of a LLaMA tensor; 0 if the name is not one */
 static int hf_shape(const tp_llama_config *c, const char *name, int64_t *shape)
