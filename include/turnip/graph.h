@@ -71,6 +71,12 @@ const tp_vertex *tp_graph_vertex(const tp_graph *g, uint32_t i);
 int64_t tp_graph_find(const tp_graph *g, const char *id);
 /* Distinct consumers of vertex i, in increasing index order; *n gets the count. */
 const uint32_t *tp_graph_consumers(const tp_graph *g, uint32_t i, uint32_t *n);
+/* Read-only views for whole-graph passes (the planner's, with no call per vertex): all n
+ * vertex views as one array indexed by vertex, and the consumer lists as one CSR, the
+ * consumers of i being cons[off[i] .. off[i+1]-1] (off has n+1 entries). Owned by the graph
+ * (after finalize), valid until tp_graph_free. */
+const tp_vertex *tp_graph_vertices(const tp_graph *g);
+void tp_graph_consumer_csr(const tp_graph *g, const uint32_t **off, const uint32_t **cons);
 uint32_t tp_graph_num_outputs(const tp_graph *g);
 const uint32_t *tp_graph_outputs(const tp_graph *g);
 /* The device a vertex's inputs are read on: its own device, or the source device of a
