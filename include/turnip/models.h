@@ -68,6 +68,10 @@ void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devic
  * output "logits" is f32 [1, vocab] (or [T, vocab]). Activations are f32. */
 tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err);
 
+/* Buffer size (with the NUL) that holds any vertex id tp_llama_build makes, and so any
+ * tensor name tp_llama_parse_input splits out of one. */
+#define TP_LLAMA_ID_MAX 256
+
 /* Splits a weight input id into its tensor name (into name[], the caller's), slice kind
  * ('r', 'c' or 0) and range. */
 int tp_llama_parse_input(const char *id, char *name, size_t len, char *kind, int64_t *a, int64_t *b);
