@@ -106,11 +106,6 @@ void tp_exec_free(tp_exec *x);
 tp_status tp_exec_load_inputs(tp_exec *x, const char *path, tp_error *err);
 tp_status tp_exec_save_outputs(tp_exec *x, const char *path, tp_error *err);
 
-/* Writes a safetensors file with a tensor for every input of g: floats drawn from
- * N(0, 0.5^2) stored in the input's dtype, integers uniform in [0, int_max), bytes-only inputs
- * as raw u8. Deterministic in `seed`. */
-tp_status tp_random_inputs(const tp_graph *g, uint64_t seed, int64_t int_max, const char *path, tp_error *err);
-
 #ifdef __cplusplus
 }
 #endif

@@ -13,34 +13,17 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include "turnip/dtype.h" /* tp_dtype, TP_MAX_DIMS */
 #include "turnip/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define TP_MAX_DIMS 8
+/* Most devices a graph spans (graph layer; plans and runs size per-device arrays by it). */
 #define TP_MAX_DEVICES 64
 
 typedef enum tp_vkind { TP_V_INPUT = 0, TP_V_KERNEL = 1, TP_V_TRANSFER = 2 } tp_vkind;
-
-typedef enum tp_dtype {
-    TP_DT_NONE = 0, /* size given in bytes only */
-    TP_DT_F32,
-    TP_DT_F16,
-    TP_DT_BF16,
-    TP_DT_F64,
-    TP_DT_I32,
-    TP_DT_I64,
-    TP_DT_U8
-} tp_dtype;
-
-/* "f32", ... ("" for TP_DT_NONE). */
-const char *tp_dtype_name(tp_dtype t);
-/* Bytes per element (0 for TP_DT_NONE). */
-unsigned tp_dtype_size(tp_dtype t);
-/* TP_OK and *out on a known name. */
-tp_status tp_dtype_parse(const char *name, tp_dtype *out);
 
 /* Read-only view of one vertex; owned by the graph. */
 typedef struct tp_vertex {
@@ -88,6 +71,12 @@ const tp_vertex *tp_graph_vertex(const tp_graph *g, uint32_t i);
 int64_t tp_graph_find(const tp_graph *g, const char *id);
 /* Distinct consumers of vertex i, in increasing index order; *n gets the count. */
 const uint32_t *tp_graph_consumers(const tp_graph *g, uint32_t i, uint32_t *n);
+/* Read-only views for whole-graph passes (the planner's, with no call per vertex): all n
+ * vertex views as one array indexed by vertex, and the consumer lists as one CSR, the
+ * consumers of i being cons[off[i] .. off[i+1]-1] (off has n+1 entries). Owned by the graph
+ * (after finalize), valid until tp_graph_free. */
+const tp_vertex *tp_graph_vertices(const tp_graph *g);
+void tp_graph_consumer_csr(const tp_graph *g, const uint32_t **off, const uint32_t **cons);
 uint32_t tp_graph_num_outputs(const tp_graph *g);
 const uint32_t *tp_graph_outputs(const tp_graph *g);
 /* The device a vertex's inputs are read on: its own device, or the source device of a

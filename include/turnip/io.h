@@ -1,4 +1,5 @@
-/* turnip/io.h - small shared utilities: sizes with units. */
+/* turnip/io.h - small shared utilities (io layer, the lowest): sizes with units, a clock.
+ * Element types are in turnip/dtype.h, safetensors files in turnip/safetensors.h. */
 #ifndef TURNIP_IO_H
 #define TURNIP_IO_H
 
@@ -24,32 +25,6 @@ char *tp_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* Monotonic clock, seconds. */
 double tp_now_seconds(void);
-
-/* ---- safetensors -------------------------------------------------------------------------
- * 8-byte little-endian header length, a JSON header {name: {dtype, shape, data_offsets}},
- * then the raw little-endian data. Files are mapped read-only. */
-#include "turnip/graph.h"
-
-typedef struct tp_st tp_st; /* an open file; owns its mapping and names */
-
-typedef struct tp_st_tensor {
-    const char *name;
-    tp_dtype dtype;
-    int ndim;
-    int64_t shape[TP_MAX_DIMS];
-    uint64_t bytes;
-    const void *data; /* into the mapping (reading) or the caller's buffer (writing) */
-} tp_st_tensor;
-
-/* Opens and validates a file: offsets inside the data, sizes equal to dtype x shape.
- * Errors name the file and the tensor. */
-tp_status tp_st_open(const char *path, tp_st **out, tp_error *err);
-void tp_st_close(tp_st *st);
-size_t tp_st_count(const tp_st *st);
-const tp_st_tensor *tp_st_get(const tp_st *st, size_t i);
-const tp_st_tensor *tp_st_find(const tp_st *st, const char *name); /* NULL if absent */
-/* Writes n tensors (data copied from each .data) to path. */
-tp_status tp_st_write(const char *path, size_t n, const tp_st_tensor *t, tp_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,10 @@
-/* turnip/models.h - workload builders that produce TaskGraphs. */
+/* turnip/models.h - workload builders that produce TaskGraphs (models layer: above graph,
+ * beside plan; nothing here knows the planner or the executor), and the naming of their
+ * inputs. Loading weights into a run is the app layer's (turnip/app.h). */
 #ifndef TURNIP_MODELS_H
 #define TURNIP_MODELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "turnip/error.h"
 #include "turnip/graph.h"
@@ -65,19 +68,20 @@ void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devic
  * output "logits" is f32 [1, vocab] (or [T, vocab]). Activations are f32. */
 tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err);
 
-/* Writes the weights of the run's TaskGraph (built by tp_llama_build) from a Hugging Face
- * checkpoint directory (model.safetensors, or the shards model.safetensors.index.json lists),
- * slicing as the input ids say, and the prompt ids. A missing tensor, a wrong shape or dtype,
- * or a damaged file is TP_ERR_INVALID/PARSE naming the file and tensor. */
-struct tp_exec;
-tp_status tp_llama_load(struct tp_exec *x, const tp_llama_config *c, const char *dir, const int32_t *ids, tp_error *err);
-/* Same with random weights made in-process (N(0, 0.02^2) matrices, norms near 1), each
- * tensor a function of (seed, name, index) so every slice of it agrees. */
-tp_status tp_llama_random(struct tp_exec *x, const tp_llama_config *c, uint64_t seed, const int32_t *ids, tp_error *err);
+/* Buffer size (with the NUL) that holds any vertex id tp_llama_build makes, and so any
+ * tensor name tp_llama_parse_input splits out of one. */
+#define TP_LLAMA_ID_MAX 256
 
 /* Splits a weight input id into its tensor name (into name[], the caller's), slice kind
  * ('r', 'c' or 0) and range. */
 int tp_llama_parse_input(const char *id, char *name, size_t len, char *kind, int64_t *a, int64_t *b);
+
+/* ---- inputs ---------------------------------------------------------------------------- */
+
+/* Writes a safetensors file with a tensor for every input of g: floats drawn from
+ * N(0, 0.5^2) stored in the input's dtype, integers uniform in [0, int_max), bytes-only inputs
+ * as raw u8. Deterministic in `seed`. g is only read. */
+tp_status tp_random_inputs(const tp_graph *g, uint64_t seed, int64_t int_max, const char *path, tp_error *err);
 
 #ifdef __cplusplus
 }

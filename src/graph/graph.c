@@ -6,29 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "graph/graph_internal.h"
-
-static const char *dtype_names[] = {"", "f32", "f16", "bf16", "f64", "i32", "i64", "u8"};
-static const unsigned dtype_sizes[] = {0, 4, 2, 2, 8, 4, 8, 1};
-
-const char *tp_dtype_name(tp_dtype t)
-{
-    return (unsigned)t < sizeof dtype_names / sizeof *dtype_names ? dtype_names[t] : "?";
-}
-
-unsigned tp_dtype_size(tp_dtype t)
-{
-    return (unsigned)t < sizeof dtype_sizes / sizeof *dtype_sizes ? dtype_sizes[t] : 0;
-}
-
-tp_status tp_dtype_parse(const char *name, tp_dtype *out)
-{
-    for (unsigned i = 1; i < sizeof dtype_names / sizeof *dtype_names; i++)
-        if (strcmp(name, dtype_names[i]) == 0) {
-            *out = (tp_dtype)i;
-            return TP_OK;
-        }
-    return TP_ERR_PARSE;
-}
+#include "io/topo.h"
 
 tp_graph *tp_graph_new(int ndevices)
 {
@@ -307,21 +285,13 @@ tp_status tp_graph_finalize(tp_graph *g, tp_error *err)
             last[p] = (uint32_t)c;
             g->cons[cnt[p]++] = (uint32_t)c;
         }
-    /* Kahn: detects cycles and gives an order in which to derive sizes */
-    uint32_t *queue = last; /* reuse */
-    size_t qh = 0, qt = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!indeg[i]) queue[qt++] = (uint32_t)i;
-    tp_status st = TP_OK;
-    while (qh < qt) {
-        uint32_t u = queue[qh++];
-        tp_vertex *v = &g->v[u];
-        st = derive_size(g, v, err);
-        if (st) break;
-        for (uint32_t k = g->cons_off[u]; k < g->cons_off[u + 1]; k++)
-            if (--indeg[g->cons[k]] == 0) queue[qt++] = g->cons[k];
-    }
-    if (!st && qt < n) {
+    /* Kahn (FIFO): detects cycles and gives an order in which to derive sizes; on a
+     * cycle, the first unreached vertex (in index order) is named */
+    uint32_t *order = last, reached; /* reuse */
+    tp_status st = tp__topo_sort((uint32_t)n, g->cons_off, g->cons, indeg, TP__TOPO_FIFO, order, &reached);
+    if (st) st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t k = 0; k < reached && !st; k++) st = derive_size(g, &g->v[order[k]], err);
+    if (!st && reached < n) {
         size_t bad = 0;
         while (!indeg[bad]) bad++;
         st = tp__fail(err, TP_ERR_INVALID, "vertex '%s': is on a cycle (depends on itself)",
@@ -374,6 +344,17 @@ const uint32_t *tp_graph_consumers(const tp_graph *g, uint32_t i, uint32_t *n)
 {
     *n = g->cons_off[i + 1] - g->cons_off[i];
     return g->cons + g->cons_off[i];
+}
+
+const tp_vertex *tp_graph_vertices(const tp_graph *g)
+{
+    return g->v;
+}
+
+void tp_graph_consumer_csr(const tp_graph *g, const uint32_t **off, const uint32_t **cons)
+{
+    *off = g->cons_off;
+    *cons = g->cons;
 }
 
 uint32_t tp_graph_num_outputs(const tp_graph *g)

@@ -68,7 +68,7 @@ static tp_status read_vertex(rctx *c, tp_graph *g, size_t i, json_t *jv, json_t 
     json_t *js = json_object_get(jv, "shape");
     if (js) {
         if (!json_is_array(js)) return bad(c, i, id, "field 'shape' must be an array of integers");
-        if (json_array_size(js) > TP_MAX_DIMS) return bad(c, i, id, "field 'shape' has more than 8 dimensions");
+        if (json_array_size(js) > TP_MAX_DIMS) return bad(c, i, id, "field 'shape' has more than " TP__STR(TP_MAX_DIMS) " dimensions");
         ndim = (int)json_array_size(js);
         for (int k = 0; k < ndim; k++)
             if (!get_int(json_array_get(js, (size_t)k), &shape[k]) || shape[k] < 0)

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "graph/graph_internal.h"
+#include "io/heap.h"
+#include "io/topo.h"
 
 const char *tp_order_name(tp_order o)
 {
@@ -31,57 +33,18 @@ tp_status tp_order_parse(const char *name, tp_order *out)
     return TP_ERR_PARSE;
 }
 
-/* binary min-heap of (key, index) */
+/* greedy's ready set: (memory delta, index), least first, ties by index */
 typedef struct {
     int64_t key;
     uint32_t v;
 } hitem;
 
-static int hless(hitem a, hitem b)
+static int hless(const hitem *a, const hitem *b, const void *ctx)
 {
-    return a.key < b.key || (a.key == b.key && a.v < b.v);
+    (void)ctx;
+    return a->key < b->key || (a->key == b->key && a->v < b->v);
 }
-
-static void hpush(hitem *h, size_t *n, hitem x)
-{
-    size_t i = (*n)++;
-    while (i) {
-        size_t p = (i - 1) / 2;
-        if (!hless(x, h[p])) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = x;
-}
-
-static hitem hpop(hitem *h, size_t *n)
-{
-    hitem top = h[0], x = h[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        hitem best = x;
-        if (l < *n && hless(h[l], best)) {
-            m = l;
-            best = h[l];
-        }
-        if (r < *n && hless(h[r], best)) m = r;
-        if (m == i) break;
-        h[i] = h[m];
-        i = m;
-    }
-    if (*n) h[i] = x;
-    return top;
-}
-
-static uint32_t *indegrees(const tp_graph *g)
-{
-    uint32_t *deg = calloc(g->n + 1, sizeof *deg);
-    if (!deg) return NULL;
-    for (size_t u = 0; u < g->n; u++)
-        for (uint32_t k = g->cons_off[u]; k < g->cons_off[u + 1]; k++) deg[g->cons[k]]++;
-    return deg;
-}
+TP__HEAP_DEFINE(greedy_heap, hitem, hless)
 
 static int64_t greedy_key(const tp_graph *g, uint32_t v, const uint32_t *left, const uint8_t *live)
 {
@@ -143,7 +106,14 @@ tp_status tp_graph_order(const tp_graph *g, tp_order o, uint32_t *out, tp_error 
         free(sa);
         return TP_OK;
     }
-    uint32_t *deg = indegrees(g);
+    if (o == TP_ORDER_TOPO) {
+        uint32_t reached;
+        if (tp__topo_sort((uint32_t)n, g->cons_off, g->cons, NULL, TP__TOPO_SMALLEST, out, &reached))
+            return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        return TP_OK; /* finalized: acyclic, reached == n */
+    }
+    /* greedy: Kahn's algorithm over a heap of scores, re-scored lazily */
+    uint32_t *deg = malloc((n + 1) * sizeof *deg);
     hitem *heap = malloc((n + 1) * sizeof *heap);
     uint32_t *left = malloc((n + 1) * sizeof *left);
     uint8_t *live = calloc(n + 1, 1);
@@ -154,20 +124,17 @@ tp_status tp_graph_order(const tp_graph *g, tp_order o, uint32_t *out, tp_error 
         free(live);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
+    tp__topo_indegrees((uint32_t)n, g->cons_off, g->cons, deg);
     for (size_t i = 0; i < n; i++) left[i] = g->cons_off[i + 1] - g->cons_off[i];
     size_t hn = 0;
-    int greedy = o == TP_ORDER_GREEDY;
     for (size_t i = 0; i < n; i++)
-        if (!deg[i])
-            hpush(heap, &hn, (hitem){greedy ? greedy_key(g, (uint32_t)i, left, live) : (int64_t)i, (uint32_t)i});
+        if (!deg[i]) greedy_heap_push(heap, &hn, (hitem){greedy_key(g, (uint32_t)i, left, live), (uint32_t)i}, NULL);
     while (hn) {
-        hitem it = hpop(heap, &hn);
-        if (greedy) {
-            int64_t key = greedy_key(g, it.v, left, live);
-            if (key != it.key) { /* stale score: re-queue with the fresh one */
-                hpush(heap, &hn, (hitem){key, it.v});
-                continue;
-            }
+        hitem it = greedy_heap_pop(heap, &hn, NULL);
+        int64_t key = greedy_key(g, it.v, left, live);
+        if (key != it.key) { /* stale score: re-queue with the fresh one */
+            greedy_heap_push(heap, &hn, (hitem){key, it.v}, NULL);
+            continue;
         }
         uint32_t u = it.v;
         out[k++] = u;
@@ -182,8 +149,7 @@ tp_status tp_graph_order(const tp_graph *g, tp_order o, uint32_t *out, tp_error 
         }
         for (uint32_t c = g->cons_off[u]; c < g->cons_off[u + 1]; c++) {
             uint32_t w = g->cons[c];
-            if (--deg[w] == 0)
-                hpush(heap, &hn, (hitem){greedy ? greedy_key(g, w, left, live) : (int64_t)w, w});
+            if (--deg[w] == 0) greedy_heap_push(heap, &hn, (hitem){greedy_key(g, w, left, live), w}, NULL);
         }
     }
     free(deg);

@@ -1,4 +1,5 @@
-/* error.c - status names, exit codes and the tp__fail helper. */
+/* error.c - status names and messages (from TP_STATUS_MAP), exit codes, the tp__fail helper,
+ * growable arrays, whole-file reading and the clock. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -6,20 +7,21 @@
 #include <time.h>
 #include "io/util.h"
 
+#define STATUS_NAME(c, n, m) #n,
+#define STATUS_MSG(c, n, m) m,
+static const char *const status_names[] = {TP_STATUS_MAP(STATUS_NAME)};
+static const char *const status_msgs[] = {TP_STATUS_MAP(STATUS_MSG)};
+_Static_assert(sizeof status_names / sizeof *status_names == TP_STATUS_COUNT, "one name per status");
+_Static_assert(sizeof status_msgs / sizeof *status_msgs == TP_STATUS_COUNT, "one message per status");
+
 const char *tp_status_str(tp_status s)
 {
-    switch (s) {
-    case TP_OK: return "ok";
-    case TP_ERR_NOMEM: return "out of memory";
-    case TP_ERR_IO: return "i/o error";
-    case TP_ERR_PARSE: return "malformed input";
-    case TP_ERR_INVALID: return "invalid input";
-    case TP_ERR_INFEASIBLE: return "infeasible";
-    case TP_ERR_CHECK: return "check failed";
-    case TP_ERR_ARG: return "bad argument";
-    case TP_ERR_DEVICE: return "device error";
-    }
-    return "unknown status";
+    return (unsigned)s < TP_STATUS_COUNT ? status_msgs[s] : "unknown status";
+}
+
+const char *tp_status_name(tp_status s)
+{
+    return (unsigned)s < TP_STATUS_COUNT ? status_names[s] : "?";
 }
 
 int tp_status_exit_code(tp_status s)

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "turnip/io.h"
+#include "turnip/safetensors.h"
 #include "io/util.h"
 
 struct tp_st {

@@ -15,6 +15,10 @@
 #define TP__PRINTF(a, b)
 #endif
 
+/* A macro's value as a string literal: TP__STR(TP_MAX_DIMS) is "8". */
+#define TP__STR_(x) #x
+#define TP__STR(x) TP__STR_(x)
+
 /* Fills err (if non-NULL) and returns code. */
 tp_status tp__fail(tp_error *err, tp_status code, const char *fmt, ...) TP__PRINTF(3, 4);
 

@@ -52,10 +52,6 @@ void tp__sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const
 const char *tp__blas_info(int *threads);
 
 
-/* storage conversions */
-float tp__f16_to_f32(uint16_t h);
-uint16_t tp__f32_to_f16(float f);
-float tp__bf16_to_f32(uint16_t h);
-uint16_t tp__f32_to_bf16(float f);
+/* The f16/bf16 storage conversions are in io/half.h (tp__f16_to_f32 and friends). */
 
 #endif

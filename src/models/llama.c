@@ -130,7 +130,7 @@ typedef struct {
     tp_error *err;
     tp_status st;
     const tp_llama_config *c;
-    char id[256];
+    char id[TP_LLAMA_ID_MAX];
 } B;
 
 static const char *nm(B *b, const char *fmt, ...)
@@ -145,7 +145,7 @@ static const char *nm(B *b, const char *fmt, ...)
 /* weight input: HF tensor `name`, rows or columns [a, b) (kind 0: whole), on device d */
 static uint32_t W(B *b, int d, const char *name, char kind, int64_t a, int64_t z, int64_t r, int64_t cols)
 {
-    char id[256];
+    char id[TP_LLAMA_ID_MAX];
     int o = snprintf(id, sizeof id, "%s", name);
     if (kind) o += snprintf(id + o, sizeof id - (size_t)o, "#%c%lld:%lld", kind, (long long)a, (long long)z);
     if (d) snprintf(id + o, sizeof id - (size_t)o, "@d%d", d);
@@ -160,7 +160,7 @@ static uint32_t W(B *b, int d, const char *name, char kind, int64_t a, int64_t z
 
 static uint32_t vec(B *b, int d, const char *name, int64_t n)
 {
-    char id[256];
+    char id[TP_LLAMA_ID_MAX];
     snprintf(id, sizeof id, d ? "%s@d%d" : "%s", name, d);
     int64_t shape[1] = {n};
     uint32_t v = 0;

@@ -6,7 +6,7 @@
 uint64_t tp__align_of(uint64_t size)
 {
     uint64_t a = size & (~size + 1); /* lowest set bit */
-    return (a == 0 || a > 256) ? 256 : a;
+    return (a == 0 || a > TP__MAX_ALIGN) ? TP__MAX_ALIGN : a;
 }
 
 static uint64_t align_up(uint64_t x, uint64_t a)

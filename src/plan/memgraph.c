@@ -3,7 +3,6 @@
  * The writer streams (a 10^6-vertex MemGraph would cost gigabytes as a jansson tree). */
 #include <stdlib.h>
 #include <string.h>
-#include "graph/graph_internal.h"
 #include "plan/plan_internal.h"
 
 static const char *mkind_names[] = {"input", "kernel", "transfer", "offload", "reload"};
@@ -85,6 +84,8 @@ static void write_region(FILE *f, const tp__mv *m)
 tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err)
 {
     const tp_graph *g = mg->g;
+    const tp_vertex *gv = tp_graph_vertices(g);
+    const uint32_t *gout = tp_graph_outputs(g);
     fputs("{\"format\": \"turnip.memgraph/1\",\n \"devices\": [", f);
     for (int d = 0; d < mg->ndevices; d++)
         fprintf(f, "%s{\"capacity\": %llu}", d ? ", " : "", (unsigned long long)mg->cap[d]);
@@ -92,7 +93,7 @@ tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err)
     for (size_t i = 0; i < mg->n; i++) {
         const tp__mv *m = &mg->v[i];
         fprintf(f, "  {\"id\": %zu, \"kind\": \"%s\", \"task\": ", i, mkind_names[m->kind]);
-        tp__json_str(f, g->v[m->task].id);
+        tp__json_str(f, gv[m->task].id);
         if (m->kind != TP_M_INPUT) fprintf(f, ", \"device\": %d", m->device);
         fputs(", \"writes\": {", f);
         write_region(f, m);
@@ -109,10 +110,10 @@ tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err)
         fprintf(f, "]}%s\n", i + 1 < mg->n ? "," : "");
     }
     fputs(" ],\n \"outputs\": [", f);
-    for (size_t k = 0; k < g->nout; k++) {
+    for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) {
         const tp__mv *m = &mg->v[mg->outputs[k]];
         fputs(k ? ",\n  {\"task\": " : "\n  {\"task\": ", f);
-        tp__json_str(f, g->v[g->outputs[k]].id);
+        tp__json_str(f, gv[gout[k]].id);
         fprintf(f, ", \"from\": %u, ", mg->outputs[k]);
         write_region(f, m);
         putc('}', f);

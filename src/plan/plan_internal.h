@@ -15,6 +15,8 @@ typedef struct tp__mv {
     uint32_t mdeps_off, nmdeps; /* memory deps, into mg->mdeps */
 } tp__mv;
 
+_Static_assert(TP_MAX_DEVICES <= INT16_MAX, "tp__mv.device holds any device index");
+
 struct tp_memgraph {
     const tp_graph *g; /* borrowed: must outlive the MemGraph */
     int ndevices;

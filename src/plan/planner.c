@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "turnip/io.h"
-#include "graph/graph_internal.h"
 #include "plan/alloc.h"
 #include "plan/plan_internal.h"
 
@@ -34,6 +33,7 @@
 
 typedef struct planner {
     const tp_graph *g;
+    const tp_vertex *gv; /* tp_graph_vertices(g): the vertex views, indexed by vertex */
     tp_memgraph *mg;
     tp_error *err;
     tp_status st;
@@ -67,7 +67,7 @@ typedef struct planner {
 
 static const tp_vertex *V_(const planner *P, uint32_t x)
 {
-    return &P->g->v[x];
+    return &P->gv[x];
 }
 
 static int oom(planner *P)
@@ -640,21 +640,16 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     }
     free(order);
     /* uses: consumer positions, sorted */
-    size_t total = 0;
-    for (uint32_t x = 0; x < n; x++) {
-        uint32_t nc;
-        tp_graph_consumers(g, x, &nc);
-        P->use_off[x] = (uint32_t)total;
-        total += nc;
-    }
-    P->use_off[n] = (uint32_t)total;
+    const uint32_t *cons_off, *cons;
+    tp_graph_consumer_csr(g, &cons_off, &cons);
+    memcpy(P->use_off, cons_off, ((size_t)n + 1) * sizeof *P->use_off);
+    size_t total = cons_off[n];
     P->use_pos = malloc((total + 1) * sizeof *P->use_pos);
     if (!P->use_pos) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
     for (uint32_t x = 0; x < n; x++) {
-        uint32_t nc;
-        const uint32_t *c = tp_graph_consumers(g, x, &nc);
-        for (uint32_t k = 0; k < nc; k++) P->use_pos[P->use_off[x] + k] = P->pos[c[k]];
-        qsort(P->use_pos + P->use_off[x], nc, sizeof *P->use_pos, cmp_u32);
+        uint32_t nc = cons_off[x + 1] - cons_off[x];
+        for (uint32_t k = 0; k < nc; k++) P->use_pos[cons_off[x] + k] = P->pos[cons[cons_off[x] + k]];
+        qsort(P->use_pos + cons_off[x], nc, sizeof *P->use_pos, cmp_u32);
     }
     for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) P->is_out[tp_graph_outputs(g)[k]] = 1;
     /* bytes dying at each position, per device (a value dies after its last use) */
@@ -699,6 +694,7 @@ tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out
     planner P0, *P = &P0;
     memset(P, 0, sizeof *P);
     P->g = g;
+    P->gv = tp_graph_vertices(g);
     P->err = err;
     P->nd = opts->ndevices;
     P->seen_stamp = 1;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "turnip/io.h"
 #include "plan/plan_internal.h"
+#include "io/topo.h"
 
 #define IMPLIED_BUDGET 2000
 
@@ -57,10 +58,10 @@ void tp_memgraph_stats(const tp_memgraph *mg, tp_plan_stats *out)
     A.rank = malloc((n + 1) * sizeof *A.rank);
     A.stack = malloc((out->edges + n + 1) * sizeof *A.stack);
     A.mark = calloc(n + 1, sizeof *A.mark);
-    uint32_t *indeg = calloc(n + 1, sizeof *indeg), *q = malloc((n + 1) * sizeof *q);
+    uint32_t *indeg = calloc(n + 1, sizeof *indeg), *q = malloc((n + 1) * sizeof *q), qt = 0;
     uint32_t *cons_off = calloc(n + 2, sizeof *cons_off), *cons = malloc((out->edges + 1) * sizeof *cons);
     if (!A.rank || !A.stack || !A.mark || !indeg || !q || !cons_off || !cons) goto done;
-    /* topological rank (Kahn over successor lists) */
+    /* topological rank (Kahn over successor lists, FIFO) */
     for (size_t u = 0; u < n; u++)
         for (uint32_t k = mg->deps_off[u]; k < mg->deps_off[u + 1]; k++) cons_off[mg->deps[k] + 1]++;
     for (size_t u = 0; u < n; u++) cons_off[u + 1] += cons_off[u];
@@ -68,17 +69,9 @@ void tp_memgraph_stats(const tp_memgraph *mg, tp_plan_stats *out)
     for (size_t u = 0; u < n; u++) fill[u] = cons_off[u];
     for (size_t u = 0; u < n; u++)
         for (uint32_t k = mg->deps_off[u]; k < mg->deps_off[u + 1]; k++) cons[fill[mg->deps[k]]++] = (uint32_t)u;
-    size_t qh = 0, qt = 0;
-    for (size_t u = 0; u < n; u++) {
-        indeg[u] = mg->deps_off[u + 1] - mg->deps_off[u];
-        if (!indeg[u]) q[qt++] = (uint32_t)u;
-    }
-    while (qh < qt) {
-        uint32_t u = q[qh];
-        A.rank[u] = (uint32_t)qh++;
-        for (uint32_t k = cons_off[u]; k < cons_off[u + 1]; k++)
-            if (--indeg[cons[k]] == 0) q[qt++] = cons[k];
-    }
+    for (size_t u = 0; u < n; u++) indeg[u] = mg->deps_off[u + 1] - mg->deps_off[u];
+    if (tp__topo_sort((uint32_t)n, cons_off, cons, indeg, TP__TOPO_FIFO, q, &qt)) goto done;
+    for (uint32_t i = 0; i < qt; i++) A.rank[q[i]] = i;
     for (size_t u = 0; u < n; u++) {
         const tp__mv *m = &mg->v[u];
         for (uint32_t k = mg->deps_off[u]; k < mg->deps_off[u + 1]; k++) {

@@ -1,16 +1,20 @@
-/* llama_weights.c - filling a LLaMA run's weight inputs: from Hugging Face safetensors
- * (single file or sharded), or random in-process. Each weight input id names its tensor and
+/* llama_load.c - filling a LLaMA run's weight inputs (app layer: a workflow over models,
+ * io and the executor's write API): from Hugging Face safetensors (single file or
+ * sharded), or random in-process. Each weight input id names its tensor and
  * slice (tp_llama_parse_input); rows of a row-major matrix are one contiguous copy, columns
  * a strided one. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "turnip/app.h"
 #include "turnip/exec.h"
-#include "turnip/io.h"
 #include "turnip/models.h"
+#include "turnip/safetensors.h"
+#include "io/half.h"
 #include "io/util.h"
-#include "kernels/kernels.h"
+
+#define PATH_LEN 4096 /* checkpoint file paths (directory + '/' + file name), with the NUL */
 
 /* Hugging Face shape of a LLaMA tensor; 0 if the name is not one */
 static int hf_shape(const tp_llama_config *c, const char *name, int64_t *shape)
@@ -51,7 +55,7 @@ static int hf_shape(const tp_llama_config *c, const char *name, int64_t *shape)
 }
 
 typedef struct {
-    char path[4096];
+    char path[PATH_LEN];
     tp_st *st;
 } shard;
 
@@ -64,7 +68,7 @@ typedef struct {
 
 static tp_status find_tensor(ckpt *k, const char *name, const tp_st_tensor **out, const char **file, tp_error *err)
 {
-    char path[4096];
+    char path[PATH_LEN];
     if (k->map) {
         json_t *f = json_object_get(k->map, name);
         if (!json_is_string(f)) return tp__fail(err, TP_ERR_INVALID, "%s: no tensor '%s' in model.safetensors.index.json", k->dir, name);
@@ -114,7 +118,7 @@ static tp_status fill(tp_exec *x, const tp_llama_config *c, ckpt *ck, uint64_t s
             s = tp_exec_write(x, &mv.write, ids, err);
             continue;
         }
-        char name[256], kind;
+        char name[TP_LLAMA_ID_MAX], kind;
         int64_t a, b, hs[2] = {0, 0};
         if (!tp_llama_parse_input(v->id, name, sizeof name, &kind, &a, &b)) return tp__fail(err, TP_ERR_INVALID, "input '%s': not a weight name", v->id);
         int nd = hf_shape(c, name, hs);
@@ -169,7 +173,7 @@ static tp_status fill(tp_exec *x, const tp_llama_config *c, ckpt *ck, uint64_t s
 tp_status tp_llama_load(tp_exec *x, const tp_llama_config *c, const char *dir, const int32_t *ids, tp_error *err)
 {
     ckpt k = {dir, NULL, NULL, 0};
-    char path[4096];
+    char path[PATH_LEN];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
     json_t *idx = NULL;
     FILE *f = fopen(path, "r");
