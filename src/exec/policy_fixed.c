@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exec/policy.h"
+#include "io/topo.h"
 #include "io/util.h"
 
 typedef struct {
@@ -28,53 +29,16 @@ static void fixed_free(void *state)
     free(st);
 }
 
-/* topological order following creation order: Kahn by smallest id (a binary heap of ids) */
+/* topological order following creation order: Kahn by smallest id */
 static tp_status global_order(const tp__policy_env *env, uint32_t *order, tp_error *err)
 {
-    uint32_t n = env->n, *deg = malloc((n + 1) * sizeof *deg), *heap = malloc((n + 1) * sizeof *heap);
-    if (!deg || !heap) {
-        free(deg);
-        free(heap);
-        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-    }
-    size_t hn = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        deg[i] = env->ndeps[i];
-        if (!deg[i]) heap[hn++] = i; /* increasing ids: already a heap */
-    }
-    uint32_t r = 0;
-    while (hn) {
-        uint32_t u = heap[0], last = heap[--hn];
-        size_t i = 0;
-        for (;;) { /* sift down */
-            size_t l = 2 * i + 1, m = i;
-            uint32_t best = last;
-            if (l < hn && heap[l] < best) {
-                m = l;
-                best = heap[l];
-            }
-            if (l + 1 < hn && heap[l + 1] < best) m = l + 1;
-            if (m == i) break;
-            heap[i] = heap[m];
-            i = m;
-        }
-        if (hn) heap[i] = last;
-        order[r++] = u;
-        for (uint32_t k = env->succ_off[u]; k < env->succ_off[u + 1]; k++) {
-            uint32_t w = env->succ[k];
-            if (--deg[w] == 0) { /* sift up */
-                size_t j = hn++;
-                while (j && heap[(j - 1) / 2] > w) {
-                    heap[j] = heap[(j - 1) / 2];
-                    j = (j - 1) / 2;
-                }
-                heap[j] = w;
-            }
-        }
-    }
+    uint32_t n = env->n, reached = 0, *deg = malloc((n + 1) * sizeof *deg);
+    if (!deg) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    memcpy(deg, env->ndeps, n * sizeof *deg);
+    tp_status s = tp__topo_sort(n, env->succ_off, env->succ, deg, TP__TOPO_SMALLEST, order, &reached);
     free(deg);
-    free(heap);
-    return r == n ? TP_OK : tp__fail(err, TP_ERR_INVALID, "MemGraph has a cycle");
+    if (s) return tp__fail(err, s, "out of memory");
+    return reached == n ? TP_OK : tp__fail(err, TP_ERR_INVALID, "MemGraph has a cycle");
 }
 
 static tp_status fixed_init(const tp__policy_env *env, void **state, tp_error *err)

@@ -355,8 +355,9 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
         for (int i = 0; i < nd - 2; i++) batch *= (uint64_t)x0->shape[i];
         uint64_t sa = (uint64_t)(m * k), sb = B->ndim == 2 ? 0 : (uint64_t)(k * nn), so = (uint64_t)(m * nn);
         for (uint64_t bi = 0; bi < batch; bi++)
-            tp__sgemm(kp->trans_a, kp->trans_b, (int)m, (int)nn, (int)k, kp->alpha, a + bi * sa, kp->trans_a ? (int)m : (int)k,
-                      b + bi * sb, kp->trans_b ? (int)k : (int)nn, o + bi * so, (int)nn);
+            if (!tp__sgemm(kp->trans_a, kp->trans_b, (int)m, (int)nn, (int)k, kp->alpha, a + bi * sa, kp->trans_a ? (int)m : (int)k,
+                           b + bi * sb, kp->trans_b ? (int)k : (int)nn, o + bi * so, (int)nn))
+                return tp__fail(err, TP_ERR_DEVICE, "vertex '%s' (matmul): cannot load OpenBLAS (libopenblas.so.0)", v->id);
         break;
     }
     case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: {

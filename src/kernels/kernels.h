@@ -45,8 +45,8 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t v, const tp__kplan *kp, con
 /* OpenBLAS (blas.c), loaded on first use: the helper-thread count to load it with (unless
  * OPENBLAS_NUM_THREADS is set; once loaded, openblas_set_num_threads), and row-major sgemm
  * C = alpha op(A) op(B). */
-void tp__blas_threads(int n);
-void tp__sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
+int tp__blas_threads(int n); /* 0: OpenBLAS cannot be loaded */
+int tp__sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
                float *c, int ldc);
 /* OpenBLAS's configuration string and thread count (loads it) */
 const char *tp__blas_info(int *threads);

@@ -21,14 +21,19 @@ static uint32_t new_block(tp__alloc *a)
         a->freelist = a->b[i].next;
         return i;
     }
-    if (a->nb == a->capb) {
-        size_t nc = a->capb ? a->capb * 2 : 64;
-        tp__block *nbk = realloc(a->b, nc * sizeof *nbk);
-        if (!nbk) abort(); /* the planner sizes its arena up front; this is a bug guard */
-        a->b = nbk;
-        a->capb = nc;
-    }
-    return (uint32_t)a->nb++;
+    return (uint32_t)a->nb++; /* room made by tp__alloc_reserve */
+}
+
+int tp__alloc_reserve(tp__alloc *a, size_t k)
+{
+    if (a->capb - a->nb >= k) return 1;
+    size_t nc = a->capb ? a->capb * 2 : 64;
+    while (nc - a->nb < k) nc *= 2;
+    tp__block *nbk = realloc(a->b, nc * sizeof *nbk);
+    if (!nbk) return 0;
+    a->b = nbk;
+    a->capb = nc;
+    return 1;
 }
 
 static void drop_block(tp__alloc *a, uint32_t i)
@@ -79,6 +84,7 @@ int tp__alloc_init(tp__alloc *a, uint64_t cap)
     a->head = TP__NONE;
     a->freelist = TP__NONE;
     a->fhead = TP__NONE;
+    if (!tp__alloc_reserve(a, 2)) return 0;
     uint32_t i = insert_after(a, TP__NONE);
     a->b[i] = (tp__block){0, cap, TP__NONE, TP__NONE, TP__NONE, TP__NONE, TP__NONE, TP__NONE, 0};
     free_push(a, i);
@@ -127,6 +133,7 @@ int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *add
 uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t owner,
                         void (*on_rel)(void *ctx, uint32_t rel), void *ctx)
 {
+    if (!tp__alloc_reserve(a, 2)) return TP__NONE; /* out of memory: the only failure */
     uint64_t end = addr + size;
     /* find the free segment holding addr */
     uint32_t i = a->fhead;

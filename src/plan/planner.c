@@ -195,7 +195,9 @@ static uint64_t next_use(const planner *P, uint32_t x)
 static uint32_t take(planner *P, tp__alloc *a, uint64_t addr, uint64_t size, uint32_t owner)
 {
     P->nscr = 0;
-    return tp__alloc_take(a, addr, size, owner, collect_rel, P);
+    uint32_t b = tp__alloc_take(a, addr, size, owner, collect_rel, P);
+    if (b == TP__NONE) oom(P); /* every caller checks P->st before using the block */
+    return b;
 }
 
 /* release list for a copy: its readers, or its writer when nobody read it */
@@ -667,7 +669,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     for (int d = 0; d < P->nd; d++) {
         P->L[d] = malloc((P->npos + 1) * sizeof *P->L[d]);
         if (!P->L[d]) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
-        tp__alloc_init(&P->dev[d], opts->device_mem[d]);
+        if (!tp__alloc_init(&P->dev[d], opts->device_mem[d])) oom(P);
         P->mg->cap[d] = opts->device_mem[d];
         P->mg->counters.dev[d].capacity = opts->device_mem[d];
         P->dirty[d] = 1;
@@ -735,7 +737,7 @@ tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out
         free(ins);
         P->in_end = in_end;
         P->host_end = in_end;
-        tp__alloc_init(&P->host, P->host_cap - in_end);
+        if (!tp__alloc_init(&P->host, P->host_cap - in_end)) oom(P);
     }
     for (P->e = 0; P->e < P->npos && !P->st; P->e++) {
         for (int d = 0; d < P->nd && !P->st; d++)

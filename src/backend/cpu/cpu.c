@@ -193,7 +193,10 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     memset(hp, 0, c->mem.host_bytes);
     c->mem.host = hp;
     long cores = sysconf(_SC_NPROCESSORS_ONLN), share = (cores - 1) / (c->pc.nd * c->pc.ro.streams);
-    tp__blas_threads(share < 1 ? 1 : (int)share);
+    if (!tp__blas_threads(share < 1 ? 1 : (int)share)) {
+        cpu_release(be);
+        return tp__fail(err, TP_ERR_DEVICE, "cpu backend: cannot load OpenBLAS (libopenblas.so.0; scripts/install-deps.sh)");
+    }
     c->nw = c->pc.nd * c->pc.lanes; /* one worker per lane: a compute stream or a copy engine */
     c->w = calloc((size_t)c->nw, sizeof *c->w);
     if (!c->w) {

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backend/common.h"
+#include "io/heap.h"
 #include "io/util.h"
 #include "turnip/io.h"
 
@@ -86,42 +87,24 @@ typedef struct sim {
 /* link = kind * nd + device, kinds in the copy engines' order; the bus is last */
 enum { L_H2D = TP__ENG_H2D - 1, L_D2H = TP__ENG_D2H - 1, L_PEER = TP__ENG_PEER - 1 };
 
-static int ev_less(const event *a, const event *b)
+static int ev_less(const event *a, const event *b, const void *ctx)
 {
+    (void)ctx;
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
+TP__HEAP_DEFINE(evheap, event, ev_less)
 
+/* 0 on OOM */
 static int push(sim *s, double t, uint32_t v)
 {
     if (!TP__GROW(s->heap, s->capheap, s->nheap + 1)) return 0;
-    event e = {t, s->seq++, v};
-    size_t i = s->nheap++;
-    while (i && ev_less(&e, &s->heap[(i - 1) / 2])) {
-        s->heap[i] = s->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    s->heap[i] = e;
+    evheap_push(s->heap, &s->nheap, (event){t, s->seq++, v}, NULL);
     return 1;
 }
 
 static event pop(sim *s)
 {
-    event top = s->heap[0], last = s->heap[--s->nheap];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        const event *best = &last;
-        if (l < s->nheap && ev_less(&s->heap[l], best)) {
-            m = l;
-            best = &s->heap[l];
-        }
-        if (l + 1 < s->nheap && ev_less(&s->heap[l + 1], best)) m = l + 1;
-        if (m == i) break;
-        s->heap[i] = s->heap[m];
-        i = m;
-    }
-    if (s->nheap) s->heap[i] = last;
-    return top;
+    return evheap_pop(s->heap, &s->nheap, NULL);
 }
 
 static double rate(const sim *s, const flow *f)
