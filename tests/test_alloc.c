@@ -13,8 +13,11 @@ static void rec(void *ctx, uint32_t rel)
 
 TEST(alloc_alignment_rule)
 {
-    CHECK(tp__align_of(1) == 1 && tp__align_of(12) == 4 && tp__align_of(768) == 256);
-    CHECK(tp__align_of(1 << 20) == 256 && tp__align_of(6) == 2);
+    ASSERT_EQ(tp__align_of(1), 1);
+    ASSERT_EQ(tp__align_of(12), 4);
+    ASSERT_EQ(tp__align_of(768), 256);
+    ASSERT_EQ(tp__align_of(1 << 20), 256);
+    ASSERT_EQ(tp__align_of(6), 2);
 }
 
 TEST(alloc_release_lists_and_ages)
@@ -23,27 +26,37 @@ TEST(alloc_release_lists_and_ages)
     tp__alloc_init(&a, 1000);
     uint64_t addr;
     ngot = 0;
-    CHECK(tp__alloc_find(&a, 100, TP__FIT_OLDEST, &addr) && addr == 0);
+    CHECK(tp__alloc_find(&a, 100, TP__FIT_OLDEST, &addr));
+    ASSERT_EQ(addr, 0);
     uint32_t b1 = tp__alloc_take(&a, 0, 100, 1, rec, NULL);
     uint32_t b2 = tp__alloc_take(&a, 100, 200, 2, rec, NULL);
-    CHECK(ngot == 0 && a.used == 300);
+    ASSERT_EQ(ngot, 0);
+    ASSERT_EQ(a.used, 300);
     tp__alloc_release(&a, b1, 7, 1);
     /* never-used memory is older than anything freed: [300, ...) wins over [0, 100) */
-    CHECK(tp__alloc_find(&a, 50, TP__FIT_OLDEST, &addr) && addr == 300);
-    CHECK(tp__alloc_find(&a, 50, TP__FIT_LOWEST, &addr) && addr == 0);
+    CHECK(tp__alloc_find(&a, 50, TP__FIT_OLDEST, &addr));
+    ASSERT_EQ(addr, 300);
+    CHECK(tp__alloc_find(&a, 50, TP__FIT_LOWEST, &addr));
+    ASSERT_EQ(addr, 0);
     tp__alloc_take(&a, 300, 700, 3, rec, NULL);
     CHECK(!tp__alloc_find(&a, 101, TP__FIT_OLDEST, &addr));
-    CHECK(tp__alloc_find(&a, 100, TP__FIT_OLDEST, &addr) && addr == 0);
+    CHECK(tp__alloc_find(&a, 100, TP__FIT_OLDEST, &addr));
+    ASSERT_EQ(addr, 0);
     /* free b2 too: [0,100) rel 7 and [100,300) rel 9 form one run of 300 */
     tp__alloc_release(&a, b2, 9, 2);
-    CHECK(tp__alloc_find(&a, 300, TP__FIT_OLDEST, &addr) && addr == 0);
+    CHECK(tp__alloc_find(&a, 300, TP__FIT_OLDEST, &addr));
+    ASSERT_EQ(addr, 0);
     ngot = 0;
     tp__alloc_take(&a, 50, 100, 4, rec, NULL); /* overlaps both segments */
-    CHECK(ngot == 2 && got[0] == 7 && got[1] == 9);
+    ASSERT_EQ(ngot, 2);
+    ASSERT_EQ(got[0], 7);
+    ASSERT_EQ(got[1], 9);
     ngot = 0;
     tp__alloc_take(&a, 0, 50, 5, rec, NULL); /* only the first */
-    CHECK(ngot == 1 && got[0] == 7);
-    CHECKF(a.used == 1000 - 150 && a.peak == 900, "used %llu peak %llu", (unsigned long long)a.used, (unsigned long long)a.peak);
+    ASSERT_EQ(ngot, 1);
+    ASSERT_EQ(got[0], 7);
+    ASSERT_EQ(a.used, 1000 - 150);
+    ASSERT_EQ(a.peak, 900);
     tp__alloc_free(&a);
 }
 
@@ -56,8 +69,10 @@ TEST(alloc_oldest_free_preferred)
     tp__alloc_release(&a, b[2], 1, 10);
     tp__alloc_release(&a, b[0], 2, 20);
     uint64_t addr;
-    CHECK(tp__alloc_find(&a, 100, TP__FIT_OLDEST, &addr) && addr == 200); /* freed at 10 */
-    CHECK(tp__alloc_find(&a, 100, TP__FIT_LOWEST, &addr) && addr == 0);
+    CHECK(tp__alloc_find(&a, 100, TP__FIT_OLDEST, &addr));
+    ASSERT_EQ(addr, 200); /* freed at 10 */
+    CHECK(tp__alloc_find(&a, 100, TP__FIT_LOWEST, &addr));
+    ASSERT_EQ(addr, 0);
     tp__alloc_free(&a);
 }
 
@@ -76,9 +91,14 @@ TEST(alloc_window_prefers_furthest_next_use)
     uint64_t use[4] = {0, 50, 90, 70}; /* owner 0 pinned */
     uint64_t addr;
     uint32_t v[8], nv;
-    CHECK(tp__alloc_find_window(&a, 100, sc, use, &addr, v, &nv) && addr == 200 && nv == 1 && v[0] == 2);
+    CHECK(tp__alloc_find_window(&a, 100, sc, use, &addr, v, &nv));
+    ASSERT_EQ(addr, 200);
+    ASSERT_EQ(nv, 1);
+    ASSERT_EQ(v[0], 2);
     /* 200 bytes: windows {1,2} (min use 50) and {2,3} (min use 70): the latter */
-    CHECK(tp__alloc_find_window(&a, 200, sc, use, &addr, v, &nv) && addr == 200 && nv == 2);
+    CHECK(tp__alloc_find_window(&a, 200, sc, use, &addr, v, &nv));
+    ASSERT_EQ(addr, 200);
+    ASSERT_EQ(nv, 2);
     /* 400 bytes would need the pinned block */
     CHECK(!tp__alloc_find_window(&a, 400, sc, use, &addr, v, &nv));
     tp__alloc_free(&a);

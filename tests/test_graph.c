@@ -73,30 +73,35 @@ TEST(graph_large_sizes_and_round_trip)
         "], \"outputs\":[\"z\"]}";
     tp_graph *g;
     tp_error e;
-    CHECKF(tp_graph_read_string(src, "g", &g, &e) == TP_OK, "%s", e.msg);
-    CHECK(tp_graph_vertex(g, 0)->bytes == 8589934592ull);
-    CHECK(tp_graph_vertex(g, 1)->bytes == 6000000000ull);
-    CHECK(tp_graph_vertex(g, 3)->bytes == 60); /* transfer takes its input's size */
-    CHECK(tp_graph_vertex(g, 2)->ninputs == 3);
+    ASSERT_OK_ERR(tp_graph_read_string(src, "g", &g, &e), e);
+    ASSERT_EQ(tp_graph_vertex(g, 0)->bytes, 8589934592ull);
+    ASSERT_EQ(tp_graph_vertex(g, 1)->bytes, 6000000000ull);
+    ASSERT_EQ(tp_graph_vertex(g, 3)->bytes, 60); /* transfer takes its input's size */
+    ASSERT_EQ(tp_graph_vertex(g, 2)->ninputs, 3);
     uint32_t nc;
     tp_graph_consumers(g, 1, &nc);
-    CHECK(nc == 1); /* x repeated in one kernel is one consumer */
+    ASSERT_EQ(nc, 1); /* x repeated in one kernel is one consumer */
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    CHECK(tp_graph_write(g, f, &e) == TP_OK);
+    ASSERT_OK_ERR(tp_graph_write(g, f, &e), e);
     fclose(f);
     tp_graph *g2;
-    CHECKF(tp_graph_read_string(buf, "rt", &g2, &e) == TP_OK, "%s", e.msg);
-    CHECK(tp_graph_size(g2) == tp_graph_size(g));
+    ASSERT_OK_ERR(tp_graph_read_string(buf, "rt", &g2, &e), e);
+    ASSERT_EQ(tp_graph_size(g2), tp_graph_size(g));
     for (uint32_t i = 0; i < tp_graph_size(g); i++) {
         const tp_vertex *a = tp_graph_vertex(g, i), *b = tp_graph_vertex(g2, i);
-        CHECK(!strcmp(a->id, b->id) && a->kind == b->kind && a->device == b->device && a->bytes == b->bytes);
-        CHECK(a->ninputs == b->ninputs && a->flops == b->flops);
-        CHECK((a->attrs_json == NULL) == (b->attrs_json == NULL));
-        if (a->attrs_json) CHECK(!strcmp(a->attrs_json, b->attrs_json));
+        ASSERT_STR_EQ(a->id, b->id);
+        ASSERT_EQ(a->kind, b->kind);
+        ASSERT_EQ(a->device, b->device);
+        ASSERT_EQ(a->bytes, b->bytes);
+        ASSERT_EQ(a->ninputs, b->ninputs);
+        CHECK(a->flops == b->flops);
+        ASSERT_EQ(a->attrs_json == NULL, b->attrs_json == NULL);
+        if (a->attrs_json) ASSERT_STR_EQ(a->attrs_json, b->attrs_json);
     }
-    CHECK(tp_graph_num_outputs(g2) == 1 && tp_graph_outputs(g2)[0] == 3);
+    ASSERT_EQ(tp_graph_num_outputs(g2), 1);
+    ASSERT_EQ(tp_graph_outputs(g2)[0], 3);
     free(buf);
     tp_graph_free(g);
     tp_graph_free(g2);
@@ -108,41 +113,55 @@ TEST(graph_builder_api)
     tp_error e;
     uint32_t x, y, t, bad;
     int64_t shape[2] = {4, 8};
-    CHECK(tp_graph_add_input(g, "x", 0, TP_DT_F16, 2, shape, 0, &x, &e) == TP_OK);
-    CHECK(tp_graph_add_kernel(g, "y", 0, "relu", 1, &x, TP_DT_F16, 2, shape, 0, NULL, 0, &y, &e) == TP_OK);
-    CHECK(tp_graph_add_transfer(g, "t", 1, y, &t, &e) == TP_OK);
-    CHECK(tp_graph_add_input(g, "x", 0, TP_DT_NONE, -1, NULL, 4, &bad, &e) == TP_ERR_INVALID);
+    ASSERT_OK_ERR(tp_graph_add_input(g, "x", 0, TP_DT_F16, 2, shape, 0, &x, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "y", 0, "relu", 1, &x, TP_DT_F16, 2, shape, 0, NULL, 0, &y, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_transfer(g, "t", 1, y, &t, &e), e);
+    ASSERT_STATUS(tp_graph_add_input(g, "x", 0, TP_DT_NONE, -1, NULL, 4, &bad, &e), TP_ERR_INVALID);
     uint32_t missing = 99;
-    CHECK(tp_graph_add_kernel(g, "k", 0, "relu", 1, &missing, TP_DT_NONE, -1, NULL, 4, NULL, 0, &bad, &e) ==
-          TP_ERR_INVALID);
-    CHECK(tp_graph_add_output(g, t, &e) == TP_OK);
-    CHECK(tp_graph_finalize(g, &e) == TP_OK);
-    CHECK(tp_graph_vertex(g, y)->bytes == 64 && tp_graph_vertex(g, t)->bytes == 64);
-    CHECK(tp_graph_read_device(g, t) == 0 && tp_graph_find(g, "t") == (int64_t)t && tp_graph_find(g, "q") == -1);
+    ASSERT_STATUS(tp_graph_add_kernel(g, "k", 0, "relu", 1, &missing, TP_DT_NONE, -1, NULL, 4, NULL, 0, &bad, &e),
+                  TP_ERR_INVALID);
+    ASSERT_OK_ERR(tp_graph_add_output(g, t, &e), e);
+    ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+    ASSERT_EQ(tp_graph_vertex(g, y)->bytes, 64);
+    ASSERT_EQ(tp_graph_vertex(g, t)->bytes, 64);
+    ASSERT_EQ(tp_graph_read_device(g, t), 0);
+    ASSERT_EQ(tp_graph_find(g, "t"), (int64_t)t);
+    ASSERT_EQ(tp_graph_find(g, "q"), -1);
     tp_graph_free(g);
 }
 
 TEST(sizes_parse_and_format)
 {
     uint64_t v;
-    CHECK(tp_parse_size("1048576", &v) == TP_OK && v == 1048576);
-    CHECK(tp_parse_size("64MiB", &v) == TP_OK && v == 64ull << 20);
-    CHECK(tp_parse_size("64 MiB", &v) == TP_OK && v == 64ull << 20);
-    CHECK(tp_parse_size("2GB", &v) == TP_OK && v == 2000000000ull);
-    CHECK(tp_parse_size("1.5GiB", &v) == TP_OK && v == 1610612736ull);
-    CHECK(tp_parse_size("3KB", &v) == TP_OK && v == 3000);
-    CHECK(tp_parse_size("3k", &v) == TP_OK && v == 3072);
-    CHECK(tp_parse_size("16TiB", &v) == TP_OK && v == 16ull << 40);
-    CHECK(tp_parse_size("-1", &v) == TP_ERR_PARSE);
-    CHECK(tp_parse_size("12XB", &v) == TP_ERR_PARSE);
-    CHECK(tp_parse_size("", &v) == TP_ERR_PARSE);
-    CHECK(tp_parse_size("99999999999999999999", &v) == TP_ERR_PARSE);
-    CHECK(tp_parse_size("20000000TiB", &v) == TP_ERR_PARSE);
+    ASSERT_OK(tp_parse_size("1048576", &v));
+    ASSERT_EQ(v, 1048576);
+    ASSERT_OK(tp_parse_size("64MiB", &v));
+    ASSERT_EQ(v, 64ull << 20);
+    ASSERT_OK(tp_parse_size("64 MiB", &v));
+    ASSERT_EQ(v, 64ull << 20);
+    ASSERT_OK(tp_parse_size("2GB", &v));
+    ASSERT_EQ(v, 2000000000ull);
+    ASSERT_OK(tp_parse_size("1.5GiB", &v));
+    ASSERT_EQ(v, 1610612736ull);
+    ASSERT_OK(tp_parse_size("3KB", &v));
+    ASSERT_EQ(v, 3000);
+    ASSERT_OK(tp_parse_size("3k", &v));
+    ASSERT_EQ(v, 3072);
+    ASSERT_OK(tp_parse_size("16TiB", &v));
+    ASSERT_EQ(v, 16ull << 40);
+    ASSERT_STATUS(tp_parse_size("-1", &v), TP_ERR_PARSE);
+    ASSERT_STATUS(tp_parse_size("12XB", &v), TP_ERR_PARSE);
+    ASSERT_STATUS(tp_parse_size("", &v), TP_ERR_PARSE);
+    ASSERT_STATUS(tp_parse_size("99999999999999999999", &v), TP_ERR_PARSE);
+    ASSERT_STATUS(tp_parse_size("20000000TiB", &v), TP_ERR_PARSE);
     uint64_t l[4];
     int n;
-    CHECK(tp_parse_size_list("1MiB,2MiB,3", l, 4, &n) == TP_OK && n == 3 && l[1] == 2ull << 20 && l[2] == 3);
-    CHECK(tp_parse_size_list("1MiB,,3", l, 4, &n) == TP_ERR_PARSE);
+    ASSERT_OK(tp_parse_size_list("1MiB,2MiB,3", l, 4, &n));
+    ASSERT_EQ(n, 3);
+    ASSERT_EQ(l[1], 2ull << 20);
+    ASSERT_EQ(l[2], 3);
+    ASSERT_STATUS(tp_parse_size_list("1MiB,,3", l, 4, &n), TP_ERR_PARSE);
     char b[32];
-    CHECK(!strcmp(tp_format_size(3 << 20, b, sizeof b), "3.0 MiB"));
-    CHECK(!strcmp(tp_format_size(512, b, sizeof b), "512 B"));
+    ASSERT_STR_EQ(tp_format_size(3 << 20, b, sizeof b), "3.0 MiB");
+    ASSERT_STR_EQ(tp_format_size(512, b, sizeof b), "512 B");
 }

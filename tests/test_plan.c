@@ -11,7 +11,7 @@ static tp_graph *load(const char *json)
 {
     tp_graph *g;
     tp_error e;
-    CHECKF(tp_graph_read_string(json, "t", &g, &e) == TP_OK, "%s", e.msg);
+    ASSERT_OK_ERR(tp_graph_read_string(json, "t", &g, &e), e);
     return g;
 }
 
@@ -19,12 +19,11 @@ static tp_memgraph *plan_verified(const tp_graph *g, const tp_plan_opts *o)
 {
     tp_memgraph *mg;
     tp_error e;
-    CHECKF(tp_plan(g, o, &mg, &e) == TP_OK, "%s", e.msg);
+    ASSERT_OK_ERR(tp_plan(g, o, &mg, &e), e);
     char *text;
     size_t len;
-    CHECK(tp_memgraph_to_string(mg, &text, &len, &e) == TP_OK);
-    tp_status s = tp_verify_json(text, len, "plan", g, &e);
-    CHECKF(s == TP_OK, "verifier: %s", e.msg);
+    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &text, &len, &e), e);
+    ASSERT_OK_ERR(tp_verify_json(text, len, "plan", g, &e), e);
     free(text);
     return mg;
 }
@@ -46,30 +45,31 @@ TEST(plan_paper_example_five_and_four_slots)
 {
     tp_graph *g;
     tp_error e;
-    CHECKF(tp_graph_read_file(TP_SOURCE_DIR "/examples/figure3.json", &g, &e) == TP_OK, "%s", e.msg);
+    ASSERT_OK_ERR(tp_graph_read_file(TP_SOURCE_DIR "/examples/figure3.json", &g, &e), e);
     tp_plan_opts o;
     tp_plan_opts_init(&o, 3, 5 * 1024);
     o.order = TP_ORDER_TOPO;
     tp_memgraph *m5 = plan_verified(g, &o);
-    CHECK(count_kind(m5, TP_M_OFFLOAD) == 0);
-    CHECK(count_kind(m5, TP_M_RELOAD) == 3); /* the three first loads only */
+    ASSERT_EQ(count_kind(m5, TP_M_OFFLOAD), 0);
+    ASSERT_EQ(count_kind(m5, TP_M_RELOAD), 3); /* the three first loads only */
     tp_plan_opts_init(&o, 3, 4 * 1024);
     o.order = TP_ORDER_TOPO;
     tp_memgraph *m4 = plan_verified(g, &o);
-    CHECK(count_kind(m4, TP_M_OFFLOAD) == 1);
-    CHECK(count_kind(m4, TP_M_RELOAD) == 4); /* plus the reload of the offloaded value */
+    ASSERT_EQ(count_kind(m4, TP_M_OFFLOAD), 1);
+    ASSERT_EQ(count_kind(m4, TP_M_RELOAD), 4); /* plus the reload of the offloaded value */
     /* the offload's value is reloaded, and the reload reads the offload's host region */
     for (uint32_t i = 0; i < tp_memgraph_size(m4); i++) {
         tp_mvertex v, src;
         tp_memgraph_vertex(m4, i, &v);
         if (v.kind != TP_M_RELOAD) continue;
         tp_memgraph_vertex(m4, v.reads[0], &src);
-        CHECK(src.task == v.task && (src.kind == TP_M_OFFLOAD || src.kind == TP_M_INPUT));
+        ASSERT_EQ(src.task, v.task);
+        CHECK(src.kind == TP_M_OFFLOAD || src.kind == TP_M_INPUT);
     }
     /* with three slots, vertex 3 (three inputs... ) cannot run */
     tp_plan_opts_init(&o, 3, 3 * 1024);
     tp_memgraph *m3;
-    CHECK(tp_plan(g, &o, &m3, &e) == TP_ERR_INFEASIBLE);
+    ASSERT_STATUS(tp_plan(g, &o, &m3, &e), TP_ERR_INFEASIBLE);
     CHECKF(strstr(e.msg, "vertex '3': needs 4.0 KiB of inputs and output on device 0, capacity is 3.0 KiB"), "%s", e.msg);
     tp_memgraph_free(m5);
     tp_memgraph_free(m4);
@@ -80,13 +80,16 @@ TEST(plan_unconstrained_has_no_memory_deps)
 {
     tp_graph *g;
     tp_error e;
-    CHECKF(tp_graph_read_file(TP_SOURCE_DIR "/examples/figure3.json", &g, &e) == TP_OK, "%s", e.msg);
+    ASSERT_OK_ERR(tp_graph_read_file(TP_SOURCE_DIR "/examples/figure3.json", &g, &e), e);
     tp_plan_opts o;
     tp_plan_opts_init(&o, 3, 1 << 20);
     tp_memgraph *mg = plan_verified(g, &o);
     tp_plan_stats st;
     tp_memgraph_stats(mg, &st);
-    for (int d = 0; d < 3; d++) CHECK(st.dev[d].mem_deps == 0 && st.dev[d].offload_count == 0);
+    for (int d = 0; d < 3; d++) {
+        ASSERT_EQ(st.dev[d].mem_deps, 0);
+        ASSERT_EQ(st.dev[d].offload_count, 0);
+    }
     tp_memgraph_free(mg);
     tp_graph_free(g);
 }
@@ -107,7 +110,7 @@ TEST(plan_host_memory_limits)
     o.host_mem = 1500;
     tp_memgraph *mg;
     tp_error e;
-    CHECK(tp_plan(g, &o, &mg, &e) == TP_ERR_INFEASIBLE);
+    ASSERT_STATUS(tp_plan(g, &o, &mg, &e), TP_ERR_INFEASIBLE);
     CHECKF(strstr(e.msg, "host memory too small") && strstr(e.msg, "'b'"), "%s", e.msg);
     /* 2000 bytes of host hold the inputs but not the offload k1 needs (k1, k2 then k3) */
     o.host_mem = 2000;
@@ -115,7 +118,7 @@ TEST(plan_host_memory_limits)
     if (s == TP_OK) { /* a plan that needs no offload is fine too; it must verify */
         tp_memgraph_free(mg);
         mg = plan_verified(g, &o);
-        CHECK(tp_memgraph_host_bytes(mg) <= 2000);
+        ASSERT_LE(tp_memgraph_host_bytes(mg), 2000);
         tp_memgraph_free(mg);
     } else {
         CHECKF(s == TP_ERR_INFEASIBLE && strstr(e.msg, "host memory too small"), "%s", e.msg);
@@ -142,8 +145,10 @@ TEST(plan_is_deterministic_and_handles_odd_shapes)
         char *t1, *t2;
         size_t l1, l2;
         tp_error e;
-        CHECK(tp_memgraph_to_string(m1, &t1, &l1, &e) == TP_OK && tp_memgraph_to_string(m2, &t2, &l2, &e) == TP_OK);
-        CHECK(l1 == l2 && !memcmp(t1, t2, l1));
+        ASSERT_OK_ERR(tp_memgraph_to_string(m1, &t1, &l1, &e), e);
+        ASSERT_OK_ERR(tp_memgraph_to_string(m2, &t2, &l2, &e), e);
+        ASSERT_EQ(l1, l2);
+        CHECK(!memcmp(t1, t2, l1));
         free(t1);
         free(t2);
         tp_memgraph_free(m1);
@@ -153,6 +158,7 @@ TEST(plan_is_deterministic_and_handles_odd_shapes)
     tp_plan_opts_init(&o, 1, 14);
     tp_memgraph *mg;
     tp_error e;
-    CHECK(tp_plan(g, &o, &mg, &e) == TP_ERR_INFEASIBLE && strstr(e.msg, "'k1'"));
+    ASSERT_STATUS(tp_plan(g, &o, &mg, &e), TP_ERR_INFEASIBLE);
+    CHECKF(strstr(e.msg, "'k1'"), "%s", e.msg);
     tp_graph_free(g);
 }

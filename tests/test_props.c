@@ -15,15 +15,16 @@ static void check_order(const tp_graph *g, tp_order o)
     uint32_t n = tp_graph_size(g);
     uint32_t *ord = malloc(n * sizeof *ord), *posn = malloc(n * sizeof *posn);
     tp_error e;
-    CHECK(tp_graph_order(g, o, ord, &e) == TP_OK);
+    ASSERT_OK_ERR(tp_graph_order(g, o, ord, &e), e);
     for (uint32_t i = 0; i < n; i++) posn[i] = UINT32_MAX;
     for (uint32_t i = 0; i < n; i++) {
-        CHECK(ord[i] < n && posn[ord[i]] == UINT32_MAX);
+        ASSERT_LT(ord[i], n);
+        ASSERT_EQ(posn[ord[i]], UINT32_MAX);
         posn[ord[i]] = i;
     }
     for (uint32_t v = 0; v < n; v++) {
         const tp_vertex *x = tp_graph_vertex(g, v);
-        for (uint32_t k = 0; k < x->ninputs; k++) CHECK(posn[x->inputs[k]] < posn[v]);
+        for (uint32_t k = 0; k < x->ninputs; k++) ASSERT_LT(posn[x->inputs[k]], posn[v]);
     }
     free(ord);
     free(posn);
@@ -109,13 +110,13 @@ static void dyn_check(const tp_graph *g, const tp_memgraph *mg, rng *r)
         for (uint32_t k = 0; k < nsucc[u]; k++)
             if (--indeg[succ[u][k]] == 0) ready[nready++] = succ[u][k];
     }
-    CHECK(done == n);
+    ASSERT_EQ(done, n);
     for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) {
         tp_mvertex v;
         tp_memgraph_vertex(mg, tp_memgraph_outputs(mg)[k], &v);
         uint32_t *m = mem[v.write.space == TP_SPACE_HOST ? nd : v.write.device];
-        CHECK(v.task == tp_graph_outputs(g)[k]);
-        for (uint64_t b = 0; b < v.write.bytes; b++) CHECK(m[v.write.offset + b] == v.task + 1);
+        ASSERT_EQ(v.task, tp_graph_outputs(g)[k]);
+        for (uint64_t b = 0; b < v.write.bytes; b++) ASSERT_EQ(m[v.write.offset + b], v.task + 1);
     }
     for (uint32_t i = 0; i < n; i++) free(succ[i]);
     free(succ);
@@ -133,7 +134,7 @@ static int plan_check(const tp_graph *g, const tp_plan_opts *o, rng *r, int dyn_
     CHECKF(s == TP_OK, "plan failed at feasible caps: %s", e.msg);
     char *text;
     size_t len;
-    CHECK(tp_memgraph_to_string(mg, &text, &len, &e) == TP_OK);
+    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &text, &len, &e), e);
     s = tp_verify_json(text, len, "plan", g, &e);
     if (s) {
         FILE *f = fopen("failed-taskgraph.json", "w");
@@ -151,7 +152,7 @@ static int plan_check(const tp_graph *g, const tp_plan_opts *o, rng *r, int dyn_
     int offloads = 0;
     for (int d = 0; d < o->ndevices; d++) {
         offloads += (int)(st.dev[d].offload_count + st.dev[d].drop_count);
-        CHECK(st.dev[d].peak_bytes <= o->device_mem[d]);
+        ASSERT_LE(st.dev[d].peak_bytes, o->device_mem[d]);
     }
     tp_memgraph_free(mg);
     return offloads;
@@ -168,10 +169,10 @@ static void run_family(int family, int count)
             size_t len;
             FILE *f = open_memstream(&buf, &len);
             tp_error e;
-            CHECK(tp_graph_write(g, f, &e) == TP_OK);
+            ASSERT_OK_ERR(tp_graph_write(g, f, &e), e);
             fclose(f);
             tp_graph *g2;
-            CHECKF(tp_graph_read_string(buf, "rt", &g2, &e) == TP_OK, "%s", e.msg);
+            ASSERT_OK_ERR(tp_graph_read_string(buf, "rt", &g2, &e), e);
             free(buf);
             tp_graph_free(g);
             g = g2;
@@ -208,7 +209,7 @@ static void run_family(int family, int count)
         }
         tp_plan_opts_init(&opts, nd, 0);
         for (int d = 0; d < nd; d++) opts.device_mem[d] = sum_on(g, d) + mins[d];
-        CHECK(plan_check(g, &opts, &r, 1) == 0); /* room for everything: nothing evicted */
+        ASSERT_EQ(plan_check(g, &opts, &r, 1), 0); /* room for everything: nothing evicted */
         tp_graph_free(g);
     }
     printf("%s: %d graphs, %d plans at minimum caps evicted something, %d infeasible caps rejected\n",
