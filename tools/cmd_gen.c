@@ -98,9 +98,9 @@ static int run(int argc, char **argv)
         return cli_errorf("gen", 2, "cannot write %s", fl.out);
     }
     s = tp_graph_write(g, f, &e);
-    if (fl.out && fclose(f) && !s) s = cli_set_error(&e, TP_ERR_IO, "writing %s failed", fl.out);
+    if (fl.out && fclose(f) && !s) s = cli_set_error(&e, TP_ERR_IO, "write error");
     tp_graph_free(g);
-    return s ? cli_fail("gen", s, &e) : 0;
+    return s ? cli_errorf("gen", cli_exit_code(s), "writing %s failed: %s", fl.out ? fl.out : "standard output", e.msg) : 0;
 }
 
 const cli_cmd cmd_gen = {"gen", "write a synthetic transformer-like TaskGraph", run, help};

@@ -75,9 +75,9 @@ static int run(int argc, char **argv)
         goto done;
     }
     s = tp_memgraph_write(mg, f, &e);
-    if (fl.out && fclose(f) && !s) s = TP_ERR_IO;
+    if (fl.out && fclose(f) && !s) s = cli_set_error(&e, TP_ERR_IO, "write error");
     if (s) {
-        rc = cli_errorf("plan", cli_exit_code(s), "writing %s failed", fl.out ? fl.out : "standard output");
+        rc = cli_errorf("plan", cli_exit_code(s), "writing %s failed: %s", fl.out ? fl.out : "standard output", e.msg);
         goto done;
     }
     if (fl.stats) print_stats(fl.out ? stdout : stderr, g, mg, &o);
