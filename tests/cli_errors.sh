@@ -125,6 +125,7 @@ else
     echo "FAIL: --print-prompt: '$p1' '$p2' '$p3'"
     fail=$((fail + 1))
 fi
+expect 0 "next token, top 5" "$T" llama --preset tiny --seq-len 8 --seed 2 --device-mem 1MiB --devices 2
 expect 0 "prompt ids: 3,1,4" "$T" llama --preset tiny --prompt-ids 3,1,4 --device-mem 1MiB --no-data --print-prompt
 
 # damaged files never crash: every prefix of a TaskGraph, and byte flips of a MemGraph

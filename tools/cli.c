@@ -56,13 +56,6 @@ tp_status cli_set_error(tp_error *e, tp_status s, const char *fmt, ...)
     return s;
 }
 
-void cli_print_help(FILE *f, const char *usage, const cli_opt *opts, const char *footer)
-{
-    fputs(usage, f);
-    if (opts) cli_print_opts(f, opts);
-    if (footer) fputs(footer, f);
-}
-
 int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_plan_opts *o)
 {
     int n = f->device_mem.n;
@@ -76,7 +69,7 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
     return 0;
 }
 
-tp_backend *cli_backend(const char *cmd, const cli_backend_flags *f, int *rc)
+static tp_backend *make_backend(const char *cmd, const cli_backend_flags *f, int *rc)
 {
     const char *name = f->name ? f->name : "cpu";
     tp_backend *be = NULL;
@@ -114,6 +107,13 @@ tp_backend *cli_backend(const char *cmd, const cli_backend_flags *f, int *rc)
     else if (f->completion && !strcmp(f->completion, "poll")) uo.completion = TP_CUDA_POLL;
     tp_error e;
     if (!(be = tp_backend_cuda_new(&uo, &e))) *rc = cli_fail(cmd, TP_ERR_DEVICE, &e);
+    return be;
+}
+
+tp_backend *cli_backend(const char *cmd, const cli_backend_flags *f, int *rc)
+{
+    tp_backend *be = make_backend(cmd, f, rc);
+    if (be) *rc = 0;
     return be;
 }
 

@@ -1,7 +1,8 @@
 /* cli.h - what every turnip command shares: the command table's entry type, statuses to exit
  * codes, error and usage-error printing, and the three places that touch the executor and the
  * backends (cli_backend, cli_exec_new, cli_exec_run), so changes to those APIs land here only.
- * Tools use the public API in include/turnip/ and nothing else. */
+ * Tools use the public API in include/turnip/ and nothing else. The option parser (opts.c)
+ * sits on top of this file: cli.c uses opts.h's types but calls nothing in opts.c. */
 #ifndef CLI_CLI_H
 #define CLI_CLI_H
 
@@ -39,9 +40,6 @@ int cli_usage_error(const char *cmd, const char *msg, const char *arg);
 int cli_errorf(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
 /* Fills the caller's e with status s and the formatted message; returns s. */
 tp_status cli_set_error(tp_error *e, tp_status s, const char *fmt, ...) CLI_PRINTF(3, 4);
-/* Prints the help of a command: usage (synopsis and description), the flags of opts (may be
- * NULL), then footer (may be NULL). */
-void cli_print_help(FILE *f, const char *usage, const cli_opt *opts, const char *footer);
 
 /* ---- planning flags ---------------------------------------------------------------------- */
 
@@ -75,7 +73,7 @@ typedef struct cli_backend_flags {
 } cli_backend_flags;
 
 /* Every backend the command line makes is made here. Returns the backend (the caller frees
- * it with tp_backend_free), or NULL after printing why, with *rc the exit code. */
+ * it with tp_backend_free) with *rc = 0, or NULL after printing why, with *rc the exit code. */
 tp_backend *cli_backend(const char *cmd, const cli_backend_flags *f, int *rc);
 
 /* ---- runs -------------------------------------------------------------------------------- */

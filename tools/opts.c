@@ -159,3 +159,10 @@ void cli_print_opts(FILE *f, const cli_opt *opts)
         }
     }
 }
+
+void cli_print_help(FILE *f, const char *usage, const cli_opt *opts, const char *footer)
+{
+    fputs(usage, f);
+    if (opts) cli_print_opts(f, opts);
+    if (footer) fputs(footer, f);
+}

@@ -64,4 +64,8 @@ int cli_parse(const char *cmd, const cli_opt *opts, void *dst, int argc, char **
 /* Prints the flag list of opts for --help: "  FLAG META   help", continuation lines indented. */
 void cli_print_opts(FILE *f, const cli_opt *opts);
 
+/* Prints the help of a command: usage (synopsis and description), the flags of opts (may be
+ * NULL), then footer (may be NULL). */
+void cli_print_help(FILE *f, const char *usage, const cli_opt *opts, const char *footer);
+
 #endif
