@@ -89,6 +89,45 @@ expect 0 "wrote" "$T" llama --preset tiny --devices 2 --backend sim --machine a1
 expect 0 "tiny,a100x8,2,64" cat "$D/s.csv"
 expect 0 "OOM" "$T" llama --preset tiny --devices 1 --backend sim --machine a100x8 --sweep-seq 64 --sweep-mem 64KiB --csv "$D/s2.csv"
 
+# one option parser: the same messages for every command
+expect 2 "order must be any, fixed or random: sideways" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --order sideways
+expect 2 "order must be any, fixed or random: sideways" "$T" sim "$SRC/examples/transformer.json" --machine a100x8 --order sideways
+expect 2 "order must be any, fixed or random: sideways" "$T" llama --preset tiny --seq-len 4 --device-mem 1MiB --order sideways
+expect 2 "plan-order must be topo, dfs or greedy: x" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --plan-order x
+expect 2 "streams needs an integer in 1..64: 0" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --streams 0
+expect 2 "seed needs an integer >= 0: -1" "$T" sim "$SRC/examples/transformer.json" --machine a100x8 --seed -1
+expect 2 "jitter needs a non-negative number: -1" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --jitter -1
+expect 2 "host-mem: not a positive size: 0" "$T" plan "$EX" --device-mem 1MiB --host-mem 0
+expect 2 "device-mem needs a value" "$T" plan "$EX" --device-mem
+expect 2 "no-verify: the flag takes no value\|takes no value" "$T" run "$MLP" --no-verify=1
+expect 2 "more than one TaskGraph given" "$T" plan "$EX" "$EX" --device-mem 1MiB
+expect 2 "unknown option: --frob" "$T" llama --preset tiny --frob
+expect 2 "devices needs an integer in 1..64: 0" "$T" llama --preset tiny --seq-len 4 --device-mem 1MiB --devices 0
+expect 2 "devices needs an integer in 1..64: 0" "$T" gen layered --devices 0
+expect 2 "name a model: layered" "$T" gen --layers 1
+expect 2 "unknown argument: stacked" "$T" gen stacked
+expect 2 "token 1 is not an id in \[0, 1000)" "$T" llama --preset tiny --prompt-ids 1,1000 --device-mem 1MiB
+expect 2 "comma-separated list of token counts" "$T" llama --preset tiny --backend sim --sweep-seq 32,x --csv "$D/x.csv"
+expect 2 "sweep-seq needs --backend sim" "$T" llama --preset tiny --sweep-seq 32 --csv "$D/x.csv"
+expect 2 "cannot write" "$T" plan "$EX" --device-mem 4KiB,4KiB,4KiB -o "$D/no/such/dir.json"
+# write errors are I/O errors: exit 2, as the library's status says
+if [ -w /dev/full ]; then
+    expect 2 "writing /dev/full failed" "$T" plan "$EX" --device-mem 4KiB,4KiB,4KiB -o /dev/full
+    expect 2 "writing /dev/full failed" "$T" gen layered -o /dev/full
+fi
+# the random prompt is the library's: a function of the seed, shown by --print-prompt
+p1=$("$T" llama --preset tiny --seq-len 16 --seed 5 --device-mem 1MiB --no-data --print-prompt | grep '^prompt ids: ')
+p2=$("$T" llama --preset tiny --seq-len 16 --seed 5 --device-mem 1MiB --no-data --print-prompt | grep '^prompt ids: ')
+p3=$("$T" llama --preset tiny --seq-len 16 --seed 6 --device-mem 1MiB --no-data --print-prompt | grep '^prompt ids: ')
+if [ -n "$p1" ] && [ "$p1" = "$p2" ] && [ "$p1" != "$p3" ] && [ "$(tr ',' '\n' <<<"${p1#prompt ids: }" | wc -l)" -eq 16 ]; then
+    pass=$((pass + 1))
+else
+    echo "FAIL: --print-prompt: '$p1' '$p2' '$p3'"
+    fail=$((fail + 1))
+fi
+expect 0 "next token, top 5" "$T" llama --preset tiny --seq-len 8 --seed 2 --device-mem 1MiB --devices 2
+expect 0 "prompt ids: 3,1,4" "$T" llama --preset tiny --prompt-ids 3,1,4 --device-mem 1MiB --no-data --print-prompt
+
 # damaged files never crash: every prefix of a TaskGraph, and byte flips of a MemGraph
 size=$(wc -c <"$EX")
 crash=0
@@ -112,7 +151,7 @@ if [ $crash -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 # backends: --version lists them; a missing cuda backend or GPU is a clear exit 2 before any work
 MLP=$SRC/examples/mlp.json
 expect 2 "is not built in" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend tpu
-expect 2 "emulate links on the cpu backend" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend cuda --jitter 1
+expect 2 "--jitter is for --backend cpu or sim" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend cuda --jitter 1
 expect 2 "--completion is for --backend cuda" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --completion poll
 backends=$("$T" --version | grep '^backends:')
 case "$backends" in

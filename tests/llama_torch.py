@@ -122,18 +122,16 @@ for dtype, tol in [("float32", 1e-3), ("bfloat16", 1e-3), ("float16", 1e-3)]:
         print(f"{'ok  ' if same else 'FAIL'} {dtype} random order seed {seed}: logits bit-identical to the fixed order")
         failures += not same
 
-# the README's main job exactly: checkpoint seed 0, --seq-len 128 --seed 0, 2 devices at 1.5 MiB
-M = 2**64
-st = (0 * 0x9e3779b97f4a7c15 + 12345) % M
-main_ids = []
-for _ in range(128):
-    st = (st * 6364136223846793005 + 1442695040888963407) % M
-    main_ids.append((st >> 33) % 1000)
+# the README's main job exactly: checkpoint seed 0, --seq-len 128 --seed 0, 2 devices at 1.5 MiB;
+# the prompt is turnip's own (tp_llama_random_prompt), read back with --print-prompt
 d = os.path.join(tmp, "main")
 cfg = make(d)
-ref = reference(load_weights(d, cfg), cfg, main_ids)[-1]
 out = os.path.join(tmp, "main.st")
-llama(["--model", d, "--seq-len", "128", "--seed", "0", "--devices", "2", "--device-mem", "1.5MiB", "--out", out])
+r = llama(["--model", d, "--seq-len", "128", "--seed", "0", "--devices", "2", "--device-mem", "1.5MiB", "--out", out,
+           "--print-prompt"])
+main_ids = [int(i) for i in r.stdout.split("prompt ids: ", 1)[1].split("\n", 1)[0].split(",")]
+assert len(main_ids) == 128 and all(0 <= i < 1000 for i in main_ids), main_ids
+ref = reference(load_weights(d, cfg), cfg, main_ids)[-1]
 got = read_st(out)[0]["logits"][-1]
 err = float(np.abs(got - ref).max())
 ok = err <= 1e-3 * float(np.abs(ref).max())

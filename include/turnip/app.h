@@ -5,9 +5,13 @@
 #define TURNIP_APP_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "turnip/error.h"
-#include "turnip/exec.h"
+#include "turnip/io.h"
+#include "turnip/graph.h"
+#include "turnip/plan.h"
 #include "turnip/models.h"
+#include "turnip/exec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,6 +30,47 @@ tp_status tp_llama_load(tp_exec *x, const tp_llama_config *c, const char *dir, c
 tp_status tp_llama_random(tp_exec *x, const tp_llama_config *c, uint64_t seed, const int32_t *ids, tp_error *err);
 
 /* ---- end of loaders ---------------------------------------------------------------------- */
+
+/* ==== sweeps (src/app/sweep.c, src/app/counts.c) ======================================== */
+
+/* Sizes of a TaskGraph or a MemGraph: vertices, of which inputs, and edges (a TaskGraph's
+ * edges are consumer links; a MemGraph's are data and memory dependencies). */
+typedef struct tp_graph_counts {
+    uint64_t vertices, inputs, edges;
+} tp_graph_counts;
+void tp_count_taskgraph(const tp_graph *g, tp_graph_counts *out);
+void tp_count_memgraph(const tp_memgraph *mg, tp_graph_counts *out);
+
+/* A sweep of LLaMA prefill over prompt lengths and device caps: per (cap, length) the
+ * TaskGraph is built (tp_llama_opts_default), planned (default order) and run once on
+ * `backend`, one CSV row each; where no plan fits, the row says OOM. Meant for a simulating
+ * backend (the sim's makespan is the first-token latency, its lower bound the bound). */
+typedef struct tp_sweep_opts {
+    const char *model;             /* label of the model column (borrowed) */
+    const char *machine;           /* label of the machine column (borrowed) */
+    const tp_llama_config *config; /* borrowed */
+    int devices;
+    const int64_t *seqs;           /* prompt lengths, each >= 1 (borrowed) */
+    int nseqs;
+    const uint64_t *mems;          /* per-device caps, one sweep over seqs each (borrowed) */
+    int nmems;
+    tp_backend *backend;           /* borrowed; runs every point, one after another */
+    tp_run_opts run;               /* policy and seed of every run */
+    FILE *log;                     /* a header per cap and a line per point, or NULL */
+} tp_sweep_opts;
+
+/* Writes the CSV header and the rows to csv (the caller's, left open). Columns: model,
+ * machine, devices, seq, device_mem, status (ok or OOM), latency_s, bound_s, ratio,
+ * offloaded_bytes, reloaded_bytes, memgraph_vertices. Stops at the first error other than an
+ * infeasible plan. */
+tp_status tp_sweep_llama(const tp_sweep_opts *o, FILE *csv, tp_error *err);
+
+/* Plots latency against prompt length, one line per cap, from the CSV tp_sweep_llama wrote
+ * at csv_path, into a PNG at png_path with gnuplot (TP_ERR_IO when gnuplot cannot run or
+ * fails). */
+tp_status tp_sweep_plot(const tp_sweep_opts *o, const char *csv_path, const char *png_path, tp_error *err);
+
+/* ==== end of sweeps ===================================================================== */
 
 #ifdef __cplusplus
 }

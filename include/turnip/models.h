@@ -72,6 +72,15 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
  * tensor name tp_llama_parse_input splits out of one. */
 #define TP_LLAMA_ID_MAX 256
 
+/* The random prompt of `turnip llama --seq-len T --seed S`: ids[0..T-1] (the caller's array)
+ * uniform in [0, vocab), a pure function of (seed, position) on the library's counter-based
+ * RNG. TP_ERR_ARG for T < 0 or a vocabulary outside 1..2^31. */
+tp_status tp_llama_random_prompt(uint64_t seed, int64_t T, int64_t vocab, int32_t *ids, tp_error *err);
+
+/* The k largest of logits[0..n-1], largest first, ties to the lower index: their indices go to
+ * ids[0..k-1] (the caller's array; -1 past the count). Returns how many were found, min(k, n). */
+int tp_llama_top_k(const float *logits, int64_t n, int k, int32_t *ids);
+
 /* Splits a weight input id into its tensor name (into name[], the caller's), slice kind
  * ('r', 'c' or 0) and range. */
 int tp_llama_parse_input(const char *id, char *name, size_t len, char *kind, int64_t *a, int64_t *b);

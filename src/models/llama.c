@@ -123,6 +123,33 @@ int tp_llama_parse_input(const char *id, char *name, size_t len, char *kind, int
     return 1;
 }
 
+/* ---- prompts and next tokens ------------------------------------------------------------- */
+
+tp_status tp_llama_random_prompt(uint64_t seed, int64_t T, int64_t vocab, int32_t *ids, tp_error *err)
+{
+    if (T < 0 || vocab < 1 || vocab > (int64_t)INT32_MAX + 1 || (T > 0 && !ids))
+        return tp__fail(err, TP_ERR_ARG, "random prompt: %lld tokens over a vocabulary of %lld", (long long)T, (long long)vocab);
+    /* the stream of prompts: another constant than weights (+1) and run inputs (+7) */
+    uint64_t key = tp__mix64(seed * 0x2545f4914f6cdd1dull + 3);
+    for (int64_t k = 0; k < T; k++) ids[k] = (int32_t)(tp__mix64(key + (uint64_t)k) % (uint64_t)vocab);
+    return TP_OK;
+}
+
+int tp_llama_top_k(const float *logits, int64_t n, int k, int32_t *ids)
+{
+    int found = 0;
+    for (int j = 0; j < k; j++) ids[j] = -1;
+    for (int64_t v = 0; v < n; v++)
+        for (int j = 0; j < k; j++)
+            if (ids[j] < 0 || logits[v] > logits[ids[j]]) { /* strictly larger: ties keep the lower id */
+                for (int q = k - 1; q > j; q--) ids[q] = ids[q - 1];
+                ids[j] = (int32_t)v;
+                found += found < k;
+                break;
+            }
+    return found;
+}
+
 /* ---- builder ---------------------------------------------------------------------------- */
 
 typedef struct {

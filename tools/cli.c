@@ -1,0 +1,206 @@
+/* cli.c - helpers every turnip command shares (see cli.h): exit codes, error printing, the
+ * planning flags, and the one place each for making backends and driving the executor. */
+#include "cli.h"
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cli_prog = "turnip";
+
+int cli_exit_code(tp_status s)
+{
+    switch (s) {
+    case TP_OK: return 0;
+    case TP_ERR_CHECK: return 1;
+    case TP_ERR_PARSE:
+    case TP_ERR_INVALID:
+    case TP_ERR_INFEASIBLE:
+    case TP_ERR_ARG:
+    case TP_ERR_DEVICE:
+    case TP_ERR_IO: return 2;
+    case TP_ERR_NOMEM: return 3;
+    }
+    return 3;
+}
+
+int cli_fail(const char *cmd, tp_status s, const tp_error *e)
+{
+    fprintf(stderr, "%s%s%s: %s\n", cli_prog, cmd ? " " : "", cmd ? cmd : "", e->msg);
+    return cli_exit_code(s);
+}
+
+int cli_usage_error(const char *cmd, const char *msg, const char *arg)
+{
+    fprintf(stderr, "%s %s: %s%s%s\nTry '%s %s --help'.\n", cli_prog, cmd, msg, arg ? ": " : "", arg ? arg : "", cli_prog, cmd);
+    return 2;
+}
+
+int cli_errorf(const char *cmd, int code, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s%s%s: ", cli_prog, cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+tp_status cli_set_error(tp_error *e, tp_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    e->code = s;
+    return s;
+}
+
+int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_plan_opts *o)
+{
+    int n = f->device_mem.n;
+    if (n) {
+        if (n != 1 && n != ndevices)
+            return cli_errorf(cmd, 2, "--device-mem lists %d sizes, the graph has %d devices", n, ndevices);
+        for (int d = 0; d < ndevices; d++) o->device_mem[d] = f->device_mem.v[n == 1 ? 0 : d];
+    }
+    if (f->host_mem) o->host_mem = f->host_mem;
+    if (f->order) tp_order_parse(f->order, &o->order); /* a name of cli_plan_order_names: cannot fail */
+    return 0;
+}
+
+/* The command-line flags that are backend options (registry keys, turnip/backend.h). */
+static const struct {
+    const char *flag, *key;
+} backend_flags[] = {{"--link-bandwidth", "link-bandwidth"}, {"--link-latency", "link-latency"},
+                     {"--jitter", "jitter"},                 {"--completion", "completion"},
+                     {"--machine", "machine"}};
+enum { NBFLAGS = sizeof backend_flags / sizeof backend_flags[0] };
+
+static int accepts(const tp_backend_info *bi, const char *key)
+{
+    for (int k = 0; bi->keys[k]; k++)
+        if (!strcmp(bi->keys[k], key)) return 1;
+    return 0;
+}
+
+/* "--completion is for --backend cuda": the backends that take key */
+static int not_an_option(const char *cmd, const char *flag, const char *key, const char *value)
+{
+    char msg[256];
+    size_t o = (size_t)snprintf(msg, sizeof msg, "%s is for --backend ", flag);
+    int first = 1;
+    for (int i = 0; tp_backend_info_at(i) && o < sizeof msg; i++)
+        if (accepts(tp_backend_info_at(i), key)) {
+            o += (size_t)snprintf(msg + o, sizeof msg - o, "%s%s", first ? "" : " or ", tp_backend_info_at(i)->name);
+            first = 0;
+        }
+    return cli_usage_error(cmd, msg, value);
+}
+
+tp_backend *cli_backend(const char *cmd, const cli_backend_flags *f, int *rc)
+{
+    const char *name = f->name ? f->name : "cpu";
+    const tp_backend_info *bi = tp_backend_find(name);
+    if (!bi) {
+        char list[256], b[160];
+        size_t o = 0;
+        for (int i = 0; tp_backend_info_at(i) && o < sizeof list; i++)
+            if (strcmp(tp_backend_info_at(i)->name, "cuda") || !tp_cuda_describe(b, sizeof b))
+                o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", tp_backend_info_at(i)->name);
+            else
+                o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", b);
+        *rc = cli_errorf(cmd, 2, "--backend %s is not built in (backends: %s)", name, list);
+        return NULL;
+    }
+    char num[3][32];
+    const char *given[NBFLAGS] = {NULL};
+    if (f->link_gbps > 0) given[0] = (snprintf(num[0], sizeof num[0], "%.17g", f->link_gbps), num[0]);
+    if (f->link_latency_us > 0) given[1] = (snprintf(num[1], sizeof num[1], "%.17g", f->link_latency_us), num[1]);
+    if (f->jitter > 0) given[2] = (snprintf(num[2], sizeof num[2], "%.17g", f->jitter), num[2]);
+    given[3] = f->completion;
+    given[4] = f->machine;
+    tp_backend_opt opts[NBFLAGS];
+    int n = 0;
+    for (int k = 0; k < NBFLAGS; k++) {
+        if (!given[k]) continue;
+        if (!accepts(bi, backend_flags[k].key)) {
+            if (k == 4) continue; /* --machine also picks default capacities: harmless elsewhere */
+            *rc = not_an_option(cmd, backend_flags[k].flag, backend_flags[k].key, given[k]);
+            return NULL;
+        }
+        opts[n++] = (tp_backend_opt){backend_flags[k].key, given[k]};
+    }
+    tp_backend *be = NULL;
+    tp_error e;
+    tp_status s = tp_backend_new(name, opts, n, &be, &e);
+    *rc = s ? cli_fail(cmd, s, &e) : 0;
+    return be;
+}
+
+static void progress_line(void *ctx, uint64_t done, uint64_t total)
+{
+    (void)ctx;
+    fprintf(stderr, "\r  running: %llu / %llu vertices (%.0f%%)   ", (unsigned long long)done, (unsigned long long)total,
+            100.0 * (double)done / (double)(total ? total : 1));
+}
+
+void cli_run_opts(const cli_exec_flags *f, tp_run_opts *ro)
+{
+    tp_run_opts_init(ro);
+    ro->policy = f->order; /* a name of cli_policy_names, checked by the parser */
+    ro->seed = (uint64_t)f->seed;
+    ro->streams = (int)f->streams;
+    ro->fail_vertex = f->fail_vertex;
+    if (f->progress) ro->progress = progress_line;
+}
+
+tp_status cli_exec_new(const tp_memgraph *mg, tp_backend *be, const cli_exec_flags *f, tp_exec **x, tp_error *e)
+{
+    tp_run_opts ro;
+    cli_run_opts(f, &ro);
+    *x = NULL;
+    return tp_exec_new(mg, be, &ro, x, e);
+}
+
+tp_status cli_exec_run(tp_exec *x, const cli_exec_flags *f, tp_run_summary *sum, tp_error *e)
+{
+    long long n = f->repeat > 1 ? f->repeat : 1;
+    double best = 0;
+    tp_status s = TP_OK;
+    for (long long rep = 0; rep < n && !s; rep++) { /* inputs stay: runs repeat */
+        s = tp_exec_run(x, sum, e);
+        if (!s && n > 1) {
+            best = rep == 0 || sum->makespan < best ? sum->makespan : best;
+            printf("run %lld of %lld: makespan %.4f s\n", rep + 1, n, sum->makespan);
+            fflush(stdout);
+        }
+    }
+    if (!s && n > 1) printf("best makespan of %lld runs: %.4f s\n", n, best);
+    if (f->progress) fputs("\r\033[K", stderr);
+    if (!s && f->trace) s = tp_exec_trace_write(x, f->trace, e); /* after the run: no file I/O inside it */
+    return s;
+}
+
+int cli_sim_run(const char *cmd, const tp_memgraph *mg, const tp_sim_profile *prof, const cli_exec_flags *xf,
+                const cli_backend_flags *bf)
+{
+    cli_backend_flags b = *bf;
+    b.name = "sim";
+    int rc;
+    tp_backend *be = cli_backend(cmd, &b, &rc);
+    if (!be) return rc;
+    tp_exec *x = NULL;
+    tp_error e;
+    tp_run_summary sum;
+    double t0 = tp_now_seconds();
+    tp_status s = cli_exec_new(mg, be, xf, &x, &e);
+    if (!s) s = cli_exec_run(x, xf, &sum, &e);
+    if (!s) {
+        printf("simulated on %s (%.2f s of real time):\n", prof->name, tp_now_seconds() - t0);
+        tp_run_summary_print(&sum, stdout);
+    }
+    tp_exec_free(x);
+    tp_backend_free(be);
+    return s ? cli_fail(cmd, s, &e) : 0;
+}

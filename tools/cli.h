@@ -1,0 +1,116 @@
+/* cli.h - what every turnip command shares: the command table's entry type, statuses to exit
+ * codes, error and usage-error printing, and the three places that touch the executor and the
+ * backends (cli_backend, cli_exec_new, cli_exec_run), so changes to those APIs land here only.
+ * Tools use the public API in include/turnip/ and nothing else. The option parser (opts.c)
+ * sits on top of this file: cli.c uses opts.h's types but calls nothing in opts.c. */
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
+
+#include <stdio.h>
+#include "turnip/turnip.h"
+#include "opts.h"
+
+/* One command: `turnip NAME ...` calls run(argc, argv) (argv[1] is NAME); `turnip NAME --help`
+ * calls help(stdout). Adding a command: a cmd_NAME.c defining one of these, and an entry in
+ * main.c's table. */
+typedef struct cli_cmd {
+    const char *name;
+    const char *summary; /* one line for `turnip --help` */
+    int (*run)(int argc, char **argv);
+    void (*help)(FILE *f);
+} cli_cmd;
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLI_PRINTF(a, b)
+#endif
+
+extern const char *const cli_prog; /* "turnip" */
+
+/* Exit codes: 0 ok, 1 failed check, 2 unusable input, infeasible plan or unusable device,
+ * 3 internal failure (out of memory). */
+int cli_exit_code(tp_status s);
+/* Prints "turnip: MSG" (cmd NULL) or "turnip CMD: MSG" with e's message; returns the exit code
+ * of s. */
+int cli_fail(const char *cmd, tp_status s, const tp_error *e);
+/* Prints "turnip CMD: MSG[: ARG]" and "Try 'turnip CMD --help'."; returns 2. */
+int cli_usage_error(const char *cmd, const char *msg, const char *arg);
+/* Prints "turnip CMD: " ("turnip: " when cmd is NULL) and the formatted line; returns code. */
+int cli_errorf(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
+/* Fills the caller's e with status s and the formatted message; returns s. */
+tp_status cli_set_error(tp_error *e, tp_status s, const char *fmt, ...) CLI_PRINTF(3, 4);
+
+/* ---- planning flags ---------------------------------------------------------------------- */
+
+typedef struct cli_plan_flags {
+    cli_sizes device_mem; /* --device-mem: one size for all devices or one per device */
+    uint64_t host_mem;    /* --host-mem, 0: not given (unlimited) */
+    const char *order;    /* the planner's serial order (cli_plan_order_names), NULL: default */
+} cli_plan_flags;
+
+/* Table entries of the planning flags (S: the command's flag struct, F: its cli_plan_flags
+ * member; ORDER: the flag naming the planner's order, --order or --plan-order). */
+#define CLI_O_DEVICE_MEM(S, F, help) CLI_O_SIZES("--device-mem", "SIZE[,..]", S, F.device_mem, help)
+#define CLI_O_HOST_MEM(S, F) \
+    CLI_O_SIZE("--host-mem", "SIZE", S, F.host_mem, "host memory for inputs and offloaded values (default: unlimited)")
+#define CLI_O_PLAN_ORDER(ORDER, S, F) \
+    CLI_O_CHOICE(ORDER, "NAME", S, F.order, cli_plan_order_names, "serial order the plan simulates: topo, dfs or greedy")
+
+/* Applies f to o (already initialised for ndevices): device capacities when given, host
+ * memory, order. On a list of the wrong length prints the error and returns 2; else 0. */
+int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_plan_opts *o);
+
+/* ---- backends ---------------------------------------------------------------------------- */
+
+typedef struct cli_backend_flags {
+    const char *name;               /* --backend: cpu (NULL: cpu), cuda or sim */
+    double link_gbps;               /* cpu: --link-bandwidth */
+    double link_latency_us;         /* cpu: --link-latency */
+    double jitter;                  /* cpu and sim: --jitter */
+    const char *completion;         /* cuda: --completion callback|poll */
+    const char *machine;            /* sim: --machine NAME|FILE (borrowed) */
+} cli_backend_flags;
+
+/* Every backend the command line makes is made here, by name through the registry
+ * (turnip/backend.h), the flags above passed as the options of the backends that take them
+ * ("--completion is for --backend cuda" otherwise). Returns the backend (the caller frees
+ * it with tp_backend_free) with *rc = 0, or NULL after printing why, with *rc the exit code. */
+tp_backend *cli_backend(const char *cmd, const cli_backend_flags *f, int *rc);
+
+/* ---- runs -------------------------------------------------------------------------------- */
+
+typedef struct cli_exec_flags {
+    const char *order;       /* dispatch policy (cli_policy_names), NULL: any */
+    long long seed;          /* --seed */
+    long long streams;       /* --streams, >= 1 */
+    long long fail_vertex;   /* test hook, -1: none */
+    long long repeat;        /* runs of the plan (0 or 1: one) */
+    const char *trace;       /* --trace FILE or NULL */
+    int progress;            /* report progress on standard error */
+} cli_exec_flags;
+
+/* Table entries of the run flags (S: the command's flag struct, F: its cli_exec_flags member). */
+#define CLI_O_POLICY(S, F)                                                                                    \
+    CLI_O_CHOICE("--order", "POLICY", S, F.order, cli_policy_names,                                          \
+                 "any (default): whatever is ready; fixed: each engine in plan order;\nrandom: seeded random " \
+                 "choice among the ready (--seed)")
+#define CLI_O_SEED(S, F) CLI_O_INT("--seed", "N", S, F.seed, 0, LLONG_MAX, "seed of the random order and the jitter (default 0)")
+#define CLI_O_STREAMS(S, F) CLI_O_INT("--streams", "N", S, F.streams, 1, 64, "compute streams per device (default 1)")
+#define CLI_O_TRACE(S, F) CLI_O_STR("--trace", "FILE", S, F.trace, "Chrome trace-event JSON of the run (open in Perfetto)")
+
+/* The run options f stands for (no trace). */
+void cli_run_opts(const cli_exec_flags *f, tp_run_opts *ro);
+/* Prepares an executor for mg on be under f (tp_exec_new); *x is the caller's to tp_exec_free
+ * (set to NULL on failure). */
+tp_status cli_exec_new(const tp_memgraph *mg, tp_backend *be, const cli_exec_flags *f, tp_exec **x, tp_error *e);
+/* Runs x once, or f->repeat times printing each makespan and the best; then writes the trace
+ * when asked. *sum is the last run's. */
+tp_status cli_exec_run(tp_exec *x, const cli_exec_flags *f, tp_run_summary *sum, tp_error *e);
+
+/* Runs mg on the sim backend (bf's machine, which prof was read from, and jitter) under xf and prints the summary;
+ * returns 0, or the exit code after printing why ("turnip CMD: ..."; cmd may be NULL). */
+int cli_sim_run(const char *cmd, const tp_memgraph *mg, const tp_sim_profile *prof, const cli_exec_flags *xf,
+                const cli_backend_flags *bf);
+
+#endif

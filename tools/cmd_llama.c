@@ -1,0 +1,299 @@
+/* cmd_llama.c - turnip llama: LLaMA prefill from a Hugging Face checkpoint (or a preset) under a
+ * memory cap, on the cpu, cuda or sim backend, or a simulated sweep over prompt lengths. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+#include "turnip/app.h"
+
+typedef struct {
+    cli_plan_flags p;
+    cli_exec_flags x;
+    cli_backend_flags b;
+    const char *model, *preset, *prompt_ids, *out, *machine, *sweep_seq, *csv, *png;
+    long long seq_len, devices, blocks, mlp_chunks, vocab_chunks;
+    cli_sizes sweep_mem;
+    int all_logits, no_data, print_prompt;
+} flags;
+
+static const cli_opt opts[] = {
+    CLI_O_STR("--model", "DIR", flags, model,
+              "config.json and model.safetensors (or shards with model.safetensors.index.json)"),
+    CLI_O_STR("--preset", "NAME", flags, preset, "tiny, 7b, 13b, 65b, llama3-8b, llama2-70b: random weights made in-process"),
+    CLI_O_STR("--prompt-ids", "1,2,3", flags, prompt_ids, "the prompt's token ids"),
+    CLI_O_INT("--seq-len", "N", flags, seq_len, 0, LLONG_MAX,
+              "a random prompt of N tokens, uniform over the vocabulary, a function of\n"
+              "--seed and the position (tp_llama_random_prompt; --print-prompt shows it)"),
+    CLI_O_INT("--seed", "S", flags, x.seed, 0, LLONG_MAX, "seed of the prompt, the preset's weights, the random order and the jitter"),
+    CLI_O_SWITCH("--print-prompt", flags, print_prompt, "print the prompt's ids (\"prompt ids: 1,2,3\") before planning"),
+    CLI_O_DEVICE_MEM(flags, p, "device capacity (required, but for --backend sim: the machine's): one\nsize for all devices, or one per device"),
+    CLI_O_HOST_MEM(flags, p),
+    CLI_O_INT("--devices", "D", flags, devices, 1, TP_MAX_DEVICES, "devices the model is split over (default 1)"),
+    CLI_O_INT("--blocks", "B", flags, blocks, 0, INT_MAX, "query blocks (default: enough that one head's scores use ~1/16 of the cap)"),
+    CLI_O_INT("--mlp-chunks", "C", flags, mlp_chunks, 0, INT_MAX,
+              "column chunks of each device's MLP (default: enough that one weight chunk\nis at most 1/8 of the cap)"),
+    CLI_O_INT("--vocab-chunks", "C", flags, vocab_chunks, 0, INT_MAX, "row chunks of each device's vocabulary (default: as --mlp-chunks)"),
+    CLI_O_STR("--out", "FILE", flags, out, "write the logits there (safetensors)"),
+    CLI_O_SWITCH("--all-logits", flags, all_logits, "logits of every position, not just the last"),
+    CLI_O_TRACE(flags, x),
+    CLI_O_POLICY(flags, x),
+    CLI_O_STREAMS(flags, x),
+    CLI_O_NUM("--link-bandwidth", "GB/s", flags, b.link_gbps, 0, HUGE_VAL, "cpu: throttle host-device and peer copies"),
+    CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, HUGE_VAL, "cpu: copy times, sim: kernel times and copy sizes x exp(F x N(0,1))"),
+    CLI_O_SWITCH("--no-data", flags, no_data, "plan only (for the big presets): graph sizes and plan statistics"),
+    CLI_O_INT("--repeat", "N", flags, x.repeat, 0, LLONG_MAX,
+              "run the plan N times (weights stay loaded), print each makespan and the best"),
+    CLI_O_STR("--backend", "cpu|cuda|sim", flags, b.name,
+              "cuda: run on GPUs (see turnip run --help); sim: simulate instead: latency,\n"
+              "bytes moved, makespan over the lower bound"),
+    CLI_O_CHOICE("--completion", "MODE", flags, b.completion, cli_completion_names, "cuda: callback or poll (see turnip run --help)"),
+    CLI_O_STR("--machine", "NAME", flags, machine,
+              "sim: profiles/NAME.json (default a100x8); --device-mem defaults to its memory"),
+    CLI_O_STR("--sweep-seq", "1024,2048,..", flags, sweep_seq,
+              "with --backend sim: one simulated point per prompt length (and cap), OOM\n"
+              "where no plan fits, into --csv"),
+    CLI_O_SIZES("--sweep-mem", "SIZE,..", flags, sweep_mem, "the caps of the sweep (default: --device-mem or the machine's)"),
+    CLI_O_STR("--csv", "FILE", flags, csv, "the sweep's CSV (required with --sweep-seq)"),
+    CLI_O_STR("--png", "FILE", flags, png, "plot the sweep's latency against length there with gnuplot"),
+    CLI_O_END,
+};
+
+static void help(FILE *f)
+{
+    cli_print_help(
+        f,
+        "usage: turnip llama (--model DIR | --preset NAME) (--prompt-ids 1,2,3 | --seq-len N [--seed S])\n"
+        "                    --device-mem SIZE[,..] [--devices D] [--backend cpu|cuda|sim] [--blocks B] [--mlp-chunks C] [--vocab-chunks C]\n"
+        "                    [--host-mem SIZE]\n"
+        "                    [--out logits.safetensors] [--all-logits] [--trace FILE] [--order POLICY]\n"
+        "                    [--streams N] [--link-bandwidth GB/s] [--jitter F] [--no-data] [--repeat N] [--print-prompt]\n"
+        "       turnip llama (--model DIR | --preset NAME) --backend sim [--machine NAME] [--devices D]\n"
+        "                    --sweep-seq 1024,2048,.. [--sweep-mem SIZE,..] --csv FILE [--png FILE]\n"
+        "\n"
+        "Builds the prefill TaskGraph of a LLaMA model (Hugging Face semantics: RMSNorm, RoPE,\n"
+        "grouped-query causal attention, SwiGLU MLP) for the prompt, split over D devices (KV groups,\n"
+        "MLP columns and vocabulary per device), with attention in B query blocks; plans it under the\n"
+        "cap and runs it on the cpu backend (or --backend cuda: NVIDIA GPUs). Prints plan statistics,\n"
+        "the run summary and the top-5 next-token ids.\n"
+        "\n",
+        opts, NULL);
+}
+
+/* the ids of "1,2,3" into a new array (*ids, the caller's); 0 or the exit code after printing why */
+static int parse_prompt(const char *text, int64_t vocab, int32_t **ids, int64_t *T)
+{
+    *T = 1;
+    for (const char *p = text; *p; p++) *T += *p == ',';
+    if (!(*ids = malloc(sizeof **ids * (size_t)*T))) return cli_errorf("llama", 3, "out of memory");
+    const char *p = text;
+    for (int64_t k = 0; k < *T; k++) {
+        char *end;
+        long long id = strtoll(p, &end, 10);
+        if (end == p || id < 0 || id >= vocab || (*end && *end != ',')) {
+            free(*ids);
+            *ids = NULL;
+            return cli_errorf("llama", 2, "--prompt-ids: token %lld is not an id in [0, %lld)", (long long)k, (long long)vocab);
+        }
+        (*ids)[k] = (int32_t)id;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+static tp_status read_config(const flags *fl, tp_llama_config *c, tp_error *e)
+{
+    if (!fl->model) return tp_llama_preset(fl->preset, c, e);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", fl->model);
+    return tp_llama_config_read(path, c, e);
+}
+
+/* --backend sim --sweep-seq: one simulated point per length and cap, a CSV and a plot */
+static int sweep(const flags *fl, const char *label)
+{
+    if (!fl->b.name || strcmp(fl->b.name, "sim")) return cli_usage_error("llama", "--sweep-seq needs --backend sim", NULL);
+    if (!fl->csv) return cli_usage_error("llama", "--sweep-seq needs --csv FILE", NULL);
+    tp_error e;
+    tp_llama_config c;
+    tp_sim_profile prof;
+    tp_status s = read_config(fl, &c, &e);
+    if (!s) s = tp_sim_profile_read(fl->machine ? fl->machine : "a100x8", &prof, &e);
+    if (s) return cli_fail(NULL, s, &e);
+    int nseq = 1;
+    for (const char *p = fl->sweep_seq; *p; p++) nseq += *p == ',';
+    int64_t *seqs = malloc(sizeof *seqs * (size_t)nseq);
+    if (!seqs) return cli_errorf("llama", 3, "out of memory");
+    const char *p = fl->sweep_seq;
+    for (int k = 0; k < nseq; k++) {
+        char *end;
+        long long T = strtoll(p, &end, 10);
+        if (T < 1 || end == p || (*end && *end != ',')) {
+            free(seqs);
+            return cli_usage_error("llama", "--sweep-seq: a comma-separated list of token counts", fl->sweep_seq);
+        }
+        seqs[k] = T;
+        p = *end ? end + 1 : end;
+    }
+    const cli_sizes *ms = fl->sweep_mem.n ? &fl->sweep_mem : &fl->p.device_mem;
+    tp_sweep_opts so = {.model = label, .machine = prof.name, .config = &c, .devices = (int)fl->devices, .seqs = seqs,
+                        .nseqs = nseq, .mems = ms->n ? ms->v : &prof.device_mem, .nmems = ms->n ? ms->n : 1, .log = stdout};
+    cli_exec_flags xf = fl->x;
+    xf.streams = 1; /* as ever: the sweep's runs use one stream */
+    cli_run_opts(&xf, &so.run);
+    FILE *csv = fopen(fl->csv, "w");
+    if (!csv) {
+        free(seqs);
+        return cli_usage_error("llama", "cannot write", fl->csv);
+    }
+    cli_backend_flags bf = fl->b;
+    bf.machine = fl->machine ? fl->machine : "a100x8";
+    int rc;
+    if (!(so.backend = cli_backend("llama", &bf, &rc))) {
+        fclose(csv);
+        free(seqs);
+        return rc;
+    }
+    s = tp_sweep_llama(&so, csv, &e);
+    if (fclose(csv) && !s) s = cli_set_error(&e, TP_ERR_IO, "writing %s failed", fl->csv);
+    rc = s ? cli_fail(NULL, s, &e) : 0;
+    if (!rc) printf("wrote %s\n", fl->csv);
+    if (!rc && fl->png) {
+        if ((s = tp_sweep_plot(&so, fl->csv, fl->png, &e))) rc = cli_fail("llama", s, &e);
+        else printf("wrote %s\n", fl->png);
+    }
+    tp_backend_free(so.backend);
+    free(seqs);
+    return rc;
+}
+
+/* prints the plan's sizes, statistics and memory bounds */
+static void print_plan(const tp_graph *g, const tp_memgraph *mg, const tp_plan_opts *o)
+{
+    tp_plan_stats st;
+    tp_memgraph_stats(mg, &st);
+    tp_graph_counts n;
+    tp_count_memgraph(mg, &n);
+    printf("MemGraph: %llu non-input vertices, %llu input vertices, %llu edges\n", (unsigned long long)(n.vertices - n.inputs),
+           (unsigned long long)n.inputs, (unsigned long long)n.edges);
+    tp_plan_stats_print(&st, stdout);
+    uint64_t minf[TP_MAX_DEVICES], peak[TP_MAX_DEVICES];
+    tp_error e;
+    if (tp_plan_bounds(g, o->order, minf, peak, &e) == TP_OK) {
+        char c1[32], c2[32];
+        printf("bytes per device, smallest feasible capacity / unconstrained peak:");
+        for (int d = 0; d < o->ndevices; d++)
+            printf(" %llu / %llu (%s / %s)%s", (unsigned long long)minf[d], (unsigned long long)peak[d],
+                   tp_format_size(minf[d], c1, sizeof c1), tp_format_size(peak[d], c2, sizeof c2), d + 1 < o->ndevices ? "," : "\n");
+    }
+}
+
+/* prints the 5 likeliest next tokens from the last row of the logits */
+static tp_status print_next_tokens(tp_exec *x, const tp_memgraph *mg, int64_t vocab, tp_error *e)
+{
+    tp_mvertex lv;
+    tp_memgraph_vertex(mg, tp_memgraph_outputs(mg)[0], &lv);
+    float *lg = malloc(lv.write.bytes);
+    if (!lg) return cli_set_error(e, TP_ERR_NOMEM, "out of memory reading the logits");
+    tp_status s = tp_exec_read(x, &lv.write, lg, e);
+    if (!s) {
+        const float *last = lg + (lv.write.bytes / 4 - (uint64_t)vocab);
+        int32_t top[5];
+        int n = tp_llama_top_k(last, vocab, 5, top);
+        printf("next token, top 5 (id: logit):");
+        for (int j = 0; j < n; j++) printf(" %d: %.4f%s", (int)top[j], last[top[j]], j + 1 < n ? "," : "\n");
+    }
+    free(lg);
+    return s;
+}
+
+static int run(int argc, char **argv)
+{
+    flags fl = {.x = {.streams = 1, .fail_vertex = -1, .repeat = 1}, .devices = 1};
+    int npos, rc = cli_parse("llama", opts, &fl, argc, argv, 2, NULL, 0, &npos, NULL);
+    if (rc) return rc;
+    if (!fl.model == !fl.preset) return cli_usage_error("llama", "give one of --model DIR and --preset NAME", NULL);
+    const char *label = fl.model ? fl.model : fl.preset;
+    if (fl.sweep_seq) return sweep(&fl, label);
+    if (!fl.prompt_ids == !fl.seq_len) return cli_usage_error("llama", "give one of --prompt-ids and --seq-len", NULL);
+    int use_sim = fl.b.name && !strcmp(fl.b.name, "sim");
+    tp_sim_profile prof;
+    tp_error e;
+    tp_status s = TP_OK;
+    if (use_sim && (s = tp_sim_profile_read(fl.machine ? fl.machine : "a100x8", &prof, &e))) return cli_fail(NULL, s, &e);
+    if (!use_sim && !fl.p.device_mem.n) return cli_usage_error("llama", "--device-mem is required", NULL);
+    tp_backend *be = NULL;
+    if (!use_sim && !fl.no_data && !(be = cli_backend("llama", &fl.b, &rc))) return rc; /* a missing GPU before any work */
+    tp_llama_config c;
+    if ((s = read_config(&fl, &c, &e))) {
+        tp_backend_free(be);
+        return cli_fail(NULL, s, &e);
+    }
+    /* the prompt */
+    int64_t T = fl.seq_len;
+    int32_t *ids = NULL;
+    tp_graph *g = NULL;
+    tp_memgraph *mg = NULL;
+    tp_exec *x = NULL;
+    if (fl.prompt_ids) rc = parse_prompt(fl.prompt_ids, c.vocab, &ids, &T);
+    else if (!(ids = malloc(sizeof *ids * (size_t)T))) rc = cli_errorf("llama", 3, "out of memory");
+    else if ((s = tp_llama_random_prompt((uint64_t)fl.x.seed, T, c.vocab, ids, &e))) rc = cli_fail("llama", s, &e);
+    tp_plan_opts o;
+    tp_plan_opts_init(&o, (int)fl.devices, use_sim ? prof.device_mem : 0);
+    if (rc || (rc = cli_plan_opts("llama", &fl.p, o.ndevices, &o))) goto done;
+    uint64_t mincap = o.device_mem[0];
+    for (int d = 1; d < o.ndevices; d++) mincap = o.device_mem[d] < mincap ? o.device_mem[d] : mincap;
+    tp_llama_opts lo;
+    tp_llama_opts_default(&lo, &c, o.ndevices, T, mincap);
+    if (fl.blocks) lo.blocks = (int)(fl.blocks > T ? T : fl.blocks);
+    if (fl.mlp_chunks) lo.mlp_chunks = (int)fl.mlp_chunks;
+    if (fl.vocab_chunks) lo.vocab_chunks = (int)fl.vocab_chunks;
+    lo.all_logits = fl.all_logits;
+    printf("model: %s; %lld layers, hidden %lld, %lld heads (%lld KV), vocab %lld, %s weights; prompt %lld tokens; "
+           "%d devices, %d query blocks, %d MLP and %d vocabulary chunks per device\n",
+           label, (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads, (long long)c.vocab,
+           tp_dtype_name(c.dtype), (long long)T, o.ndevices, lo.blocks, lo.mlp_chunks, lo.vocab_chunks);
+    if (fl.print_prompt) {
+        printf("prompt ids:");
+        for (int64_t k = 0; k < T; k++) printf("%s%d", k ? "," : " ", (int)ids[k]);
+        printf("\n");
+    }
+    double t0 = tp_now_seconds();
+    if ((s = tp_llama_build(&c, &lo, &g, &e))) goto done;
+    tp_graph_counts gn;
+    tp_count_taskgraph(g, &gn);
+    printf("TaskGraph: %llu non-input vertices, %llu input vertices, %llu edges (built in %.2f s)\n",
+           (unsigned long long)(gn.vertices - gn.inputs), (unsigned long long)gn.inputs, (unsigned long long)gn.edges,
+           tp_now_seconds() - t0);
+    if ((s = tp_plan(g, &o, &mg, &e))) goto done;
+    print_plan(g, mg, &o);
+    if (fl.no_data) goto done;
+    if (use_sim) {
+        cli_exec_flags xf = fl.x;
+        xf.repeat = 1; /* as ever: one simulated run */
+        fl.b.machine = fl.machine ? fl.machine : "a100x8";
+        rc = cli_sim_run("llama", mg, &prof, &xf, &fl.b);
+        goto done;
+    }
+    fl.x.progress = isatty(2);
+    printf("running on the %s backend\n", tp_backend_name(be));
+    s = cli_exec_new(mg, be, &fl.x, &x, &e);
+    if (!s) s = fl.model ? tp_llama_load(x, &c, fl.model, ids, &e) : tp_llama_random(x, &c, (uint64_t)fl.x.seed, ids, &e);
+    tp_run_summary sum;
+    if (!s) s = cli_exec_run(x, &fl.x, &sum, &e);
+    if (!s) {
+        tp_run_summary_print(&sum, stdout);
+        s = print_next_tokens(x, mg, c.vocab, &e);
+        if (!s && fl.out) s = tp_exec_save_outputs(x, fl.out, &e);
+    }
+    printf("total %.3f s\n", tp_now_seconds() - t0);
+done:
+    if (s && !rc) rc = cli_fail("llama", s, &e);
+    tp_exec_free(x);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    free(ids);
+    return rc;
+}
+
+const cli_cmd cmd_llama = {"llama", "LLaMA prefill from a Hugging Face checkpoint (or a preset) under a memory cap", run, help};

@@ -1,0 +1,125 @@
+/* cmd_run.c - turnip run: plan, verify and execute a TaskGraph on the cpu or cuda backend. */
+#include <stdlib.h>
+#include "cli.h"
+
+typedef struct {
+    cli_plan_flags p;
+    cli_exec_flags x;
+    cli_backend_flags b;
+    const char *inputs, *out;
+    int no_verify;
+} flags;
+
+static const cli_opt opts[] = {
+    CLI_O_DEVICE_MEM(flags, p, "device capacity (required): one size for all devices, or one per device"),
+    CLI_O_STR("--inputs", "FILE", flags, inputs, "safetensors holding every TaskGraph input, by id (dtype, shape checked;\nrequired)"),
+    CLI_O_STR("--out", "FILE", flags, out, "safetensors the outputs go to, by output id (required)"),
+    CLI_O_HOST_MEM(flags, p),
+    CLI_O_PLAN_ORDER("--plan-order", flags, p),
+    CLI_O_POLICY(flags, x),
+    CLI_O_SEED(flags, x),
+    CLI_O_STREAMS(flags, x),
+    CLI_O_NUM("--link-bandwidth", "GB/s", flags, b.link_gbps, 0, HUGE_VAL,
+              "throttle host-device and peer copies (default: unthrottled memcpy)"),
+    CLI_O_NUM("--link-latency", "us", flags, b.link_latency_us, 0, HUGE_VAL, "add a fixed latency to every copy"),
+    CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, HUGE_VAL, "copy time x exp(F x N(0,1)), seeded by --seed and the vertex"),
+    CLI_O_TRACE(flags, x),
+    CLI_O_SWITCH("--no-verify", flags, no_verify, "skip the independent check of the plan"),
+    CLI_O_STR("--backend", "cpu|cuda", flags, b.name,
+              "cuda: run on GPUs: MemGraph device d on GPU d mod (GPUs visible); the link\n"
+              "and jitter flags are cpu-backend only"),
+    CLI_O_CHOICE("--completion", "MODE", flags, b.completion, cli_completion_names,
+                 "cuda: how completions reach the executor: callback (cudaLaunchHostFunc)\n"
+                 "or poll (a thread polling events, the default: it also reports GPU faults)"),
+    CLI_O_INT("--fail-vertex", "V", flags, x.fail_vertex, 0, LLONG_MAX, NULL), /* test hook */
+    CLI_O_END,
+};
+
+static void help(FILE *f)
+{
+    cli_print_help(f,
+                   "usage: turnip run TASKGRAPH --device-mem SIZE[,SIZE...] --inputs IN.safetensors --out OUT.safetensors\n"
+                   "                  [--host-mem SIZE] [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N]\n"
+                   "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F]\n"
+                   "                  [--trace FILE] [--no-verify] [--backend cpu|cuda] [--completion callback|poll]\n"
+                   "\n"
+                   "Plans TASKGRAPH under the caps, verifies the plan (unless --no-verify), runs it on the cpu\n"
+                   "backend (emulated GPUs: memory arenas of exactly the cap, worker threads for compute streams\n"
+                   "and copy engines) or on NVIDIA GPUs (--backend cuda) and writes the outputs, named by output\n"
+                   "id, to OUT.\n"
+                   "\n",
+                   opts, "exit: 0 ok, 2 unusable input, infeasible plan, failed vertex (named) or no usable GPU\n");
+}
+
+/* the plan's independent check; TP_ERR_CHECK is a planner bug */
+static tp_status verify(const tp_memgraph *mg, const tp_graph *g, tp_error *e)
+{
+    char *text;
+    size_t len;
+    tp_status s = tp_memgraph_to_string(mg, &text, &len, e);
+    if (s) return s;
+    s = tp_verify_json(text, len, "plan", g, e);
+    free(text);
+    return s;
+}
+
+static int run(int argc, char **argv)
+{
+    flags fl = {.x = {.streams = 1, .fail_vertex = -1}};
+    const char *in;
+    int npos, rc = cli_parse("run", opts, &fl, argc, argv, 2, &in, 1, &npos, "TaskGraph");
+    if (rc) return rc;
+    if (!npos) return cli_usage_error("run", "no TaskGraph given", NULL);
+    if (!fl.p.device_mem.n) return cli_usage_error("run", "--device-mem is required", NULL);
+    if (!fl.inputs) return cli_usage_error("run", "--inputs is required", NULL);
+    if (!fl.out) return cli_usage_error("run", "--out is required", NULL);
+    tp_backend *be = cli_backend("run", &fl.b, &rc); /* first: a missing GPU is reported before any work */
+    if (!be) return rc;
+    tp_error e;
+    tp_graph *g;
+    tp_status s = tp_graph_read_file(in, &g, &e);
+    if (s) {
+        tp_backend_free(be);
+        return cli_fail(NULL, s, &e);
+    }
+    tp_plan_opts o;
+    tp_plan_opts_init(&o, tp_graph_devices(g), 0);
+    tp_memgraph *mg = NULL;
+    tp_exec *x = NULL;
+    if ((rc = cli_plan_opts("run", &fl.p, o.ndevices, &o))) goto done;
+    double t0 = tp_now_seconds();
+    s = tp_plan(g, &o, &mg, &e);
+    if (!s) {
+        tp_plan_stats st;
+        tp_memgraph_stats(mg, &st);
+        tp_plan_stats_print(&st, stdout);
+    }
+    if (!s && !fl.no_verify) {
+        s = verify(mg, g, &e);
+        if (s == TP_ERR_CHECK) rc = 3; /* a planner bug, not the user's input */
+        else if (!s) printf("plan verified\n");
+    }
+    if (!s) s = cli_exec_new(mg, be, &fl.x, &x, &e);
+    if (!s) s = tp_exec_load_inputs(x, fl.inputs, &e);
+    tp_run_summary sum;
+    if (!s) {
+        tp_run_opts ro;
+        cli_run_opts(&fl.x, &ro);
+        printf("running on %s backend: %d device%s, %d stream%s each, order %s\n", tp_backend_name(be), o.ndevices,
+               o.ndevices > 1 ? "s" : "", ro.streams, ro.streams > 1 ? "s" : "", ro.policy ? ro.policy : "any");
+        fflush(stdout);
+        s = cli_exec_run(x, &fl.x, &sum, &e);
+        if (!s) tp_run_summary_print(&sum, stdout);
+    }
+    if (!s) s = tp_exec_save_outputs(x, fl.out, &e);
+    if (!s) printf("outputs: %s (%.3f s in all)\n", fl.out, tp_now_seconds() - t0);
+    if (s) rc = rc ? cli_errorf("run", rc, "%s", e.msg) : cli_fail("run", s, &e);
+done:
+    tp_exec_free(x);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    return rc;
+}
+
+const cli_cmd cmd_run = {"run", "plan, verify and execute a TaskGraph on the cpu or cuda backend", run, help};

@@ -1,0 +1,66 @@
+/* main.c - the turnip command: a table of commands (one file each, tools/cmd_*.c), the
+ * overall --help and --version. Thin: commands parse flags (opts.h), call the library and map
+ * statuses to exit codes (cli.h): 0 ok, 1 failed check, 2 unusable input or infeasible plan,
+ * 3 internal failure. */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+/* the commands, in the order `turnip --help` lists them */
+extern const cli_cmd cmd_plan, cmd_verify, cmd_run, cmd_llama, cmd_sim, cmd_dot, cmd_gen;
+static const cli_cmd *const commands[] = {&cmd_plan, &cmd_verify, &cmd_run, &cmd_llama, &cmd_sim, &cmd_dot, &cmd_gen};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage_main(FILE *f)
+{
+    fprintf(f, "usage: %s COMMAND [ARGS]\n"
+               "\n"
+               "Plans and checks computations larger than GPU memory (docs/ARCHITECTURE.md).\n"
+               "\n"
+               "commands:\n",
+            cli_prog);
+    for (size_t k = 0; k < NCOMMANDS; k++) fprintf(f, "  %-8s %s\n", commands[k]->name, commands[k]->summary);
+    fprintf(f, "\n"
+               "Run '%s COMMAND --help' for a command's flags. Sizes take plain bytes or\n"
+               "KiB/MiB/GiB (powers of 1024) and KB/MB/GB (powers of 1000).\n"
+               "  --version   print the version and the backends built in\n",
+            cli_prog);
+}
+
+/* --help or -h anywhere after the command */
+static int wants_help(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage_main(stderr);
+        return 2;
+    }
+    const char *c = argv[1];
+    if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
+        usage_main(stdout);
+        return 0;
+    }
+    if (!strcmp(c, "--version")) {
+        char b[256];
+        tp_cuda_describe(b, sizeof b);
+        printf("%s %s\nbackends: cpu, sim%s%s\n", cli_prog, TP_VERSION, *b ? ", " : "", b);
+        return 0;
+    }
+    for (size_t k = 0; k < NCOMMANDS; k++)
+        if (!strcmp(c, commands[k]->name)) {
+            if (wants_help(argc, argv)) {
+                commands[k]->help(stdout);
+                return 0;
+            }
+            return commands[k]->run(argc, argv);
+        }
+    fprintf(stderr, "%s: unknown command '%s'\n", cli_prog, c);
+    usage_main(stderr);
+    return 2;
+}
