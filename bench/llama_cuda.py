@@ -25,6 +25,7 @@ ap.add_argument("--peers", default="prefetch,accelerate")
 ap.add_argument("--csv")
 ap.add_argument("--completion", default="")
 a = ap.parse_args()
+os.environ["TURNIP"] = os.path.abspath(a.turnip)  # llama_cuda_peers.py asks it for the prompt ids
 here = os.path.dirname(os.path.abspath(__file__))
 wbytes = os.path.getsize(os.path.join(a.ckpt, "model.safetensors"))
 tmp = os.environ.get("TMPDIR", "/tmp")

@@ -29,14 +29,16 @@ CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_siz
        "head_dim": 128, "bos_token_id": 128000, "eos_token_id": 128001}
 
 
-def prompt(T, seed=0):
-    """turnip llama --seq-len T --seed S"""
-    M = 2 ** 64
-    st = (seed * 0x9E3779B97F4A7C15 + 12345) % M
-    ids = []
-    for _ in range(T):
-        st = (st * 6364136223846793005 + 1442695040888963407) % M
-        ids.append((st >> 33) % CFG["vocab_size"])
+def prompt(T, d, seed=0):
+    """the ids of `turnip llama --seq-len T --seed S`, asked of turnip itself (--print-prompt), so
+    this script keeps no copy of its generator"""
+    import subprocess
+    here = os.path.dirname(os.path.abspath(__file__))
+    turnip = os.environ.get("TURNIP", os.path.join(here, "..", "build", "turnip"))
+    r = subprocess.run([turnip, "llama", "--model", d, "--seq-len", str(T), "--seed", str(seed), "--device-mem", "1TiB",
+                        "--no-data", "--print-prompt"], capture_output=True, text=True, check=True)
+    line = next(l for l in r.stdout.splitlines() if l.startswith("prompt ids:"))
+    ids = [int(x) for x in line.split(":", 1)[1].split(",")]
     return torch.tensor(ids, dtype=torch.long)
 
 
@@ -108,7 +110,7 @@ def prefetch(a):
     print(f"prefetch loop: {resident} of {L} layers resident ({layer_bytes / 2 ** 20:.0f} MiB each), the rest streamed; "
           f"set up in {time.perf_counter() - t0:.1f} s", flush=True)
     copy = torch.cuda.Stream()
-    ids = prompt(T)
+    ids = prompt(T, a.dir)
     inv = 1.0 / theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd)
     ang = torch.outer(torch.arange(T, dtype=torch.float32), inv)
     cos = torch.cat([ang, ang], -1).cos().cuda().to(torch.bfloat16)[:, None, :]
@@ -196,7 +198,7 @@ def accelerate_run(a):
     on_gpu = sum(1 for k, v in model.hf_device_map.items() if v == 0 and ".layers." in f".{k}.")
     print(f"accelerate: device map puts {on_gpu} decoder layers on the GPU (weight budget {budget / 2 ** 30:.2f} GiB); "
           f"loaded in {time.perf_counter() - t0:.1f} s", flush=True)
-    ids = prompt(T)[None].cuda()
+    ids = prompt(T, a.dir)[None].cuda()
     with torch.no_grad():
         out, ts = timed(lambda: model(input_ids=ids, use_cache=False, logits_to_keep=1).logits[0, -1], a.reps)
     report("accelerate", a, ts, out, f"gpu_layers={on_gpu}")

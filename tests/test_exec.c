@@ -145,6 +145,71 @@ static void drop_dep(tp_memgraph *mg, uint32_t u, uint32_t r)
     mg->deps = deps;
 }
 
+/* Calls fn for each memory dependency r -> u of g's plan at cap whose removal the verifier
+ * calls a race, with `bad` that plan without it, until fn returns nonzero or `most` were
+ * tried. Returns how many were tried. */
+static int each_racy_mutant(const tp_graph *g, uint64_t cap, int most,
+                            int (*fn)(void *ctx, const tp_memgraph *bad, uint32_t u, uint32_t r), void *ctx)
+{
+    tp_memgraph *mg = plan_at(g, cap);
+    tp_error e;
+    int tried = 0, stop = 0;
+    for (uint32_t u = 0; u < mg->n && !stop && tried < most; u++) {
+        if (mg->v[u].kind == TP_M_INPUT) continue;
+        for (uint32_t j = mg->deps_off[u]; j < mg->deps_off[u + 1] && !stop && tried < most; j++) {
+            uint32_t r = mg->deps[j];
+            int data = 0;
+            for (uint32_t k = 0; k < mg->v[u].nreads; k++) data |= mg->reads[mg->v[u].reads_off + k] == r;
+            if (data) continue;
+            tp_memgraph *bad = plan_at(g, cap);
+            drop_dep(bad, u, r);
+            char *text;
+            size_t len;
+            CHECK(tp_memgraph_to_string(bad, &text, &len, &e) == TP_OK);
+            tp_status vs = tp_verify_json(text, len, "mutant", g, &e);
+            free(text);
+            if (vs == TP_ERR_CHECK) { /* else implied by another path: not a race */
+                tried++;
+                stop = fn(ctx, bad, u, r);
+            }
+            tp_memgraph_free(bad);
+        }
+    }
+    tp_memgraph_free(mg);
+    return tried;
+}
+
+typedef struct {
+    const uint8_t *ref;
+    uint64_t bytes;
+    int seen; /* a wrong result was seen */
+} race_ctx;
+
+/* some random order with two streams gives a wrong result */
+static int wrong_in_some_order(void *ctx, const tp_memgraph *bad, uint32_t u, uint32_t r)
+{
+    (void)u, (void)r;
+    race_ctx *rc = ctx;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_cpu_opts co;
+    tp_cpu_opts_init(&co);
+    tp_error e;
+    tp_status st;
+    ro.policy = "random";
+    ro.streams = 2;
+    int seen = 0;
+    for (int s = 0; s < 40 && !seen; s++) {
+        ro.seed = (uint64_t)s;
+        uint8_t *o = run_once(bad, &ro, &co, &st, &e);
+        CHECK(st == TP_OK);
+        seen = memcmp(o, rc->ref, rc->bytes) != 0;
+        free(o);
+    }
+    rc->seen |= seen;
+    return seen;
+}
+
 TEST(exec_removed_memory_dep_is_a_visible_race)
 {
     tp_graph *g = mlp_chain(10, 1, 32);
@@ -156,42 +221,12 @@ TEST(exec_removed_memory_dep_is_a_visible_race)
     tp_cpu_opts_init(&co);
     tp_status st;
     uint8_t *ref = run_once(mg, &ro, &co, &st, &e);
-    int tried = 0, seen = 0;
-    /* each memory dep whose removal the verifier calls a race */
-    for (uint32_t u = 0; u < mg->n && !seen && tried < 12; u++) {
-        if (mg->v[u].kind == TP_M_INPUT) continue;
-        for (uint32_t j = mg->deps_off[u]; j < mg->deps_off[u + 1] && !seen; j++) {
-            uint32_t r = mg->deps[j];
-            int data = 0;
-            for (uint32_t k = 0; k < mg->v[u].nreads; k++) data |= mg->reads[mg->v[u].reads_off + k] == r;
-            if (data) continue;
-            tp_memgraph *bad = plan_at(g, 5 * 32 * 32 * 4);
-            drop_dep(bad, u, r);
-            char *text;
-            size_t len;
-            CHECK(tp_memgraph_to_string(bad, &text, &len, &e) == TP_OK);
-            tp_status vs = tp_verify_json(text, len, "mutant", g, &e);
-            free(text);
-            if (vs != TP_ERR_CHECK) {
-                tp_memgraph_free(bad);
-                continue; /* implied by another path: not a race */
-            }
-            tried++;
-            ro.policy = "random";
-            ro.streams = 2;
-            for (int s = 0; s < 40 && !seen; s++) {
-                ro.seed = (uint64_t)s;
-                uint8_t *o = run_once(bad, &ro, &co, &st, &e);
-                CHECK(st == TP_OK);
-                seen = memcmp(o, ref, out_bytes(mg)) != 0;
-                free(o);
-            }
-            tp_memgraph_free(bad);
-        }
-    }
-    printf("racy mutants tried: %d, wrong result seen: %s\n", tried, seen ? "yes" : "no");
+    race_ctx rc = {ref, out_bytes(mg), 0};
+    /* each memory dep whose removal the verifier calls a race: until one is seen, at most 12 */
+    int tried = each_racy_mutant(g, 5 * 32 * 32 * 4, 12, wrong_in_some_order, &rc);
+    printf("racy mutants tried: %d, wrong result seen: %s\n", tried, rc.seen ? "yes" : "no");
     CHECK(tried > 0);
-    CHECKF(seen, "no order exposed a race in %d racy mutants", tried);
+    CHECKF(rc.seen, "no order exposed a race in %d racy mutants", tried);
     free(ref);
     tp_memgraph_free(mg);
     tp_graph_free(g);
@@ -310,6 +345,26 @@ static tp_status sim_run(const tp_memgraph *mg, const tp_run_opts *ro, double **
     return st;
 }
 
+/* in virtual time, u (which overwrites what r reads) starts before r ends, the same in two
+ * runs; counts it in *ctx */
+static int overtakes(void *ctx, const tp_memgraph *bad, uint32_t u, uint32_t r)
+{
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_error e;
+    double *a0, *a1, *b0, *b1;
+    ASSERT_OK(sim_run(bad, &ro, &a0, &a1, &e));
+    ASSERT_OK(sim_run(bad, &ro, &b0, &b1, &e)); /* the same run again: the same times */
+    uint32_t n = tp_memgraph_size(bad);
+    CHECK(!memcmp(a0, b0, n * sizeof *a0) && !memcmp(a1, b1, n * sizeof *a1));
+    *(int *)ctx += a0[u] < a1[r];
+    free(a0);
+    free(a1);
+    free(b0);
+    free(b1);
+    return 0;
+}
+
 /* Deterministic companion of exec_removed_memory_dep_is_a_visible_race: in virtual time no
  * thread timing is involved. In the real plan every memory dependency r -> u holds in the run
  * record (u starts after r ends); with a racy dependency dropped, u overwrites the bytes r
@@ -332,36 +387,8 @@ TEST(exec_removed_memory_dep_is_a_race_in_virtual_time)
         }
     free(t0);
     free(t1);
-    int tried = 0, overtaken = 0;
-    for (uint32_t u = 0; u < mg->n; u++) {
-        if (mg->v[u].kind == TP_M_INPUT) continue;
-        for (uint32_t j = mg->deps_off[u]; j < mg->deps_off[u + 1]; j++) {
-            uint32_t r = mg->deps[j];
-            int data = 0;
-            for (uint32_t k = 0; k < mg->v[u].nreads; k++) data |= mg->reads[mg->v[u].reads_off + k] == r;
-            if (data) continue;
-            tp_memgraph *bad = plan_at(g, 5 * 32 * 32 * 4);
-            drop_dep(bad, u, r);
-            char *text;
-            size_t len;
-            CHECK(tp_memgraph_to_string(bad, &text, &len, &e) == TP_OK);
-            tp_status vs = tp_verify_json(text, len, "mutant", g, &e);
-            free(text);
-            if (vs == TP_ERR_CHECK) {
-                tried++;
-                double *a0, *a1, *b0, *b1;
-                ASSERT_OK(sim_run(bad, &ro, &a0, &a1, &e));
-                ASSERT_OK(sim_run(bad, &ro, &b0, &b1, &e)); /* the same run again: the same times */
-                CHECK(!memcmp(a0, b0, mg->n * sizeof *a0) && !memcmp(a1, b1, mg->n * sizeof *a1));
-                overtaken += a0[u] < a1[r];
-                free(a0);
-                free(a1);
-                free(b0);
-                free(b1);
-            }
-            tp_memgraph_free(bad);
-        }
-    }
+    int overtaken = 0;
+    int tried = each_racy_mutant(g, 5 * 32 * 32 * 4, INT32_MAX, overtakes, &overtaken);
     printf("memory deps held: %u; racy mutants: %d, write before the read ended: %d\n", memdeps, tried, overtaken);
     ASSERT_GT(tried, 0);
     ASSERT_GT(overtaken, 0);

@@ -48,10 +48,6 @@ typedef struct tp_error {
     char msg[TP_ERROR_MSG_MAX]; /* one line, no trailing newline */
 } tp_error;
 
-/* Exit code the command line uses for a status: 0 ok, 1 failed check, 2 unusable input or
- * infeasible plan or unusable device, 3 internal failure (out of memory, I/O on output). */
-int tp_status_exit_code(tp_status s);
-
 #ifdef __cplusplus
 }
 #endif

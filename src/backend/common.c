@@ -21,12 +21,6 @@ void tp__plan_ctx_set(tp__plan_ctx *c, const tp__plan_info *pi)
     c->lanes = k;
 }
 
-int tp__lane(const tp__plan_ctx *c, uint32_t v, int unit)
-{
-    int e = c->pi.engine[v];
-    return c->pi.device[v] * c->lanes + c->lane_base[e] + (c->pi.engines[e].lanes ? 0 : unit);
-}
-
 int tp__lane_engine(const tp__plan_ctx *c, int k)
 {
     int e = 0;
@@ -65,20 +59,14 @@ const void **tp__gather_inputs(const tp__mem *m, const tp_memgraph *mg, const tp
     return in;
 }
 
-tp_status tp__fault(const tp__plan_ctx *c, uint32_t v, tp_error *err)
+tp_status tp__fault_injected(tp_error *err)
 {
-    if ((int64_t)v == c->ro.fail_vertex) return tp__fail(err, TP_ERR_INVALID, "injected fault (test hook)");
-    return TP_OK;
+    return tp__fail(err, TP_ERR_INVALID, "injected fault (test hook)");
 }
 
-void tp__done_set(tp__done *d, uint32_t v, tp_status s, double t0, double t1, const tp_error *e)
+void tp__done_fail(tp__done *d, const tp_error *e)
 {
-    d->vertex = v;
-    d->status = s;
-    d->t0 = t0;
-    d->t1 = t1;
-    d->err = NULL;
-    if (s != TP_OK && e && (d->err = malloc(sizeof *d->err))) *d->err = *e;
+    if (e && (d->err = malloc(sizeof *d->err))) *d->err = *e;
 }
 
 tp_status tp__kernels_prepare(const tp_memgraph *mg, tp__kplan **kp, uint64_t scratch[TP_MAX_DEVICES],

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include "exec/backend.h"
+#include "turnip/backend.h"
 #include "kernels/kernels.h"
 
 /* The plan a backend was prepared for: its own copy of the executor's info and options. */
@@ -23,7 +24,11 @@ void tp__plan_ctx_set(tp__plan_ctx *c, const tp__plan_info *pi);
 /* Lane of unit `unit` of v's engine, counted over all devices: device * lanes + the engine's
  * base + (the unit, for an engine whose units are lanes of their own; 0 for an in-order
  * queue). A backend runs one worker/stream per lane. */
-int tp__lane(const tp__plan_ctx *c, uint32_t v, int unit);
+static inline int tp__lane(const tp__plan_ctx *c, uint32_t v, int unit)
+{
+    int e = c->pi.engine[v];
+    return c->pi.device[v] * c->lanes + c->lane_base[e] + (c->pi.engines[e].lanes ? 0 : unit);
+}
 /* Engine of lane index k within a device, and whether it computes. */
 int tp__lane_engine(const tp__plan_ctx *c, int k);
 
@@ -53,10 +58,23 @@ const void **tp__gather_inputs(const tp__mem *m, const tp_memgraph *mg, const tp
                                int *heap);
 
 /* The fault-injection hook (tp_run_opts.fail_vertex): TP_OK, or the injected failure in err. */
-tp_status tp__fault(const tp__plan_ctx *c, uint32_t v, tp_error *err);
+tp_status tp__fault_injected(tp_error *err);
+static inline tp_status tp__fault(const tp__plan_ctx *c, uint32_t v, tp_error *err)
+{
+    return (int64_t)v == c->ro.fail_vertex ? tp__fault_injected(err) : TP_OK;
+}
 
 /* Fills a completion; a failure takes a malloc'd copy of e (see tp__done). */
-void tp__done_set(tp__done *d, uint32_t v, tp_status s, double t0, double t1, const tp_error *e);
+void tp__done_fail(tp__done *d, const tp_error *e);
+static inline void tp__done_set(tp__done *d, uint32_t v, tp_status s, double t0, double t1, const tp_error *e)
+{
+    d->vertex = v;
+    d->status = s;
+    d->t0 = t0;
+    d->t1 = t1;
+    d->err = NULL;
+    if (s != TP_OK) tp__done_fail(d, e);
+}
 
 /* Prepares every kernel of mg: *kp gets a new array (caller frees) indexed by TaskGraph
  * vertex, scratch[d] the most f32 scratch one kernel on device d needs, as `need` counts it

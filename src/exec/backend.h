@@ -18,7 +18,6 @@
 #define TP__BACKEND_H
 
 #include <stdint.h>
-#include "turnip/backend.h"
 #include "turnip/exec.h"
 
 #define TP__NO_ENGINE 0xFF /* tp__plan_info.engine of vertices nothing runs (inputs) */

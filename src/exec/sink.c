@@ -68,8 +68,8 @@ tp__done *tp__sink_take(tp__sink *s, int wait, double spin_us, size_t *n)
     while (k < s->cap && atomic_load(&s->ring[h % s->cap].seq) == h + 1) {
         s->batch[k++] = s->ring[h % s->cap].d;
         h++;
-        atomic_store(&s->head, h);
     }
+    atomic_store(&s->head, h); /* the slots are free again only after they were copied */
     *n = k;
     return s->batch;
 }

@@ -14,8 +14,12 @@ typedef struct {
 struct tp__sink {
     tp__slot *ring;
     size_t cap;          /* slots: one per unit that may have a completion outstanding */
-    atomic_size_t tail;  /* next position producers claim */
-    atomic_size_t head;  /* next position the consumer reads (written by the consumer only) */
+    char pad0[64];
+    atomic_size_t tail; /* next position producers claim */
+    char pad1[64];      /* head on a cache line of its own: producers read it on every post */
+    atomic_size_t head; /* next position the consumer reads (written by the consumer only,
+                           once per batch) */
+    char pad2[64];
     atomic_int overflow; /* a post found the ring full: the backend broke the contract */
     tp__done *batch;     /* what the last take returned */
     tp__sleeper sl;

@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include "io/util.h"
 
 #define TP__SPIN_US 20.0 /* spin before sleeping, microseconds */
 
@@ -23,11 +24,30 @@ typedef struct tp__sleeper {
 
 void tp__sleeper_init(tp__sleeper *s);
 void tp__sleeper_destroy(tp__sleeper *s);
+/* The sleeping half of tp__sleeper_wait. */
+void tp__sleeper_sleep(tp__sleeper *s, int (*ready)(void *ctx), void *ctx);
+
 /* Waits until ready(ctx) is true (returns 1) or tp__sleeper_stop was called and ready is
- * still false (returns 0). Spins spin_us first (0: sleeps at once). */
-int tp__sleeper_wait(tp__sleeper *s, int (*ready)(void *ctx), void *ctx, double spin_us);
-/* After making ready() true: wakes the waiter if it sleeps. */
-void tp__sleeper_wake(tp__sleeper *s);
+ * still false (returns 0). Spins spin_us first (0: sleeps at once). Inline so that the spin
+ * loop polls `ready` without a call (it is on the path of every completion). */
+static inline int tp__sleeper_wait(tp__sleeper *s, int (*ready)(void *ctx), void *ctx, double spin_us)
+{
+    if (ready(ctx)) return 1;
+    if (spin_us > 0) {
+        double until = tp__now() + spin_us * 1e-6;
+        for (unsigned k = 1; !ready(ctx) && !atomic_load(&s->stop); k++)
+            if (!(k & 63) && tp__now() >= until) break; /* read the clock every 64 polls */
+        if (ready(ctx)) return 1;
+    }
+    tp__sleeper_sleep(s, ready, ctx);
+    return ready(ctx);
+}
+/* After making ready() true: wakes the waiter if it sleeps (the signal, out of line). */
+void tp__sleeper_signal(tp__sleeper *s);
+static inline void tp__sleeper_wake(tp__sleeper *s)
+{
+    if (atomic_load(&s->sleeping)) tp__sleeper_signal(s);
+}
 /* Makes every wait return (0 unless ready). */
 void tp__sleeper_stop(tp__sleeper *s);
 

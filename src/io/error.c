@@ -1,4 +1,4 @@
-/* error.c - status names and messages (from TP_STATUS_MAP), exit codes, the tp__fail helper,
+/* error.c - status names and messages (from TP_STATUS_MAP), the tp__fail helper,
  * growable arrays, whole-file reading and the clock. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,22 +22,6 @@ const char *tp_status_str(tp_status s)
 const char *tp_status_name(tp_status s)
 {
     return (unsigned)s < TP_STATUS_COUNT ? status_names[s] : "?";
-}
-
-int tp_status_exit_code(tp_status s)
-{
-    switch (s) {
-    case TP_OK: return 0;
-    case TP_ERR_CHECK: return 1;
-    case TP_ERR_PARSE:
-    case TP_ERR_INVALID:
-    case TP_ERR_INFEASIBLE:
-    case TP_ERR_ARG:
-    case TP_ERR_DEVICE:
-    case TP_ERR_IO: return 2;
-    case TP_ERR_NOMEM: return 3;
-    }
-    return 3;
 }
 
 tp_status tp__fail(tp_error *err, tp_status code, const char *fmt, ...)
