@@ -430,7 +430,8 @@ typedef struct {
     tp_backend base;
     tp__plan_info pi;
     int mode; /* 0: drops every event (advance posts nothing); 1: posts twice; 2: fails copies,
-                 then reuses the error storage at once */
+                 then reuses the error storage at once; 3: floods the sink (64 failed posts per
+                 launch, each carrying an error) */
     tp_error scratch;
 } fake;
 
@@ -451,6 +452,14 @@ static void fake_launch(tp_backend *be, uint32_t v, int unit)
     fake *f = (fake *)be;
     tp__done d;
     if (f->mode == 0) return; /* the event is lost */
+    if (f->mode == 3) {
+        tp__fail(&f->scratch, TP_ERR_IO, "flood");
+        for (int k = 0; k < 64; k++) {
+            tp__done_set(&d, v, TP_ERR_IO, 0, 0, &f->scratch);
+            tp__sink_post(f->pi.sink, &d);
+        }
+        return;
+    }
     if (f->mode == 1) {
         tp__done_set(&d, v, TP_OK, 0, 0, NULL);
         tp__sink_post(f->pi.sink, &d);
@@ -512,7 +521,19 @@ static tp_status fake_run(const tp_memgraph *mg, int mode, int copy_depth, tp_er
     ASSERT_OK(tp_exec_new(mg, &f->base, &ro, &x, e));
     tp_run_summary sum;
     tp_status st = tp_exec_run(x, &sum, e);
-    tp_exec_free(x);
+    if (mode == 3) { /* the contract is broken: the executor refuses to go on */
+        tp_error e2;
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, 0, &v);
+        char buf[16];
+        ASSERT_EQ(tp_exec_run(x, &sum, &e2), TP_ERR_INVALID);
+        CHECKF(strstr(e2.msg, "broke the completion contract"), "%s", e2.msg);
+        ASSERT_EQ(tp_exec_read(x, &v.write, buf, &e2), TP_ERR_INVALID);
+    } else if (mode == 0) { /* no trace of a run that never finished a vertex properly: still a record */
+        tp_error e2;
+        ASSERT_EQ(tp_exec_run(x, &sum, &e2), TP_ERR_INVALID);
+    }
+    tp_exec_free(x); /* frees the errors nobody took (ASan checks) */
     tp_backend_free(&f->base);
     return st;
 }
@@ -539,6 +560,39 @@ TEST(exec_backend_posting_twice_fails_the_run)
     tp_error e;
     ASSERT_EQ(fake_run(mg, 1, 2, &e), TP_ERR_INVALID);
     CHECKF(strstr(e.msg, "not running") || strstr(e.msg, "overflowed"), "%s", e.msg);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* a backend flooding the completion queue overflows it: a failed run, never a lost completion
+ * taken for a real one, and an executor that refuses to go on */
+TEST(exec_backend_overflowing_the_sink_fails_the_run)
+{
+    tp_graph *g = mlp_chain(4, 2, 16);
+    tp_memgraph *mg = plan_at(g, 4 * 16 * 16 * 4);
+    tp_error e;
+    ASSERT_NE(fake_run(mg, 3, 2, &e), TP_OK);
+    CHECKF(strstr(e.msg, "overflowed") || strstr(e.msg, "flood") || strstr(e.msg, "not running"), "%s", e.msg);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* a trace needs a finished run */
+TEST(exec_trace_before_any_run_is_an_error)
+{
+    tp_graph *g = mlp_chain(2, 1, 16);
+    tp_memgraph *mg = plan_at(g, 4 * 16 * 16 * 4);
+    tp_backend *be = NULL;
+    tp_error e;
+    ASSERT_OK(tp_backend_cpu_new(NULL, &be, &e));
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_exec *x;
+    ASSERT_OK(tp_exec_new(mg, be, &ro, &x, &e));
+    ASSERT_EQ(tp_exec_trace_write(x, "/nonexistent-dir/t.json", &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "no run"), "%s", e.msg);
+    tp_exec_free(x);
+    tp_backend_free(be);
     tp_memgraph_free(mg);
     tp_graph_free(g);
 }

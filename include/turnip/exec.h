@@ -91,12 +91,14 @@ const tp_memgraph *tp_exec_memgraph(const tp_exec *x);
 tp_status tp_exec_write(tp_exec *x, const tp_region *r, const void *src, tp_error *err);
 tp_status tp_exec_read(tp_exec *x, const tp_region *r, void *dst, tp_error *err);
 /* Runs the MemGraph once. On a failed vertex the run stops launching, drains what is in
- * flight and returns the failure, naming the vertex. A backend that stops making progress
- * (a simulating backend with nothing left to advance while vertices are in flight) or that
- * breaks the completion contract fails the run, naming a vertex; it never hangs. */
+ * flight and returns the failure, naming the vertex. A simulating backend that stops making
+ * progress with vertices in flight fails the run naming one of them, never hangs; a backend
+ * that breaks the completion contract (a completion nobody launched, an overflowing queue)
+ * fails the run, and the executor then refuses runs, reads and writes until tp_exec_free. */
 tp_status tp_exec_run(tp_exec *x, tp_run_summary *sum, tp_error *err);
 /* Chrome trace-event JSON of the last run (opens in Perfetto): one process per device, one
- * track per compute stream and copy engine, a slice per vertex, a memory-in-use counter. */
+ * track per compute stream and copy engine, a slice per vertex, a memory-in-use counter.
+ * TP_ERR_ARG before any run. */
 tp_status tp_exec_trace_write(const tp_exec *x, const char *path, tp_error *err);
 void tp_exec_free(tp_exec *x);
 

@@ -9,11 +9,14 @@
  * - launch(v, unit) starts v on that unit; the backend posts exactly one completion for it,
  *   from any thread (or from advance() on a simulating backend). The sink holds one slot per
  *   unit of every engine of every device, and a unit is launched again only after the loop
- *   has taken its completion, so posting never finds the ring full; a backend that posts
- *   more than that breaks the contract, which fails the run (never a hang, never a lost
- *   completion silently).
- * - A failed completion carries its own error (tp__done.err, owned by the completion), so a
- *   backend may reuse its unit's storage at once. */
+ *   has taken its completion, so posting never finds the ring full. A backend that posts more
+ *   than that (a completion nobody launched, two for one launch, an overflowing ring) fails
+ *   the run; after an overflow the executor refuses further runs, reads and writes until it is
+ *   freed (vertices may still be running). A simulating backend whose advance() leaves the
+ *   sink empty while vertices are in flight fails the run naming one. What the executor cannot
+ *   detect is a real backend that never posts a completion: that run waits.
+ * - A completion carries its own error (tp__done.err, owned by the completion; the executor
+ *   frees it), so a backend may reuse its unit's storage at once. */
 #ifndef TP__BACKEND_H
 #define TP__BACKEND_H
 
@@ -69,7 +72,8 @@ typedef struct tp__backend_ops {
     void (*launch)(tp_backend *be, uint32_t v, int unit);
     tp_status (*write)(tp_backend *be, const tp_region *r, const void *src, tp_error *err);
     tp_status (*read)(tp_backend *be, const tp_region *r, void *dst, tp_error *err);
-    /* stops threads, frees memory (after every launch has completed) */
+    /* stops threads (letting what they run finish), frees memory; normally every launch has
+     * completed, but after a broken run some may still be running */
     void (*release)(tp_backend *be);
     void (*destroy)(tp_backend *be);
     /* Simulating backends only (NULL otherwise): the clock the executor should use, and a

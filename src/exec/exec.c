@@ -65,6 +65,8 @@ struct tp_exec {
     uint8_t *busy; /* in flight */
     tp__vrec *rec;
     double start;
+    int ran;    /* a run has finished: the record is there */
+    int broken; /* a backend broke the completion contract: vertices may still be running */
 };
 
 void tp_exec_free(tp_exec *x)
@@ -208,6 +210,7 @@ tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *
         goto fail;
     }
     if ((s = index_vertices(x, err))) goto fail;
+    for (uint32_t i = 0; i < n; i++) x->rec[i] = (tp__vrec){0, 0, 0, x->device[i], x->engine[i]};
     size_t units = 0;
     for (uint32_t q = 0; q < nq; q++) {
         x->units[q] = x->eng[q % (uint32_t)x->ne].units;
@@ -247,23 +250,30 @@ const tp_memgraph *tp_exec_memgraph(const tp_exec *x)
     return x->mg;
 }
 
+static tp_status broken(const tp_exec *x, tp_error *err)
+{
+    return tp__fail(err, TP_ERR_INVALID, "backend %s broke the completion contract in the last run: free this executor",
+                    x->be->ops->name);
+}
+
 tp_status tp_exec_write(tp_exec *x, const tp_region *r, const void *src, tp_error *err)
 {
-    return x->be->ops->write(x->be, r, src, err);
+    return x->broken ? broken(x, err) : x->be->ops->write(x->be, r, src, err);
 }
 
 tp_status tp_exec_read(tp_exec *x, const tp_region *r, void *dst, tp_error *err)
 {
-    return x->be->ops->read(x->be, r, dst, err);
+    return x->broken ? broken(x, err) : x->be->ops->read(x->be, r, dst, err);
 }
 
-void tp__exec_record(const tp_exec *x, tp__run_record *out)
+int tp__exec_record(const tp_exec *x, tp__run_record *out)
 {
     out->n = x->n;
     out->v = x->rec;
     out->start = x->start;
     out->nengines = x->ne;
     out->engines = x->eng;
+    return x->ran;
 }
 
 /* ---- one run, in phases ------------------------------------------------------------------ */
@@ -399,10 +409,12 @@ static tp__done *phase_wait(run *r, size_t *nc)
     if (x->be->ops->advance) {
         int posted = x->be->ops->advance(x->be);
         c = tp__sink_take(&x->sink, 0, 0, nc);
-        if (!*nc && !posted) { /* nothing will ever complete: a dropped event, never a hang */
+        (void)posted; /* advisory: advance() runs in step with the loop, so an empty sink after it
+                         means nothing will ever complete (a dropped event): fail, never hang */
+        if (!*nc) {
             uint32_t v = 0;
             while (v < x->n && !x->busy[v]) v++;
-            char w[512];
+            char w[TP_ERROR_MSG_MAX];
             vertex_words(x, v < x->n ? v : 0, w, sizeof w);
             if (!r->failed)
                 fail_run(r, tp__fail(r->err, TP_ERR_INVALID,
@@ -412,6 +424,7 @@ static tp__done *phase_wait(run *r, size_t *nc)
     } else {
         c = tp__sink_take(&x->sink, 1, TP__SPIN_US, nc);
     }
+    if (tp__sink_overflowed(&x->sink)) x->broken = 1;
     if (tp__sink_overflowed(&x->sink) && !r->failed)
         fail_run(r, tp__fail(r->err, TP_ERR_INVALID,
                              "backend %s posted more completions than it has units (the completion queue overflowed)",
@@ -461,13 +474,14 @@ static void phase_complete(run *r, tp__done *c, size_t nc)
         }
         if (c[i].status != TP_OK) {
             if (!r->failed) {
-                char w[512];
+                char w[TP_ERROR_MSG_MAX];
                 vertex_words(x, v, w, sizeof w);
                 fail_run(r, tp__fail(r->err, c[i].status, "%s failed: %s", w, c[i].err ? c[i].err->msg : "error"));
             }
             free(c[i].err);
             continue;
         }
+        free(c[i].err); /* a backend may attach one to a success too: it is ours to free */
         for (uint32_t k = x->succ_off[v]; k < x->succ_off[v + 1]; k++) {
             uint32_t w = x->succ[k];
             /* a kernel is memory-blocked while its data is there but a memory dep is not */
@@ -492,6 +506,7 @@ static void phase_progress(run *r, double tl)
 
 tp_status tp_exec_run(tp_exec *x, tp_run_summary *sum, tp_error *err)
 {
+    if (x->broken) return broken(x, err);
     run r;
     memset(&r, 0, sizeof r);
     r.x = x;
@@ -520,6 +535,8 @@ tp_status tp_exec_run(tp_exec *x, tp_run_summary *sum, tp_error *err)
     sum->makespan = run_clock(&r) - x->start;
     sum->lower_bound = x->be->ops->bound ? x->be->ops->bound(x->be) : 0;
     sum->loop_seconds = r.loop;
+    x->ran = 1;
+    if (r.inflight) x->broken = 1; /* left the loop with vertices running (contract broken) */
     return r.failed ? r.st : TP_OK;
 }
 

@@ -21,7 +21,8 @@ typedef struct tp__run_record {
     const tp__engine *engines; /* the backend's engine table */
 } tp__run_record;
 
-/* The record of x's last tp_exec_run (valid until the next run or tp_exec_free). */
-void tp__exec_record(const tp_exec *x, tp__run_record *out);
+/* The record of x's last tp_exec_run (valid until the next run or tp_exec_free); returns 0
+ * when no run has finished yet (then every time is 0). */
+int tp__exec_record(const tp_exec *x, tp__run_record *out);
 
 #endif

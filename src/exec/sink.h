@@ -29,8 +29,9 @@ struct tp__sink {
 int tp__sink_init(tp__sink *s, size_t cap);
 void tp__sink_destroy(tp__sink *s);
 /* Takes every posted completion, waiting for at least one (spins `spin_us`, then sleeps)
- * unless `wait` is 0. Returns an array valid until the next call and its length in *n; an
- * empty batch with tp__sink_overflowed() set when a post overflowed the ring. */
+ * unless `wait` is 0. Returns an array valid until the next call and its length in *n. When a
+ * post overflowed the ring, tp__sink_overflowed() is set and the wait returns, with whatever
+ * batch was there (possibly empty). */
 tp__done *tp__sink_take(tp__sink *s, int wait, double spin_us, size_t *n);
 /* 1 once a post found the ring full (that completion is lost: the run must fail). */
 int tp__sink_overflowed(tp__sink *s);

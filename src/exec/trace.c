@@ -30,7 +30,7 @@ static int track(const tp__run_record *rr, const tp__vrec *v)
 tp_status tp_exec_trace_write(const tp_exec *x, const char *path, tp_error *err)
 {
     tp__run_record rr;
-    tp__exec_record(x, &rr);
+    if (!tp__exec_record(x, &rr)) return tp__fail(err, TP_ERR_ARG, "%s: no run to trace yet (tp_exec_run first)", path);
     const tp_memgraph *mg = tp_exec_memgraph(x);
     const tp_graph *g = tp_memgraph_taskgraph(mg);
     const tp__vrec *rec = rr.v;

@@ -162,6 +162,10 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     cpu *c = (cpu *)be;
     if (c->w) return tp__fail(err, TP_ERR_ARG, "cpu backend: already prepared");
     tp__plan_ctx_set(&c->pc, pi);
+    for (int e = 0; e < pi->nengines; e++) /* a lane's worker queues every unit of its engine */
+        if ((pi->engines[e].lanes ? pi->engines[e].units : 1) > RING)
+            return tp__fail(err, TP_ERR_ARG, "cpu backend: engine %s queues %d vertices, a worker holds %d", pi->engines[e].name,
+                            pi->engines[e].units, RING);
     const tp_memgraph *mg = pi->mg;
     uint64_t scratch[TP_MAX_DEVICES];
     tp_status ks = tp__kernels_prepare(mg, &c->kp, scratch, NULL, err);

@@ -104,7 +104,7 @@ typedef struct cunit {
     cudaEvent_t ev0[RING], ev1[RING];
     atomic_uint wpos, rpos;
     double last_end;
-    tp_error err;
+    tp_error err; /* errors found while launching (the executor thread only) */
 } cunit;
 
 typedef struct cu {
@@ -338,22 +338,26 @@ static tp_status run_copy(cu *c, cunit *u, const tp_mvertex *mv)
     return e ? cuda_fail(&u->err, e, "copy") : TP_OK;
 }
 
-/* a completion, checked for what a kernel could only report through memory */
-static void post(cu *c, cunit *u, uint32_t v, tp_status s, double t0, double t1)
+/* a completion (from the poll thread or a CUDA callback thread), checked for what a kernel
+ * could only report through memory; e: the error of a failed s (the caller's storage, never the
+ * unit's: the executor thread may be writing that for the next vertex on the stream) */
+static void post(cu *c, cunit *u, uint32_t v, tp_status s, double t0, double t1, const tp_error *e)
 {
     tp_status st = s;
+    tp_error be;
     if (!s && u->engine == TP__ENG_COMPUTE && *(volatile int *)u->bad) {
         tp_mvertex mv;
         tp_memgraph_vertex(c->pc.pi.mg, v, &mv);
         const tp_vertex *tv = tp_graph_vertex(c->pc.g, mv.task);
         const tp_vertex *tab = tp_graph_vertex(c->pc.g, tv->inputs[0]);
-        st = tp__fail(&u->err, TP_ERR_INVALID, "vertex '%s' (embedding): the id at position %d is outside [%lld, %lld)",
+        st = tp__fail(&be, TP_ERR_INVALID, "vertex '%s' (embedding): the id at position %d is outside [%lld, %lld)",
                             tv->id, *(volatile int *)u->bad - 1, (long long)c->kp[mv.task].start,
                             (long long)(c->kp[mv.task].start + tab->shape[0]));
         *(volatile int *)u->bad = 0;
+        e = &be;
     }
     tp__done d;
-    tp__done_set(&d, v, st, t0, t1, &u->err);
+    tp__done_set(&d, v, st, t0, t1, e);
     tp__sink_post(c->pc.pi.sink, &d);
 }
 
@@ -364,7 +368,7 @@ static void CUDART_CB host_done(void *arg)
     double t1 = tp__now(), t0 = sl->t_launch > u->last_end ? sl->t_launch : u->last_end;
     u->last_end = t1;
     atomic_fetch_add(&u->rpos, 1);
-    post(sl->c, u, sl->v, TP_OK, t0, t1);
+    post(sl->c, u, sl->v, TP_OK, t0, t1, NULL);
 }
 
 static int any_inflight(void *ctx)
@@ -393,13 +397,14 @@ static void *poll_main(void *arg)
                 if (e == cudaErrorNotReady) break;
                 float ms0 = 0, ms1 = 0;
                 tp_status s = TP_OK;
-                if (e) s = cuda_fail(&u->err, e, "stream");
+                tp_error pe;
+                if (e) s = cuda_fail(&pe, e, "stream");
                 else if (cudaEventElapsedTime(&ms0, c->ref[u->device], u->ev0[r % RING]) ||
                          cudaEventElapsedTime(&ms1, c->ref[u->device], u->ev1[r % RING]))
                     ms0 = ms1 = (float)((tp__now() - c->ref_host[u->device]) * 1e3);
                 atomic_store(&u->rpos, r + 1);
                 atomic_fetch_sub(&c->inflight, 1);
-                post(c, u, sl->v, s, c->ref_host[u->device] + ms0 * 1e-3, c->ref_host[u->device] + ms1 * 1e-3);
+                post(c, u, sl->v, s, c->ref_host[u->device] + ms0 * 1e-3, c->ref_host[u->device] + ms1 * 1e-3, &pe);
                 progressed = 1;
             }
         }
@@ -523,6 +528,10 @@ static tp_status unit_init(cu *c, cunit *u, uint64_t scratch_floats, tp_error *e
 static tp_status cu_prepare_inner(cu *c, const tp__plan_info *pi, tp_error *err)
 {
     tp__plan_ctx_set(&c->pc, pi);
+    for (int e = 0; e < pi->nengines; e++) /* a lane's stream holds every unit of its engine in flight */
+        if ((pi->engines[e].lanes ? pi->engines[e].units : 1) > RING)
+            return tp__fail(err, TP_ERR_ARG, "cuda backend: engine %s queues %d vertices, a stream holds %d", pi->engines[e].name,
+                            pi->engines[e].units, RING);
     const tp_memgraph *mg = pi->mg;
     c->mem.nd = c->pc.nd;
     c->cur_gpu = -1;

@@ -231,7 +231,7 @@ static void engine_free(sim *s, int e)
 {
     s->eng[e].busy = 0;
     s->eng[e].idle_since = s->now;
-    if (s->eng[e].n) {
+    while (s->eng[e].n && !s->eng[e].busy) { /* the next that starts (one that cannot fails at once) */
         flow nf = s->eng[e].q[s->eng[e].head];
         s->eng[e].head = (s->eng[e].head + 1) % QDEPTH;
         s->eng[e].n--;
