@@ -37,6 +37,7 @@ static int wants_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    cli_opts_init();
     if (argc < 2) {
         usage_main(stderr);
         return 2;
@@ -47,9 +48,15 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(c, "--version")) {
-        char b[256];
-        tp_cuda_describe(b, sizeof b);
-        printf("%s %s\nbackends: cpu, sim%s%s\n", cli_prog, TP_VERSION, *b ? ", " : "", b);
+        printf("%s %s\nbackends:", cli_prog, TP_VERSION);
+        for (int i = 0, first = 1; tp_backend_info_at(i); i++) { /* the registry's, as built */
+            const tp_backend_info *bi = tp_backend_info_at(i);
+            char b[256];
+            if (bi->describe && !bi->describe(b, sizeof b)) continue;
+            printf("%s %s", first ? "" : ",", bi->describe ? b : bi->name);
+            first = 0;
+        }
+        putchar('\n');
         return 0;
     }
     for (size_t k = 0; k < NCOMMANDS; k++)

@@ -4,7 +4,14 @@
 #include <string.h>
 #include "cli.h"
 
-const char *const cli_policy_names[] = {"any", "fixed", "random", NULL};
+const char *cli_policy_names[CLI_MAX_POLICIES + 1]; /* filled from the library's table */
+
+void cli_opts_init(void)
+{
+    int n = 0;
+    for (int i = 0; tp_policy_name(i) && n < CLI_MAX_POLICIES; i++) cli_policy_names[n++] = tp_policy_name(i);
+    cli_policy_names[n] = NULL;
+}
 const char *const cli_plan_order_names[] = {"topo", "dfs", "greedy", NULL};
 const char *const cli_completion_names[] = {"callback", "poll", NULL};
 

@@ -50,7 +50,11 @@ typedef struct cli_opt {
 #define CLI_O_END {NULL, NULL, CLI_SWITCH, 0, 0, 0, 0, 0, NULL, NULL}
 
 /* The names of the choices shared by several commands, in the library's spelling. */
-extern const char *const cli_policy_names[];     /* any fixed random: --order of run, sim, llama */
+#define CLI_MAX_POLICIES 32
+extern const char *cli_policy_names[];           /* the library's dispatch policies (any fixed random
+                                                    ...): --order of run, sim, llama */
+/* Fills the name lists that come from the library's tables; main calls it first. */
+void cli_opts_init(void);
 extern const char *const cli_plan_order_names[]; /* topo dfs greedy: the planner's serial order */
 extern const char *const cli_completion_names[]; /* callback poll: how the cuda backend completes */
 

@@ -33,6 +33,9 @@ typedef struct tp_backend_info {
     const char *summary;       /* one line for --help */
     const char *const *keys;   /* the option keys it accepts, NULL-terminated */
     const char *const *helps;  /* one line per key, same order */
+    /* a line for `turnip --version` ("cuda (1 GPU: ...)"); returns 0 when the backend is not
+     * built in (then it is not listed); NULL: the name alone */
+    int (*describe)(char *buf, size_t len);
 } tp_backend_info;
 
 int tp_backend_count(void);

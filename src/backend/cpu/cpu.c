@@ -311,6 +311,6 @@ static tp_status cpu_make(const tp_backend_opt *opts, int nopts, tp_backend **ou
 
 const tp__backend_entry tp__backend_cpu = {
     {"cpu", "emulated GPUs: memory arenas of exactly the cap, worker threads for streams and copy engines", cpu_keys,
-     cpu_helps},
+     cpu_helps, NULL},
     cpu_make,
 };

@@ -24,6 +24,7 @@ static tp_status cuda_make(const tp_backend_opt *opts, int nopts, tp_backend **o
 }
 
 const tp__backend_entry tp__backend_cuda = {
-    {"cuda", "NVIDIA GPUs: exact-cap device memory, compute and copy streams, cuBLAS", cuda_keys, cuda_helps},
+    {"cuda", "NVIDIA GPUs: exact-cap device memory, compute and copy streams, cuBLAS", cuda_keys, cuda_helps,
+     tp_cuda_describe},
     cuda_make,
 };

@@ -466,6 +466,6 @@ static tp_status sim_make(const tp_backend_opt *opts, int nopts, tp_backend **ou
 }
 
 const tp__backend_entry tp__backend_sim = {
-    {"sim", "simulated time on a machine profile (no data): the same executor, a cost model", sim_keys, sim_helps},
+    {"sim", "simulated time on a machine profile (no data): the same executor, a cost model", sim_keys, sim_helps, NULL},
     sim_make,
 };
