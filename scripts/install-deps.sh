@@ -2,7 +2,8 @@
 # Installs what turnip needs to build and test on Debian 12 (run as root). Skips apt-get
 # when everything is already there.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libjansson-dev libopenblas-dev python3 python3-numpy python3-torch graphviz gnuplot-nox)
+pkgs=(build-essential cmake pkg-config libjansson-dev libopenblas-dev python3 python3-numpy python3-torch graphviz gnuplot-nox
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,0 +1,51 @@
+/* fuzz.h - what the libFuzzer targets share: the input as a NUL-terminated string, or as a
+ * file (a memfd, named /proc/self/fd/N) for readers that take a path. */
+#ifndef TP_FUZZ_H
+#define TP_FUZZ_H
+
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "turnip/turnip.h"
+
+/* a malloc'd NUL-terminated copy of data (the caller frees) */
+static inline char *fuzz_str(const uint8_t *data, size_t size)
+{
+    char *s = malloc(size + 1);
+    if (!s) abort();
+    memcpy(s, data, size);
+    s[size] = 0;
+    return s;
+}
+
+/* data as a file: writes path (the caller's, >= 32 bytes); returns the fd to close, -1 on failure */
+static inline int fuzz_file(const uint8_t *data, size_t size, char *path)
+{
+    int fd = memfd_create("fuzz", 0);
+    if (fd < 0) return -1;
+    size_t off = 0;
+    while (off < size) {
+        ssize_t w = write(fd, data + off, size - off);
+        if (w <= 0) {
+            close(fd);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    snprintf(path, 32, "/proc/self/fd/%d", fd);
+    return fd;
+}
+
+/* a finding the fuzzer must report: prints and aborts */
+#define FUZZ_BUG(...)                                                                          \
+    do {                                                                                       \
+        fprintf(stderr, __VA_ARGS__);                                                          \
+        fputc('\n', stderr);                                                                   \
+        abort();                                                                               \
+    } while (0)
+
+#endif
