@@ -65,7 +65,8 @@ static int gen_inputs(int argc, char **argv)
     tp_error e;
     tp_graph *g;
     tp_status s = tp_graph_read_file(tgp, &g, &e);
-    if (!s) s = tp_random_inputs(g, (uint64_t)fl.seed, fl.int_max, fl.out, &e);
+    if (s) return cli_fail(NULL, s, &e); /* g was never made */
+    s = tp_random_inputs(g, (uint64_t)fl.seed, fl.int_max, fl.out, &e);
     tp_graph_free(g);
     return s ? cli_fail(NULL, s, &e) : 0;
 }

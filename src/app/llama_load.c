@@ -2,11 +2,23 @@
  * io and the executor's write API): from Hugging Face safetensors (single file or
  * sharded), or random in-process. Each weight input id names its tensor and
  * slice (tp_llama_parse_input); rows of a row-major matrix are one contiguous copy, columns
- * a strided one. */
+ * a strided one.
+ *
+ * A checkpoint directory is hostile input: its index names the shard files, and any of its
+ * files may be a symlink. Every file read from it (the index, the shards, model.safetensors)
+ * must be a plain relative name (no '..', not absolute, no control characters) whose real
+ * path (symlinks resolved) lies inside the directory's real path, or, in a Hugging Face hub
+ * cache snapshot (.../snapshots/REV, whose files are links to ../../blobs/), inside the
+ * repository's blobs/ folder; the file opened is that real path, so a link swapped after the
+ * check is not followed. Anything else is refused before it is opened, so a foreign file is
+ * neither loaded nor quoted in an error. */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "turnip/app.h"
 #include "turnip/exec.h"
 #include "turnip/models.h"
@@ -61,21 +73,73 @@ typedef struct {
 
 typedef struct {
     const char *dir;
+    char *real;  /* realpath of dir (malloc'd) */
+    char *blobs; /* realpath of ../../blobs when dir is a hub cache snapshot, else NULL (malloc'd) */
     json_t *map; /* weight_map of a sharded checkpoint, or NULL */
     shard *sh;
     int nsh;
 } ckpt;
 
+/* 1 if the real path f lies strictly inside the real directory d */
+static int under(const char *d, const char *f)
+{
+    size_t n = strlen(d);
+    if (n && d[n - 1] == '/') n--; /* d is "/" */
+    return !strncmp(d, f, n) && f[n] == '/' && f[n + 1];
+}
+
+static tp_status ckpt_init(ckpt *k, const char *dir, tp_error *err)
+{
+    k->real = realpath(dir, NULL);
+    if (!k->real) return tp__fail(err, TP_ERR_IO, "%s: cannot open the checkpoint directory: %s", dir, strerror(errno));
+    const char *last = strrchr(k->real, '/'), *prev = last;
+    while (prev > k->real && prev[-1] != '/') prev--; /* prev: the parent's last component */
+    if (last && prev > k->real && (size_t)(last - prev) == 9 && !strncmp(prev, "snapshots", 9)) {
+        char b[PATH_LEN]; /* REPO/snapshots/REV: REPO/blobs */
+        int n = (int)(prev - 1 - k->real);
+        if ((size_t)snprintf(b, sizeof b, "%.*s/blobs", n, k->real) < sizeof b) k->blobs = realpath(b, NULL);
+    }
+    return TP_OK;
+}
+
+/* path = dir/name checked (see the top of the file); *real (malloc'd, the caller's) the file
+ * to open. `what` says where the name came from, for the error. */
+static tp_status confine(const ckpt *k, const char *name, const char *what, char *path, char **real, tp_error *err)
+{
+    const char *why = NULL;
+    if (!*name) why = "is empty";
+    else if (name[0] == '/') why = "is an absolute path";
+    for (const char *c = name; *c && !why; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) why = "contains a control character";
+    for (const char *c = name; *c && !why; c = strchr(c, '/') ? strchr(c, '/') + 1 : c + strlen(c))
+        if (!strncmp(c, "..", 2) && (c[2] == '/' || !c[2])) why = "has a '..' component";
+    if (why) return tp__fail(err, TP_ERR_INVALID, "%s: %s: the file name %s; it must name a file inside the directory", k->dir, what, why);
+    if ((size_t)snprintf(path, PATH_LEN, "%s/%s", k->dir, name) >= PATH_LEN)
+        return tp__fail(err, TP_ERR_INVALID, "%s: %s: the file name is too long", k->dir, what);
+    *real = realpath(path, NULL);
+    if (!*real) return tp__fail(err, TP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!under(k->real, *real) && !(k->blobs && under(k->blobs, *real))) {
+        free(*real);
+        *real = NULL;
+        return tp__fail(err, TP_ERR_INVALID, "%s: a link to a file outside the checkpoint directory; refused", path);
+    }
+    return TP_OK;
+}
+
 static tp_status find_tensor(ckpt *k, const char *name, const tp_st_tensor **out, const char **file, tp_error *err)
 {
-    char path[PATH_LEN];
+    char path[PATH_LEN], *real = NULL, what[TP_LLAMA_ID_MAX + 64];
+    const char *fname = "model.safetensors";
     if (k->map) {
         json_t *f = json_object_get(k->map, name);
         if (!json_is_string(f)) return tp__fail(err, TP_ERR_INVALID, "%s: no tensor '%s' in model.safetensors.index.json", k->dir, name);
-        snprintf(path, sizeof path, "%s/%s", k->dir, json_string_value(f));
+        fname = json_string_value(f);
+        snprintf(what, sizeof what, "model.safetensors.index.json: the shard of tensor '%s'", name);
     } else {
-        snprintf(path, sizeof path, "%s/model.safetensors", k->dir);
+        snprintf(what, sizeof what, "model.safetensors");
     }
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", k->dir, fname) >= sizeof path)
+        return tp__fail(err, TP_ERR_INVALID, "%s: %s: the file name is too long", k->dir, what);
     int i;
     for (i = 0; i < k->nsh && strcmp(k->sh[i].path, path); i++) {
     }
@@ -84,7 +148,9 @@ static tp_status find_tensor(ckpt *k, const char *name, const tp_st_tensor **out
         if (!ns) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
         k->sh = ns;
         snprintf(k->sh[i].path, sizeof k->sh[i].path, "%s", path);
-        tp_status s = tp_st_open(path, &k->sh[i].st, err);
+        tp_status s = confine(k, fname, what, path, &real, err);
+        if (!s) s = tp_st_open(real, &k->sh[i].st, err);
+        free(real);
         if (s) return s;
         k->nsh++;
     }
@@ -172,24 +238,33 @@ static tp_status fill(tp_exec *x, const tp_llama_config *c, ckpt *ck, uint64_t s
 
 tp_status tp_llama_load(tp_exec *x, const tp_llama_config *c, const char *dir, const int32_t *ids, tp_error *err)
 {
-    ckpt k = {dir, NULL, NULL, 0};
-    char path[PATH_LEN];
-    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    ckpt k = {dir, NULL, NULL, NULL, NULL, 0};
+    char path[PATH_LEN], *real = NULL, *text = NULL;
     json_t *idx = NULL;
-    FILE *f = fopen(path, "r");
-    if (f) {
-        fclose(f);
-        json_error_t je;
-        idx = json_load_file(path, 0, &je);
-        if (!idx || !json_is_object(json_object_get(idx, "weight_map"))) {
-            json_decref(idx);
-            return tp__fail(err, TP_ERR_PARSE, "%s: needs an object 'weight_map'%s%s", path, idx ? "" : ": ", idx ? "" : je.text);
+    struct stat sb;
+    tp_status s = ckpt_init(&k, dir, err);
+    if (!s && (size_t)snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir) >= sizeof path)
+        s = tp__fail(err, TP_ERR_INVALID, "%s: the directory name is too long", dir);
+    /* no index (lstat says so without opening, which a FIFO would block): one model.safetensors */
+    if (!s && !(lstat(path, &sb) && errno == ENOENT)) {
+        size_t len;
+        s = confine(&k, "model.safetensors.index.json", "model.safetensors.index.json", path, &real, err);
+        if (!s) s = tp__read_file(real, &text, &len, err);
+        if (!s) {
+            json_error_t je;
+            idx = json_loadb(text, len, 0, &je);
+            if (!idx || !json_is_object(json_object_get(idx, "weight_map")))
+                s = tp__fail(err, TP_ERR_PARSE, "%s: needs an object 'weight_map'%s%s", path, idx ? "" : ": ", idx ? "" : je.text);
+            else k.map = json_object_get(idx, "weight_map");
         }
-        k.map = json_object_get(idx, "weight_map");
     }
-    tp_status s = fill(x, c, &k, 0, ids, err);
+    if (!s) s = fill(x, c, &k, 0, ids, err);
     for (int i = 0; i < k.nsh; i++) tp_st_close(k.sh[i].st);
     free(k.sh);
+    free(k.real);
+    free(k.blobs);
+    free(real);
+    free(text);
     json_decref(idx);
     return s;
 }

@@ -1,9 +1,16 @@
 /* sweep.c - LLaMA prefill over prompt lengths and device caps on one backend (the sim, in
  * practice): build, plan, run once per point, one CSV row each, and a gnuplot PNG of latency
  * against length. The backend is the caller's, so which backend and with which options is
- * decided in one place, by the caller; every point reuses it (tp_exec_new prepares it anew). */
+ * decided in one place, by the caller; every point reuses it (tp_exec_new prepares it anew).
+ * The gnuplot script is never built from a path the user gave (see tp_sweep_plot). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include "turnip/app.h"
 #include "io/util.h"
+
+#define PATH_LEN 4096 /* temporary file paths, with the NUL */
 
 /* one point: plan and run, or an OOM row when no plan fits */
 static tp_status point(const tp_sweep_opts *o, FILE *csv, int64_t T, uint64_t mem, tp_error *e)
@@ -74,21 +81,89 @@ tp_status tp_sweep_llama(const tp_sweep_opts *o, FILE *csv, tp_error *err)
     return s;
 }
 
+/* Writes s into buf (cap bytes) as a gnuplot single-quoted string. Inside '...' gnuplot
+ * expands nothing (no `command` substitution, no @macros, no backslash escapes) and '' is
+ * one quote, so every byte but a control character (a newline would end the command) can be
+ * written; a control character, or a buf too small, returns 0 and leaves no string. */
+static int gp_quote(char *buf, size_t cap, const char *s)
+{
+    size_t n = 0;
+    if (cap < 3) return 0;
+    buf[n++] = '\'';
+    for (const char *c = s; *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) return 0;
+        if (n + (*c == '\'' ? 2 : 1) + 2 > cap) return 0;
+        if (*c == '\'') buf[n++] = '\'';
+        buf[n++] = *c;
+    }
+    buf[n++] = '\'';
+    buf[n] = 0;
+    return 1;
+}
+
+/* copies the whole regular file from to a new file to (created, or truncated) */
+static tp_status copy_file(const char *from, const char *to, tp_error *err)
+{
+    char *data;
+    size_t len;
+    tp_status s = tp__read_file(from, &data, &len, err);
+    if (s) return s;
+    FILE *f = fopen(to, "wb");
+    if (!f) s = tp__fail(err, TP_ERR_IO, "%s: cannot write: %s", to, strerror(errno));
+    else {
+        size_t put = fwrite(data, 1, len, f);
+        if ((fclose(f) | (put != len)) != 0) s = tp__fail(err, TP_ERR_IO, "%s: write error", to);
+    }
+    free(data);
+    return s;
+}
+
+/* The script gnuplot runs is built from fixed text, numbers and names this function makes:
+ * the CSV is copied to data.csv in a new private directory (mkdtemp, mode 0700), gnuplot
+ * writes plot.png there, and the PNG is then renamed (or, across file systems, copied) to
+ * png_path. No path the user gave reaches gnuplot; the labels (model, machine) only through
+ * gp_quote, and a label it cannot quote is left out of the title. */
 tp_status tp_sweep_plot(const tp_sweep_opts *o, const char *csv_path, const char *png_path, tp_error *err)
 {
-    FILE *gp = popen("gnuplot 2>&1", "w");
-    if (!gp) return tp__fail(err, TP_ERR_IO, "cannot run gnuplot for %s", png_path);
-    fprintf(gp, "set terminal png size 900,560\nset output '%s'\nset datafile separator ','\nset logscale x 2\n"
-                "set xlabel 'prompt tokens'\nset ylabel 'first-token latency (s)'\nset key left top\nset grid\n"
-                "set title '%s prefill on %s, %d devices (simulated)'\n",
-            png_path, o->model, o->machine, o->devices);
-    fprintf(gp, "plot");
-    for (int m = 0; m < o->nmems; m++) {
-        char b1[32];
-        fprintf(gp, "%s '%s' using ($5==%llu && strcol(6) eq 'ok' ? $4 : 1/0):7 with linespoints title '%s per device'",
-                m ? "," : "", csv_path, (unsigned long long)o->mems[m], tp_format_size(o->mems[m], b1, sizeof b1));
+    char dir[PATH_LEN], data[PATH_LEN + 16], png[PATH_LEN + 16], qdata[2 * PATH_LEN + 40], qpng[2 * PATH_LEN + 40];
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp || (size_t)snprintf(dir, sizeof dir, "%s/turnip-plot-XXXXXX", tmp) >= sizeof dir || !gp_quote(qdata, sizeof qdata, dir))
+        snprintf(dir, sizeof dir, "/tmp/turnip-plot-XXXXXX");
+    if (!mkdtemp(dir)) return tp__fail(err, TP_ERR_IO, "%s: cannot make a temporary directory for gnuplot: %s", dir, strerror(errno));
+    snprintf(data, sizeof data, "%s/data.csv", dir);
+    snprintf(png, sizeof png, "%s/plot.png", dir);
+    tp_status s = TP_OK;
+    if (!gp_quote(qdata, sizeof qdata, data) || !gp_quote(qpng, sizeof qpng, png))
+        s = tp__fail(err, TP_ERR_IO, "%s: a temporary directory gnuplot cannot be given", dir);
+    if (!s) s = copy_file(csv_path, data, err);
+    if (!s) {
+        char qmodel[1024], qmachine[512];
+        int labels = gp_quote(qmodel, sizeof qmodel, o->model ? o->model : "") && gp_quote(qmachine, sizeof qmachine, o->machine ? o->machine : "");
+        FILE *gp = popen("gnuplot 2>&1", "w");
+        if (!gp) s = tp__fail(err, TP_ERR_IO, "cannot run gnuplot for %s", png_path);
+        else {
+            fprintf(gp, "set terminal png size 900,560\nset output %s\nset datafile separator ','\nset logscale x 2\n"
+                        "set xlabel 'prompt tokens'\nset ylabel 'first-token latency (s)'\nset key left top noenhanced\nset grid\n",
+                    qpng);
+            if (labels)
+                fprintf(gp, "set title %s.' prefill on '.%s.', %d devices (simulated)' noenhanced\n", qmodel, qmachine, o->devices);
+            else fprintf(gp, "set title 'prefill, %d devices (simulated)' noenhanced\n", o->devices);
+            fprintf(gp, "plot");
+            for (int m = 0; m < o->nmems; m++) {
+                char b1[32];
+                fprintf(gp, "%s %s using ($5==%llu && strcol(6) eq 'ok' ? $4 : 1/0):7 with linespoints title '%s per device'",
+                        m ? "," : "", qdata, (unsigned long long)o->mems[m], tp_format_size(o->mems[m], b1, sizeof b1));
+            }
+            fprintf(gp, "\n");
+            if (pclose(gp)) s = tp__fail(err, TP_ERR_IO, "gnuplot failed (install gnuplot-nox)");
+        }
     }
-    fprintf(gp, "\n");
-    if (pclose(gp)) return tp__fail(err, TP_ERR_IO, "gnuplot failed (install gnuplot-nox)");
-    return TP_OK;
+    if (!s && rename(png, png_path)) {
+        if (errno == EXDEV) s = copy_file(png, png_path, err);
+        else s = tp__fail(err, TP_ERR_IO, "%s: cannot write: %s", png_path, strerror(errno));
+    }
+    unlink(png);
+    unlink(data);
+    rmdir(dir);
+    return s;
 }

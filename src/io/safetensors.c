@@ -1,4 +1,10 @@
-/* safetensors.c - reading (mapped, validated) and writing safetensors files. */
+/* safetensors.c - reading (mapped, validated) and writing safetensors files.
+ *
+ * Reading trusts nothing in the file: it is opened as a regular file only, without blocking
+ * (tp__open_regular), the header length is checked against the file, the header must be a
+ * JSON object with every key once (a tensor named twice would be one of two silently), and
+ * every tensor's data_offsets lie in the data section, match its dtype and shape, and overlap
+ * no other tensor's (two names for the same bytes are a damaged or crafted file). */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -41,23 +47,53 @@ void tp_st_close(tp_st *st)
     free(st);
 }
 
+/* the bytes [begin, end) of the data section tensor i occupies */
+typedef struct {
+    uint64_t begin, end;
+    size_t i;
+} st_span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const st_span *x = a, *y = b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* TP_ERR_PARSE naming both tensors when two non-empty tensors share bytes. Sorted by begin,
+ * spans are disjoint exactly when each begins at or after the end of the one before it. */
+static tp_status check_overlap(const char *path, const tp_st *st, st_span *sp, tp_error *err)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < st->n; i++)
+        if (sp[i].end > sp[i].begin) sp[m++] = sp[i]; /* empty tensors occupy nothing */
+    qsort(sp, m, sizeof *sp, span_cmp);
+    for (size_t k = 1; k < m; k++)
+        if (sp[k].begin < sp[k - 1].end)
+            return tp__fail(err, TP_ERR_PARSE, "%s: tensors '%s' and '%s' overlap (data_offsets [%llu, %llu] and [%llu, %llu])", path,
+                            st->t[sp[k - 1].i].name, st->t[sp[k].i].name, (unsigned long long)sp[k - 1].begin,
+                            (unsigned long long)sp[k - 1].end, (unsigned long long)sp[k].begin, (unsigned long long)sp[k].end);
+    return TP_OK;
+}
+
 tp_status tp_st_open(const char *path, tp_st **out, tp_error *err)
 {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return tp__fail(err, TP_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+    int fd;
+    uint64_t fsize;
+    tp_status s = tp__open_regular(path, &fd, &fsize, err);
+    if (s) return s;
+    if (fsize > SIZE_MAX) {
         close(fd);
-        return tp__fail(err, TP_ERR_PARSE, "%s: not a regular file", path);
+        return tp__fail(err, TP_ERR_INVALID, "%s: %llu bytes, more than this machine can map", path, (unsigned long long)fsize);
     }
     tp_st *st = calloc(1, sizeof *st);
     if (!st) {
         close(fd);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
-    st->size = (size_t)sb.st_size;
-    tp_status s = TP_OK;
+    st->size = (size_t)fsize;
     json_t *h = NULL;
+    st_span *spans = NULL;
     if (st->size < 8) {
         s = tp__fail(err, TP_ERR_PARSE, "%s: not a safetensors file (%zu bytes, no header)", path, st->size);
         goto done;
@@ -77,7 +113,15 @@ tp_status tp_st_open(const char *path, tp_st **out, tp_error *err)
         goto done;
     }
     json_error_t je;
-    h = json_loadb((const char *)p + 8, (size_t)hl, 0, &je);
+    h = json_loadb((const char *)p + 8, (size_t)hl, JSON_REJECT_DUPLICATES, &je);
+    if (!h && json_error_code(&je) == json_error_duplicate_key) {
+        /* je.text is "duplicate object key near '<the key as written, in its quotes>'" */
+        const char *near = strstr(je.text, "near '");
+        int n = near ? (int)strlen(near + 6) - 1 : 0;
+        s = tp__fail(err, TP_ERR_PARSE, "%s: the header names %.*s twice (a tensor or a field given twice)", path, n > 0 ? n : 1,
+                     n > 0 ? near + 6 : "?");
+        goto done;
+    }
     if (!h || !json_is_object(h)) {
         s = tp__fail(err, TP_ERR_PARSE, "%s: not a safetensors file (header is not a JSON object%s%s)", path,
                      h ? "" : ": ", h ? "" : je.text);
@@ -87,7 +131,8 @@ tp_status tp_st_open(const char *path, tp_st **out, tp_error *err)
     uint64_t dsize = st->size - 8 - hl;
     size_t cap = json_object_size(h);
     st->t = calloc(cap + 1, sizeof *st->t);
-    if (!st->t || !tp__strmap_init(&st->idx, cap)) {
+    spans = calloc(cap + 1, sizeof *spans);
+    if (!st->t || !spans || !tp__strmap_init(&st->idx, cap)) {
         s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -138,14 +183,23 @@ tp_status tp_st_open(const char *path, tp_st **out, tp_error *err)
         }
         t->data = data + json_integer_value(b0);
         t->name = strdup(key);
-        if (!t->name || tp__strmap_put(&st->idx, t->name, (uint32_t)st->n, NULL) < 0) {
+        if (!t->name) {
             s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
             goto done;
         }
+        int put = tp__strmap_put(&st->idx, t->name, (uint32_t)st->n, NULL);
+        if (put <= 0) { /* 0: present twice, which JSON_REJECT_DUPLICATES already refused */
+            s = put < 0 ? tp__fail(err, TP_ERR_NOMEM, "out of memory") : tp__fail(err, TP_ERR_PARSE, "%s: tensor '%s' appears twice", path, key);
+            free((char *)t->name);
+            goto done;
+        }
+        spans[st->n] = (st_span){(uint64_t)json_integer_value(b0), (uint64_t)json_integer_value(b1), st->n};
         st->n++;
     }
+    s = check_overlap(path, st, spans, err);
 done:
     close(fd);
+    free(spans);
     json_decref(h);
     if (s) {
         tp_st_close(st);

@@ -43,7 +43,13 @@ int tp__strmap_get(const tp__strmap *m, const char *key, uint32_t *val);
 /* Writes s as a JSON string literal (with quotes). */
 void tp__json_str(FILE *f, const char *s);
 
-/* Reads a whole file into a NUL-terminated malloc'd buffer. */
+/* Opens path read-only as a regular file, never blocking: a FIFO, device, socket or directory
+ * is TP_ERR_IO "PATH: not a regular file (a FIFO)" without waiting for a writer. *fd (the
+ * caller's to close) is a plain blocking descriptor; *size (if non-NULL) the size fstat gave. */
+tp_status tp__open_regular(const char *path, int *fd, uint64_t *size, tp_error *err);
+
+/* Reads a whole regular file (opened with tp__open_regular) into a NUL-terminated malloc'd
+ * buffer (*text, the caller's); *len (if non-NULL) gets the bytes read. */
 tp_status tp__read_file(const char *path, char **text, size_t *len, tp_error *err);
 
 /* Counter-based randomness (rng.c): a 64-bit mix (splitmix64's finalizer) and a standard

@@ -40,8 +40,13 @@ static tp_status check(const tp_llama_config *c, const char *where, tp_error *er
 
 tp_status tp_llama_config_read(const char *path, tp_llama_config *c, tp_error *err)
 {
+    char *text;
+    size_t len;
+    tp_status rs = tp__read_file(path, &text, &len, err); /* a regular file only: a FIFO must not block */
+    if (rs) return rs;
     json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
+    json_t *j = json_loadb(text, len, 0, &je);
+    free(text);
     if (!j) return tp__fail(err, TP_ERR_PARSE, "%s:%d:%d: %s", path, je.line, je.column, je.text);
     memset(c, 0, sizeof *c);
     tp_status s = TP_OK;

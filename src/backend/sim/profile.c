@@ -4,6 +4,7 @@
  * source tree). */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "turnip/backend.h"
 #include "turnip/io.h"
@@ -36,8 +37,14 @@ tp_status tp_sim_profile_read(const char *name, tp_sim_profile *p, tp_error *err
     char path[4096];
     if (strchr(name, '/') || strstr(name, ".json")) snprintf(path, sizeof path, "%s", name);
     else snprintf(path, sizeof path, "%s/%s.json", TP_PROFILE_DIR, name);
+    char *text;
+    size_t len;
+    tp_error re;
+    tp_status rs = tp__read_file(path, &text, &len, &re); /* a regular file only: a FIFO must not block */
+    if (rs) return tp__fail(err, rs, "machine profile %s", re.msg);
     json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
+    json_t *j = json_loadb(text, len, 0, &je);
+    free(text);
     if (!j) return tp__fail(err, TP_ERR_INVALID, "machine profile %s: %s", path, je.text);
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", json_is_string(json_object_get(j, "name")) ? json_string_value(json_object_get(j, "name")) : name);
