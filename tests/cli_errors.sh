@@ -96,7 +96,7 @@ expect 2 "order must be any, fixed or random: sideways" "$T" llama --preset tiny
 expect 2 "plan-order must be topo, dfs or greedy: x" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --plan-order x
 expect 2 "streams needs an integer in 1..64: 0" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --streams 0
 expect 2 "seed needs an integer >= 0: -1" "$T" sim "$SRC/examples/transformer.json" --machine a100x8 --seed -1
-expect 2 "jitter needs a non-negative number: -1" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --jitter -1
+expect 2 "jitter needs a number in 0..4: -1" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --jitter -1
 expect 2 "host-mem: not a positive size: 0" "$T" plan "$EX" --device-mem 1MiB --host-mem 0
 expect 2 "device-mem needs a value" "$T" plan "$EX" --device-mem
 expect 2 "no-verify: the flag takes no value\|takes no value" "$T" run "$MLP" --no-verify=1

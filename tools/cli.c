@@ -23,27 +23,100 @@ int cli_exit_code(tp_status s)
     return 3;
 }
 
+/* s with control characters escaped (\n, \t, \r, \xNN), so an error stays one line whatever
+ * names a file or a TaskGraph holds */
+static void put_escaped(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != 0x7f) fputc(c, f);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c == '\r') fputs("\\r", f);
+        else fprintf(f, "\\x%02x", c);
+    }
+}
+
+/* "turnip: " or "turnip CMD: " */
+static void prefix(const char *cmd)
+{
+    fprintf(stderr, "%s%s%s: ", cli_prog, cmd ? " " : "", cmd ? cmd : "");
+}
+
 int cli_fail(const char *cmd, tp_status s, const tp_error *e)
 {
-    fprintf(stderr, "%s%s%s: %s\n", cli_prog, cmd ? " " : "", cmd ? cmd : "", e->msg);
+    prefix(cmd);
+    put_escaped(stderr, e->msg);
+    fputc('\n', stderr);
+    return cli_exit_code(s);
+}
+
+int cli_fail_file(const char *cmd, const char *path, tp_status s, const tp_error *e)
+{
+    prefix(cmd);
+    put_escaped(stderr, path);
+    fputs(": ", stderr);
+    put_escaped(stderr, e->msg);
+    fputc('\n', stderr);
     return cli_exit_code(s);
 }
 
 int cli_usage_error(const char *cmd, const char *msg, const char *arg)
 {
-    fprintf(stderr, "%s %s: %s%s%s\nTry '%s %s --help'.\n", cli_prog, cmd, msg, arg ? ": " : "", arg ? arg : "", cli_prog, cmd);
+    prefix(cmd);
+    put_escaped(stderr, msg);
+    if (arg) {
+        fputs(": ", stderr);
+        put_escaped(stderr, arg);
+    }
+    fprintf(stderr, "\nTry '%s %s --help'.\n", cli_prog, cmd);
     return 2;
 }
 
 int cli_errorf(const char *cmd, int code, const char *fmt, ...)
 {
+    char msg[4096];
     va_list ap;
-    fprintf(stderr, "%s%s%s: ", cli_prog, cmd ? " " : "", cmd ? cmd : "");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    prefix(cmd);
+    put_escaped(stderr, msg);
     fputc('\n', stderr);
     return code;
+}
+
+int cli_out_open(const char *cmd, const char *path, cli_out *o)
+{
+    o->path = path;
+    o->of = NULL;
+    o->f = stdout;
+    if (!path) return 0;
+    tp_error e;
+    tp_status s = tp_outfile_open(path, &o->of, &e);
+    if (s) return cli_fail(cmd, s, &e);
+    o->f = tp_outfile_stream(o->of);
+    return 0;
+}
+
+int cli_out_close(const char *cmd, cli_out *o, int keep)
+{
+    if (!o->path) {
+        if (fflush(stdout) || ferror(stdout)) return keep ? cli_errorf(cmd, 2, "writing standard output failed") : 0;
+        return 0;
+    }
+    if (!keep) {
+        tp_outfile_abort(o->of);
+        o->of = NULL;
+        return 0;
+    }
+    tp_error e;
+    tp_status s = tp_outfile_commit(o->of, &e);
+    o->of = NULL;
+    if (!s) return 0;
+    size_t n = strlen(o->path); /* the library's message starts with the path: said once */
+    const char *why = !strncmp(e.msg, o->path, n) && !strncmp(e.msg + n, ": ", 2) ? e.msg + n + 2 : e.msg;
+    return cli_errorf(cmd, cli_exit_code(s), "writing %s failed: %s", o->path, why);
 }
 
 tp_status cli_set_error(tp_error *e, tp_status s, const char *fmt, ...)

@@ -41,6 +41,26 @@ int cli_errorf(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4)
 /* Fills the caller's e with status s and the formatted message; returns s. */
 tp_status cli_set_error(tp_error *e, tp_status s, const char *fmt, ...) CLI_PRINTF(3, 4);
 
+/* Prints "turnip: PATH: MSG" (cmd NULL) or "turnip CMD: PATH: MSG" with e's message (a
+ * planner's error names the vertex, this the TaskGraph); returns the exit code of s. */
+int cli_fail_file(const char *cmd, const char *path, tp_status s, const tp_error *e);
+
+/* ---- output files -------------------------------------------------------------------------
+ * Every file a command writes goes through these: a named file appears whole or not at all
+ * (tp_outfile: a temporary file renamed into place), so a failing command leaves an existing
+ * file untouched; NULL path: standard output. */
+typedef struct cli_out {
+    const char *path; /* NULL: standard output */
+    tp_outfile *of;
+    FILE *f;
+} cli_out;
+/* 0, or 2 after printing "turnip CMD: PATH: cannot write: why". */
+int cli_out_open(const char *cmd, const char *path, cli_out *o);
+/* keep: commits the file (flush, sync, rename into place); returns 0, or 2 after printing
+ * "turnip CMD: writing PATH failed: why" (a full disk). !keep: drops it (an existing file
+ * stays as it was); returns 0. */
+int cli_out_close(const char *cmd, cli_out *o, int keep);
+
 /* ---- planning flags ---------------------------------------------------------------------- */
 
 typedef struct cli_plan_flags {
@@ -71,6 +91,12 @@ typedef struct cli_backend_flags {
     const char *completion;         /* cuda: --completion callback|poll */
     const char *machine;            /* sim: --machine NAME|FILE (borrowed) */
 } cli_backend_flags;
+
+/* Table entries of the cpu backend's link flags, in its ranges (turnip/backend.h). */
+#define CLI_O_LINK_BANDWIDTH(S, F, help) \
+    CLI_O_NUM("--link-bandwidth", "GB/s", S, F.link_gbps, TP_CPU_LINK_GBPS_MIN, TP_CPU_LINK_GBPS_MAX, help)
+#define CLI_O_LINK_LATENCY(S, F) \
+    CLI_O_NUM("--link-latency", "us", S, F.link_latency_us, 0, TP_CPU_LATENCY_US_MAX, "add a fixed latency to every copy")
 
 /* Every backend the command line makes is made here, by name through the registry
  * (turnip/backend.h), the flags above passed as the options of the backends that take them

@@ -28,7 +28,8 @@ typedef struct {
 static const cli_opt inputs_opts[] = {
     CLI_O_STR("-o", "FILE", inputs_flags, out, "the safetensors file to write (required)"),
     CLI_O_INT("--seed", "S", inputs_flags, seed, 0, LLONG_MAX, "seed (default 0)"),
-    CLI_O_INT("--int-max", "N", inputs_flags, int_max, 1, LLONG_MAX, "integers are uniform in [0, N) (default 10)"),
+    CLI_O_INT("--int-max", "N", inputs_flags, int_max, 1, 2147483648LL,
+              "integers are uniform in [0, N) (default 10; at most 2^31, so every\nvalue fits an i32 input)"),
     CLI_O_END,
 };
 
@@ -93,15 +94,15 @@ static int run(int argc, char **argv)
     tp_graph *g;
     tp_status s = tp_model_layered(&lo, &g, &e);
     if (s) return cli_fail(NULL, s, &e);
-    FILE *f = fl.out ? fopen(fl.out, "w") : stdout;
-    if (!f) {
+    cli_out out;
+    if ((rc = cli_out_open("gen", fl.out, &out))) {
         tp_graph_free(g);
-        return cli_errorf("gen", 2, "cannot write %s", fl.out);
+        return rc;
     }
-    s = tp_graph_write(g, f, &e);
-    if (fl.out && fclose(f) && !s) s = cli_set_error(&e, TP_ERR_IO, "write error");
+    s = tp_graph_write(g, out.f, &e);
     tp_graph_free(g);
-    return s ? cli_errorf("gen", cli_exit_code(s), "writing %s failed: %s", fl.out ? fl.out : "standard output", e.msg) : 0;
+    rc = cli_out_close("gen", &out, !s);
+    return s ? cli_errorf("gen", cli_exit_code(s), "writing %s failed: %s", fl.out ? fl.out : "standard output", e.msg) : rc;
 }
 
 const cli_cmd cmd_gen = {"gen", "write a synthetic transformer-like TaskGraph", run, help};

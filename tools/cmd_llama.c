@@ -38,8 +38,9 @@ static const cli_opt opts[] = {
     CLI_O_TRACE(flags, x),
     CLI_O_POLICY(flags, x),
     CLI_O_STREAMS(flags, x),
-    CLI_O_NUM("--link-bandwidth", "GB/s", flags, b.link_gbps, 0, HUGE_VAL, "cpu: throttle host-device and peer copies"),
-    CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, HUGE_VAL, "cpu: copy times, sim: kernel times and copy sizes x exp(F x N(0,1))"),
+    CLI_O_LINK_BANDWIDTH(flags, b, "cpu: throttle host-device and peer copies"),
+    CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, TP_SIM_JITTER_MAX,
+              "cpu: copy times (F at most 4), sim: kernel times and copy sizes\nx exp(F x N(0,1))"),
     CLI_O_SWITCH("--no-data", flags, no_data, "plan only (for the big presets): graph sizes and plan statistics"),
     CLI_O_INT("--repeat", "N", flags, x.repeat, 0, LLONG_MAX,
               "run the plan N times (weights stay loaded), print each makespan and the best"),
@@ -140,22 +141,23 @@ static int sweep(const flags *fl, const char *label)
     cli_exec_flags xf = fl->x;
     xf.streams = 1; /* as ever: the sweep's runs use one stream */
     cli_run_opts(&xf, &so.run);
-    FILE *csv = fopen(fl->csv, "w");
-    if (!csv) {
-        free(seqs);
-        return cli_usage_error("llama", "cannot write", fl->csv);
-    }
-    cli_backend_flags bf = fl->b;
-    bf.machine = fl->machine ? fl->machine : "a100x8";
+    cli_out csv; /* whole or not at all */
     int rc;
-    if (!(so.backend = cli_backend("llama", &bf, &rc))) {
-        fclose(csv);
+    if ((rc = cli_out_open("llama", fl->csv, &csv))) {
         free(seqs);
         return rc;
     }
-    s = tp_sweep_llama(&so, csv, &e);
-    if (fclose(csv) && !s) s = cli_set_error(&e, TP_ERR_IO, "writing %s failed", fl->csv);
+    cli_backend_flags bf = fl->b;
+    bf.machine = fl->machine ? fl->machine : "a100x8";
+    if (!(so.backend = cli_backend("llama", &bf, &rc))) {
+        cli_out_close("llama", &csv, 0);
+        free(seqs);
+        return rc;
+    }
+    s = tp_sweep_llama(&so, csv.f, &e);
     rc = s ? cli_fail(NULL, s, &e) : 0;
+    int wrc = cli_out_close("llama", &csv, !s);
+    rc = rc ? rc : wrc;
     if (!rc) printf("wrote %s\n", fl->csv);
     if (!rc && fl->png) {
         if ((s = tp_sweep_plot(&so, fl->csv, fl->png, &e))) rc = cli_fail("llama", s, &e);

@@ -66,20 +66,17 @@ static int run(int argc, char **argv)
     tp_memgraph *mg = NULL;
     if ((rc = cli_plan_opts("plan", &fl.p, o.ndevices, &o))) goto done;
     if ((s = tp_plan(g, &o, &mg, &e))) {
-        rc = cli_fail(NULL, s, &e);
+        rc = cli_fail_file(NULL, in, s, &e);
         goto done;
     }
-    FILE *f = fl.out ? fopen(fl.out, "w") : stdout;
-    if (!f) {
-        rc = cli_errorf("plan", 2, "cannot write %s", fl.out);
-        goto done;
-    }
-    s = tp_memgraph_write(mg, f, &e);
-    if (fl.out && fclose(f) && !s) s = cli_set_error(&e, TP_ERR_IO, "write error");
-    if (s) {
+    cli_out out;
+    if ((rc = cli_out_open("plan", fl.out, &out))) goto done;
+    if ((s = tp_memgraph_write(mg, out.f, &e))) {
+        cli_out_close("plan", &out, 0);
         rc = cli_errorf("plan", cli_exit_code(s), "writing %s failed: %s", fl.out ? fl.out : "standard output", e.msg);
         goto done;
     }
+    if ((rc = cli_out_close("plan", &out, 1))) goto done;
     if (fl.stats) print_stats(fl.out ? stdout : stderr, g, mg, &o);
 done:
     tp_memgraph_free(mg);

@@ -19,10 +19,9 @@ static const cli_opt opts[] = {
     CLI_O_POLICY(flags, x),
     CLI_O_SEED(flags, x),
     CLI_O_STREAMS(flags, x),
-    CLI_O_NUM("--link-bandwidth", "GB/s", flags, b.link_gbps, 0, HUGE_VAL,
-              "throttle host-device and peer copies (default: unthrottled memcpy)"),
-    CLI_O_NUM("--link-latency", "us", flags, b.link_latency_us, 0, HUGE_VAL, "add a fixed latency to every copy"),
-    CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, HUGE_VAL, "copy time x exp(F x N(0,1)), seeded by --seed and the vertex"),
+    CLI_O_LINK_BANDWIDTH(flags, b, "throttle host-device and peer copies (default: unthrottled memcpy)"),
+    CLI_O_LINK_LATENCY(flags, b),
+    CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, TP_CPU_JITTER_MAX, "copy time x exp(F x N(0,1)), seeded by --seed and the vertex"),
     CLI_O_TRACE(flags, x),
     CLI_O_SWITCH("--no-verify", flags, no_verify, "skip the independent check of the plan"),
     CLI_O_STR("--backend", "cpu|cuda", flags, b.name,
@@ -88,8 +87,11 @@ static int run(int argc, char **argv)
     tp_exec *x = NULL;
     if ((rc = cli_plan_opts("run", &fl.p, o.ndevices, &o))) goto done;
     double t0 = tp_now_seconds();
-    s = tp_plan(g, &o, &mg, &e);
-    if (!s) {
+    if ((s = tp_plan(g, &o, &mg, &e))) {
+        rc = cli_fail_file("run", in, s, &e);
+        goto done;
+    }
+    {
         tp_plan_stats st;
         tp_memgraph_stats(mg, &st);
         tp_plan_stats_print(&st, stdout);

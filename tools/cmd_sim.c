@@ -15,7 +15,7 @@ static const cli_opt opts[] = {
     CLI_O_PLAN_ORDER("--plan-order", flags, p),
     CLI_O_POLICY(flags, x),
     CLI_O_SEED(flags, x),
-    CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, HUGE_VAL, "kernel times and copy sizes x exp(F x N(0,1)), seeded by --seed"),
+    CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, TP_SIM_JITTER_MAX, "kernel times and copy sizes x exp(F x N(0,1)), seeded by --seed"),
     CLI_O_STREAMS(flags, x),
     CLI_O_TRACE(flags, x),
     CLI_O_END,
@@ -54,7 +54,7 @@ static int run(int argc, char **argv)
     tp_plan_opts_init(&o, tp_graph_devices(g), prof.device_mem);
     rc = cli_plan_opts("sim", &fl.p, o.ndevices, &o);
     tp_memgraph *mg;
-    if (!rc && (s = tp_plan(g, &o, &mg, &e))) rc = cli_fail(NULL, s, &e);
+    if (!rc && (s = tp_plan(g, &o, &mg, &e))) rc = cli_fail_file(NULL, in, s, &e);
     else if (!rc) {
         tp_plan_stats st;
         tp_memgraph_stats(mg, &st);

@@ -2,9 +2,32 @@
  * overall --help and --version. Thin: commands parse flags (opts.h), call the library and map
  * statuses to exit codes (cli.h): 0 ok, 1 failed check, 2 unusable input or infeasible plan,
  * 3 internal failure. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+
+/* SIGINT, SIGTERM, SIGHUP: the temporary files of outputs being written are removed (their
+ * targets are untouched: tp_outfile), then the signal ends the process as it would have. */
+static void on_signal(int sig)
+{
+    tp_outfile_cleanup_signal();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_signals(void)
+{
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(sigs[k], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue; /* nohup: stays ignored */
+        sigaction(sigs[k], &sa, NULL);
+    }
+}
 
 /* the commands, in the order `turnip --help` lists them */
 extern const cli_cmd cmd_plan, cmd_verify, cmd_run, cmd_llama, cmd_sim, cmd_dot, cmd_gen;
@@ -65,6 +88,7 @@ int main(int argc, char **argv)
                 commands[k]->help(stdout);
                 return 0;
             }
+            catch_signals();
             return commands[k]->run(argc, argv);
         }
     fprintf(stderr, "%s: unknown command '%s'\n", cli_prog, c);

@@ -92,7 +92,7 @@ static int store(const char *cmd, const cli_opt *o, const char *v, char *dst)
     }
     case CLI_NUM: {
         double x = strtod(v, &end);
-        if (end == v || *end || !(x >= o->fmin && x <= o->fmax)) return bad_value(cmd, o, v);
+        if (end == v || *end || !isfinite(x) || !(x >= o->fmin && x <= o->fmax)) return bad_value(cmd, o, v);
         *(double *)d = x;
         return 0;
     }

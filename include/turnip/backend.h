@@ -55,7 +55,15 @@ typedef struct tp_cpu_opts {
     double link_latency_us;
     double jitter;        /* copy time x exp(jitter * N(0,1)), seeded per vertex */
 } tp_cpu_opts;
+/* The ranges of the options (finite, so every emulated copy ends): link_gbps 0 or in
+ * [MIN, MAX] GB/s, link_latency_us in [0, MAX], jitter in [0, MAX]. */
+#define TP_CPU_LINK_GBPS_MIN 1e-3
+#define TP_CPU_LINK_GBPS_MAX 1e6
+#define TP_CPU_LATENCY_US_MAX 1e6
+#define TP_CPU_JITTER_MAX 4.0
 void tp_cpu_opts_init(tp_cpu_opts *o);
+/* TP_ERR_ARG for an option out of range. prepare() fails with TP_ERR_DEVICE when the arenas
+ * and host memory of the plan exceed the memory the machine has available (MemAvailable). */
 tp_status tp_backend_cpu_new(const tp_cpu_opts *o, tp_backend **out, tp_error *err);
 
 /* ---- sim: time instead of data ---------------------------------------------------------
@@ -87,6 +95,7 @@ tp_status tp_sim_profile_read(const char *name_or_path, tp_sim_profile *p, tp_er
  * memory bandwidth); a copy's bytes flow at the fair share of every link it uses; kernel
  * times and copy sizes x exp(jitter x N(0,1)), seeded by the run's seed and the vertex. */
 tp_status tp_backend_sim_new(const tp_sim_profile *p, double jitter, tp_backend **out, tp_error *err);
+#define TP_SIM_JITTER_MAX 10.0 /* jitter in [0, MAX] */
 
 /* ---- cuda: NVIDIA GPUs -----------------------------------------------------------------
  * One cudaMalloc per device of exactly its capacity, one pinned host block (cudaHostAlloc) of

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "turnip/error.h"
 
 #ifdef __cplusplus
@@ -25,6 +26,25 @@ char *tp_format_size(uint64_t bytes, char *buf, size_t len);
 
 /* Monotonic clock, seconds. */
 double tp_now_seconds(void);
+
+/* An output file that appears whole or not at all (atomic.c): written to a temporary file in
+ * the same directory and renamed over PATH by tp_outfile_commit, so a failed or interrupted
+ * run leaves an existing PATH untouched and no partial file. A PATH that is not a regular
+ * file (/dev/stdout, /dev/full, a FIFO) is written in place. */
+typedef struct tp_outfile tp_outfile;
+/* Creates the temporary file; *out is the caller's to commit or abort. TP_ERR_IO naming PATH
+ * (a directory, no permission), TP_ERR_NOMEM. */
+tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err);
+/* Where to write (valid until commit or abort). */
+FILE *tp_outfile_stream(tp_outfile *o);
+/* Flushes, syncs and renames into place; frees o. On any write error (a full disk) removes the
+ * temporary file and returns TP_ERR_IO naming PATH. NULL: TP_OK. */
+tp_status tp_outfile_commit(tp_outfile *o, tp_error *err);
+/* Closes and removes the temporary file, leaving PATH as it was; frees o. NULL: nothing. */
+void tp_outfile_abort(tp_outfile *o);
+/* Removes every temporary file being written now; async-signal-safe, for a signal handler
+ * that then ends the process. */
+void tp_outfile_cleanup_signal(void);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "exec/exec_internal.h"
+#include "turnip/io.h"
 #include "io/util.h"
 
 typedef struct {
@@ -36,13 +37,15 @@ tp_status tp_exec_trace_write(const tp_exec *x, const char *path, tp_error *err)
     const tp__vrec *rec = rr.v;
     double start = rr.start;
     uint32_t n = rr.n;
-    FILE *f = fopen(path, "w");
-    if (!f) return tp__fail(err, TP_ERR_IO, "%s: cannot write the trace", path);
+    tp_outfile *of; /* whole or not at all */
+    tp_status s = tp_outfile_open(path, &of, err);
+    if (s) return s;
+    FILE *f = tp_outfile_stream(of);
     double *lastread = calloc(n + 1, sizeof *lastread);
     uint8_t *is_out = calloc(n + 1, 1);
     memev *ev = malloc((2 * (size_t)n + 1) * sizeof *ev);
     if (!lastread || !is_out || !ev) {
-        fclose(f);
+        tp_outfile_abort(of);
         free(lastread);
         free(is_out);
         free(ev);
@@ -96,7 +99,5 @@ tp_status tp_exec_trace_write(const tp_exec *x, const char *path, tp_error *err)
     free(lastread);
     free(is_out);
     free(ev);
-    int bad = ferror(f);
-    if (fclose(f) || bad) return tp__fail(err, TP_ERR_IO, "%s: write error", path);
-    return TP_OK;
+    return tp_outfile_commit(of, err);
 }

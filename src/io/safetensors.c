@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "turnip/safetensors.h"
+#include "turnip/io.h"
 #include "io/util.h"
 
 struct tp_st {
@@ -250,11 +251,13 @@ tp_status tp_st_write(const char *path, size_t n, const tp_st_tensor *t, tp_erro
     json_decref(h);
     if (!text) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     size_t hl = strlen(text), pad = (8 - hl % 8) % 8;
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    tp_outfile *of; /* whole or not at all: an existing file survives a failed write */
+    tp_status s = tp_outfile_open(path, &of, err);
+    if (s) {
         free(text);
-        return tp__fail(err, TP_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        return s;
     }
+    FILE *f = tp_outfile_stream(of);
     unsigned char len[8];
     uint64_t L = hl + pad;
     for (int i = 0; i < 8; i++) len[i] = (unsigned char)(L >> (8 * i));
@@ -263,7 +266,5 @@ tp_status tp_st_write(const char *path, size_t n, const tp_st_tensor *t, tp_erro
     for (size_t i = 0; i < pad; i++) fputc(' ', f);
     free(text);
     for (size_t i = 0; i < n; i++) fwrite(t[i].data, 1, t[i].bytes, f);
-    int bad = ferror(f);
-    if (fclose(f) || bad) return tp__fail(err, TP_ERR_IO, "%s: write error", path);
-    return TP_OK;
+    return tp_outfile_commit(of, err);
 }

@@ -173,7 +173,22 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
         cpu_release(be);
         return ks;
     }
-    /* all memory, once, before anything runs */
+    /* all memory, once, before anything runs; first whether the machine can back it: an arena
+     * posix_memalign grants but RAM cannot back meets the OOM killer while it is cleared */
+    uint64_t need = tp_memgraph_host_bytes(mg), avail;
+    for (int d = 0; d < c->pc.nd; d++) {
+        uint64_t cap = tp_memgraph_device_capacity(mg, d);
+        need = need > UINT64_MAX - cap ? UINT64_MAX : need + cap;
+    }
+    if (tp__mem_available(&avail) && need > avail) {
+        char a[32], b[32], h[32];
+        uint64_t host = tp_memgraph_host_bytes(mg);
+        tp__fail(err, TP_ERR_DEVICE,
+                 "cpu backend: the plan needs %s of device arenas and %s of host memory, the machine has %s available",
+                 tp_format_size(need - host, a, sizeof a), tp_format_size(host, h, sizeof h), tp_format_size(avail, b, sizeof b));
+        cpu_release(be);
+        return TP_ERR_DEVICE;
+    }
     c->mem.nd = c->pc.nd;
     for (int d = 0; d < c->pc.nd; d++) {
         c->mem.cap[d] = tp_memgraph_device_capacity(mg, d);
@@ -280,8 +295,14 @@ void tp_cpu_opts_init(tp_cpu_opts *o)
 tp_status tp_backend_cpu_new(const tp_cpu_opts *o, tp_backend **out, tp_error *err)
 {
     *out = NULL;
-    if (o && (!(o->link_gbps >= 0) || !(o->link_latency_us >= 0) || !(o->jitter >= 0)))
-        return tp__fail(err, TP_ERR_ARG, "cpu backend: link bandwidth, latency and jitter must be >= 0");
+    if (o && !(o->link_gbps == 0 || (o->link_gbps >= TP_CPU_LINK_GBPS_MIN && o->link_gbps <= TP_CPU_LINK_GBPS_MAX)))
+        return tp__fail(err, TP_ERR_ARG, "cpu backend: link bandwidth must be 0 (none) or in [%g, %g] GB/s, not %g",
+                        TP_CPU_LINK_GBPS_MIN, TP_CPU_LINK_GBPS_MAX, o->link_gbps);
+    if (o && !(o->link_latency_us >= 0 && o->link_latency_us <= TP_CPU_LATENCY_US_MAX))
+        return tp__fail(err, TP_ERR_ARG, "cpu backend: link latency must be in [0, %g] us, not %g", TP_CPU_LATENCY_US_MAX,
+                        o->link_latency_us);
+    if (o && !(o->jitter >= 0 && o->jitter <= TP_CPU_JITTER_MAX))
+        return tp__fail(err, TP_ERR_ARG, "cpu backend: jitter must be in [0, %g], not %g", TP_CPU_JITTER_MAX, o->jitter);
     cpu *c = calloc(1, sizeof *c);
     if (!c) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     c->base.ops = &cpu_ops;
@@ -300,10 +321,10 @@ static tp_status cpu_make(const tp_backend_opt *opts, int nopts, tp_backend **ou
     tp_cpu_opts o;
     tp_cpu_opts_init(&o);
     for (int i = 0; i < nopts; i++) {
-        double *dst = !strcmp(opts[i].key, "link-bandwidth") ? &o.link_gbps
-                      : !strcmp(opts[i].key, "link-latency") ? &o.link_latency_us
-                                                             : &o.jitter;
-        tp_status s = tp__opt_number("cpu", &opts[i], 0, 1e9, dst, err);
+        int bw = !strcmp(opts[i].key, "link-bandwidth"), lat = !strcmp(opts[i].key, "link-latency");
+        double *dst = bw ? &o.link_gbps : lat ? &o.link_latency_us : &o.jitter;
+        tp_status s = tp__opt_number("cpu", &opts[i], bw ? TP_CPU_LINK_GBPS_MIN : 0,
+                                     bw ? TP_CPU_LINK_GBPS_MAX : lat ? TP_CPU_LATENCY_US_MAX : TP_CPU_JITTER_MAX, dst, err);
         if (s) return s;
     }
     return tp_backend_cpu_new(&o, out, err);

@@ -130,13 +130,13 @@ static int engine_of(const sim *s, uint32_t v)
 }
 
 static void post(sim *s, uint32_t v, double end);
-static void fail_now(sim *s, uint32_t v, const char *why);
+static void fail_now(sim *s, uint32_t v, tp_status st, const char *why);
 
 /* f starts moving now on its engine */
 static void start_flow(sim *s, flow f)
 {
     if (!TP__GROW(s->flows, s->capflows, s->nflows + 1)) {
-        fail_now(s, f.v, "out of memory");
+        fail_now(s, f.v, TP_ERR_NOMEM, "out of memory");
         return;
     }
     s->eng[f.link[0]].busy = 1;
@@ -169,19 +169,34 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
         double compute = t->flops / (rate * s->p.efficiency), memory = bytes / s->p.mem_bw;
         double dur = (s->p.launch_s + (compute > memory ? compute : memory)) * jit(s, v);
         if (s->p.wake_s > 0 && unit < MAXSTREAMS && s->now - s->idle_since[mv.device][unit] > s->p.wake_after_s) dur += s->p.wake_s;
+        if (!(dur >= 0 && s->now + dur < INFINITY)) { /* NaN or inf would stall the clock: fail, never hang */
+            char why[256];
+            snprintf(why, sizeof why, "its kernel time is not a finite number (%g s at %g s; flops %g, machine '%s')", dur, s->now,
+                     t->flops, s->p.name);
+            fail_now(s, v, TP_ERR_INVALID, why);
+            return;
+        }
         s->kern[mv.device] += dur;
-        if (!push(s, s->now + dur, v)) fail_now(s, v, "out of memory");
+        if (!push(s, s->now + dur, v)) fail_now(s, v, TP_ERR_NOMEM, "out of memory");
         return;
     }
     double b = (double)mv.write.bytes * jit(s, v);
     flow f = {v, b, b, {engine_of(s, v), -1}, 0};
     if (mv.kind != TP_M_TRANSFER && s->p.host_bus_bw > 0) f.link[1] = 3 * s->nd;
+    double alone = b / s->bw[f.link[0]] + s->p.copy_latency_s + s->p.wake_s; /* its time with its links to itself */
+    if (!(alone >= 0 && s->now + alone < INFINITY)) {
+        char why[256];
+        snprintf(why, sizeof why, "its copy time is not a finite number (%g bytes at %g B/s, at %g s; machine '%s')", b,
+                 s->bw[f.link[0]], s->now, s->p.name);
+        fail_now(s, v, TP_ERR_INVALID, why);
+        return;
+    }
     for (int k = 0; k < 2; k++)
         if (f.link[k] >= 0) s->link_bytes[f.link[k]] += f.remaining;
     int e = f.link[0]; /* the engine: its own link's index */
     if (s->eng[e].busy) { /* behind the engine's current copy */
         if (s->eng[e].n == QDEPTH) { /* cannot happen: copy_depth <= TP_MAX_COPY_DEPTH < QDEPTH */
-            fail_now(s, v, "copy engine queue full");
+            fail_now(s, v, TP_ERR_INVALID, "copy engine queue full");
             return;
         }
         s->eng[e].q[(s->eng[e].head + s->eng[e].n++) % QDEPTH] = f;
@@ -202,13 +217,14 @@ static void post(sim *s, uint32_t v, double end)
     tp__sink_post(s->pc.pi.sink, &d);
 }
 
-/* v cannot be simulated (no memory for its event): it completes now, failed */
-static void fail_now(sim *s, uint32_t v, const char *why)
+/* v cannot be simulated (no memory for its event, a time that is not a finite number): it
+ * completes now, failed; the executor names it */
+static void fail_now(sim *s, uint32_t v, tp_status st, const char *why)
 {
     tp_error e;
     tp__done d;
-    tp__fail(&e, TP_ERR_NOMEM, "sim backend: %s", why);
-    tp__done_set(&d, v, TP_ERR_NOMEM, s->t0[v], s->now, &e);
+    tp__fail(&e, st, "sim backend: %s", why);
+    tp__done_set(&d, v, st, s->t0[v], s->now, &e);
     s->inflight--;
     tp__sink_post(s->pc.pi.sink, &d);
 }
@@ -254,7 +270,7 @@ static int sim_advance(tp_backend *be)
                 first = i;
             }
         }
-        if (tnext == INFINITY && s->wake_at <= 0) break; /* nothing can progress (cannot happen with positive bandwidths) */
+        if (!(tnext < INFINITY) && s->wake_at <= 0) break; /* nothing can progress (inf or NaN): the executor fails the run */
         if (s->wake_at > 0 && s->wake_at <= tnext) { /* the executor is awake: it takes what ended meanwhile */
             tnext = s->wake_at;
             first = SIZE_MAX;
@@ -432,10 +448,17 @@ static const tp__backend_ops sim_ops = {
 tp_status tp_backend_sim_new(const tp_sim_profile *p, double jitter, tp_backend **out, tp_error *err)
 {
     *out = NULL;
-    if (!(jitter >= 0 && jitter <= 10)) return tp__fail(err, TP_ERR_ARG, "sim backend: jitter must be in [0, 10], not %g", jitter);
-    if (p->devices < 1 || !(p->peak_flops > 0) || !(p->efficiency > 0) || !(p->mem_bw > 0) || !(p->h2d_bw > 0) ||
+    if (!(jitter >= 0 && jitter <= TP_SIM_JITTER_MAX))
+        return tp__fail(err, TP_ERR_ARG, "sim backend: jitter must be in [0, %g], not %g", TP_SIM_JITTER_MAX, jitter);
+    const double nums[] = {p->peak_flops, p->vector_flops, p->efficiency, p->mem_bw,  p->launch_s,  p->wake_s,
+                           p->wake_after_s, p->h2d_bw,  p->d2h_bw,     p->host_bus_bw, p->peer_bw, p->copy_latency_s};
+    int finite = 1;
+    for (size_t k = 0; k < sizeof nums / sizeof *nums; k++) finite &= isfinite(nums[k]) && nums[k] >= 0;
+    if (p->devices < 1 || !finite || !(p->peak_flops > 0) || !(p->efficiency > 0) || !(p->mem_bw > 0) || !(p->h2d_bw > 0) ||
         !(p->d2h_bw > 0) || !(p->peer_bw > 0))
-        return tp__fail(err, TP_ERR_ARG, "sim backend: profile '%s' needs devices, peak FLOP/s, efficiency and bandwidths > 0",
+        return tp__fail(err, TP_ERR_ARG,
+                        "sim backend: profile '%s' needs devices, peak FLOP/s, efficiency and bandwidths > 0, every number "
+                        "finite and >= 0",
                         p->name);
     sim *s = calloc(1, sizeof *s);
     if (!s) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
@@ -456,7 +479,7 @@ static tp_status sim_make(const tp_backend_opt *opts, int nopts, tp_backend **ou
     double jitter = 0;
     for (int i = 0; i < nopts; i++) {
         if (!strcmp(opts[i].key, "machine")) machine = opts[i].value;
-        else if (tp__opt_number("sim", &opts[i], 0, 10, &jitter, err)) return TP_ERR_ARG;
+        else if (tp__opt_number("sim", &opts[i], 0, TP_SIM_JITTER_MAX, &jitter, err)) return TP_ERR_ARG;
     }
     *out = NULL;
     if (!machine) return tp__fail(err, TP_ERR_ARG, "sim backend: needs a machine profile (--machine NAME|FILE)");

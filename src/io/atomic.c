@@ -1,0 +1,185 @@
+/* atomic.c - output files that appear whole or not at all (turnip/io.h, tp_outfile).
+ *
+ * Design: an output to a regular file (or to a name that does not exist yet) is written to a
+ * temporary file in the same directory (".NAME.tmp-PID-N", created with O_EXCL and mode 0666
+ * under the umask, or the old file's mode), flushed and fsync'ed, then renamed over NAME:
+ * rename(2) within one directory replaces NAME atomically, so a reader sees the old file or
+ * the new one, never a truncated one, and a failing or interrupted run leaves the old file
+ * untouched. Any failure removes the temporary file. A symlink is resolved first, so the
+ * file it names is replaced and the link stays. Outputs that are not regular files
+ * (/dev/stdout, /dev/null, /dev/full, a FIFO) cannot be renamed over: they are written in
+ * place, and every write error is still reported when the file is committed.
+ *
+ * Signals: the names of the temporary files being written sit in a fixed table of slots
+ * claimed with atomics, so a signal handler (the turnip command's, on SIGINT/SIGTERM/SIGHUP)
+ * can remove them with tp_outfile_cleanup_signal, which only reads the table and calls
+ * unlink (async-signal-safe). More outputs open at once than slots: still atomic, only not
+ * removed on a signal. */
+#define _XOPEN_SOURCE 700 /* realpath */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "turnip/io.h"
+#include "io/util.h"
+
+#define NSLOTS 16
+#define PATHMAX 4096
+
+/* state: 0 free, 1 being filled or emptied, 2 holds a temporary file's name */
+static atomic_int slot_state[NSLOTS];
+static char slot_name[NSLOTS][PATHMAX];
+static atomic_uint counter;
+
+struct tp_outfile {
+    FILE *f;
+    char *path;  /* what the caller asked for (messages) */
+    char *final; /* where the file goes: path, or the file a symlink names */
+    char *tmp;   /* NULL: written in place (not a regular file) */
+    int slot;    /* -1: none */
+};
+
+static int claim_slot(const char *name)
+{
+    if (strlen(name) >= PATHMAX) return -1;
+    for (int i = 0; i < NSLOTS; i++) {
+        int want = 0;
+        if (atomic_compare_exchange_strong(&slot_state[i], &want, 1)) {
+            memcpy(slot_name[i], name, strlen(name) + 1);
+            atomic_store(&slot_state[i], 2);
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void release_slot(int i)
+{
+    if (i < 0) return;
+    int want = 2;
+    if (atomic_compare_exchange_strong(&slot_state[i], &want, 1)) atomic_store(&slot_state[i], 0);
+}
+
+void tp_outfile_cleanup_signal(void)
+{
+    for (int i = 0; i < NSLOTS; i++) {
+        int want = 2;
+        if (atomic_compare_exchange_strong(&slot_state[i], &want, 1)) unlink(slot_name[i]);
+    }
+}
+
+static void out_free(tp_outfile *o)
+{
+    free(o->path);
+    free(o->final);
+    free(o->tmp);
+    free(o);
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err)
+{
+    *out = NULL;
+    if (!path || !*path) return tp__fail(err, TP_ERR_ARG, "no output file name given");
+    tp_outfile *o = calloc(1, sizeof *o);
+    if (!o || !(o->path = dup_str(path))) {
+        free(o);
+        return tp__fail(err, TP_ERR_NOMEM, "%s: out of memory", path);
+    }
+    o->slot = -1;
+    struct stat st, lst;
+    int exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+        out_free(o);
+        return tp__fail(err, TP_ERR_IO, "%s: cannot write: is a directory", path);
+    }
+    if (exists && !S_ISREG(st.st_mode)) { /* a device or a FIFO: written in place */
+        if (!(o->f = fopen(path, "wb"))) {
+            int en = errno;
+            out_free(o);
+            return tp__fail(err, TP_ERR_IO, "%s: cannot write: %s", path, strerror(en));
+        }
+        *out = o;
+        return TP_OK;
+    }
+    /* the file a symlink names is the one replaced */
+    if (exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) o->final = realpath(path, NULL);
+    else o->final = dup_str(path);
+    if (!o->final) {
+        out_free(o);
+        return tp__fail(err, TP_ERR_NOMEM, "%s: out of memory", path);
+    }
+    const char *slash = strrchr(o->final, '/');
+    size_t dirlen = slash ? (size_t)(slash - o->final) + 1 : 0;
+    const char *base = slash ? slash + 1 : o->final;
+    size_t cap = dirlen + strlen(base) + 64;
+    if (!(o->tmp = malloc(cap))) {
+        out_free(o);
+        return tp__fail(err, TP_ERR_NOMEM, "%s: out of memory", path);
+    }
+    int fd = -1, en = 0;
+    for (int tries = 0; tries < 100 && fd < 0; tries++) {
+        snprintf(o->tmp, cap, "%.*s.%s.tmp-%ld-%u", (int)dirlen, o->final, base, (long)getpid(), atomic_fetch_add(&counter, 1));
+        fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        en = errno;
+        if (fd < 0 && en != EEXIST) break;
+    }
+    if (fd < 0) {
+        out_free(o);
+        return tp__fail(err, TP_ERR_IO, "%s: cannot write: %s", path, strerror(en));
+    }
+    o->slot = claim_slot(o->tmp);
+    if (exists) (void)fchmod(fd, st.st_mode & 07777); /* the replaced file's mode */
+    if (!(o->f = fdopen(fd, "wb"))) {
+        close(fd);
+        tp_outfile_abort(o);
+        return tp__fail(err, TP_ERR_NOMEM, "%s: out of memory", path);
+    }
+    *out = o;
+    return TP_OK;
+}
+
+FILE *tp_outfile_stream(tp_outfile *o)
+{
+    return o->f;
+}
+
+void tp_outfile_abort(tp_outfile *o)
+{
+    if (!o) return;
+    if (o->f) fclose(o->f);
+    if (o->tmp) unlink(o->tmp);
+    release_slot(o->slot);
+    out_free(o);
+}
+
+tp_status tp_outfile_commit(tp_outfile *o, tp_error *err)
+{
+    if (!o) return TP_OK;
+    int en = 0;
+    errno = 0;
+    if (fflush(o->f) || ferror(o->f)) en = errno ? errno : EIO;
+    if (!en && o->tmp && fsync(fileno(o->f))) en = errno;
+    if (fclose(o->f) && !en) en = errno ? errno : EIO;
+    o->f = NULL;
+    if (!en && o->tmp && rename(o->tmp, o->final)) en = errno;
+    if (en) {
+        tp_status s = tp__fail(err, TP_ERR_IO, "%s: write error: %s", o->path, strerror(en));
+        tp_outfile_abort(o);
+        return s;
+    }
+    release_slot(o->slot);
+    out_free(o);
+    return TP_OK;
+}
