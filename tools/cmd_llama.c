@@ -101,6 +101,37 @@ static int parse_prompt(const char *text, int64_t vocab, int32_t **ids, int64_t 
     return 0;
 }
 
+/* a byte count that may exceed 64 bits, as "4.5 TiB" */
+static const char *bytes_str(double b, char *buf, size_t len)
+{
+    if (b < 0x1p64) return tp_format_size((uint64_t)b, buf, len);
+    snprintf(buf, len, "%.3g B", b);
+    return buf;
+}
+
+/* Refuses (exit 2, the numbers in one line) a build the machine cannot hold, before building:
+ * the TaskGraph and its plan against the host memory left (tp_host_mem_limit), and the first
+ * embedding, whose [T, hidden] output grows with the prompt, against device 0's capacity
+ * `cap`. `what` names the prompt in the message ("" or "--sweep-seq 64: "). */
+static int check_build(const tp_llama_config *c, const tp_llama_opts *lo, uint64_t cap, const char *what)
+{
+    tp_build_estimate est;
+    tp_llama_estimate(c, lo, &est);
+    uint64_t limit = tp_host_mem_limit();
+    char b1[32], b2[32];
+    if (est.plan_bytes > (double)limit)
+        return cli_errorf("llama", 2,
+                          "%sthe TaskGraph and its plan need about %s of host memory (%.3g vertices, %.3g edges), more than "
+                          "the %s available",
+                          what, bytes_str(est.plan_bytes, b1, sizeof b1), est.vertices, est.edges, bytes_str((double)limit, b2, sizeof b2));
+    if (est.vertex && est.vertex_bytes > (double)cap)
+        return cli_errorf("llama", 2, "%svertex '%s' needs %s of inputs and output on device %d, more than the capacity %s", what,
+                          est.vertex, bytes_str(est.vertex_bytes, b1, sizeof b1), est.device, bytes_str((double)cap, b2, sizeof b2));
+    if (lo->seq > TP_LLAMA_MAX_SEQ)
+        return cli_errorf("llama", 2, "%s%lld tokens, at most %lld", what, (long long)lo->seq, (long long)TP_LLAMA_MAX_SEQ);
+    return 0;
+}
+
 static tp_status read_config(const flags *fl, tp_llama_config *c, tp_error *e)
 {
     if (!fl->model) return tp_llama_preset(fl->preset, c, e);
@@ -136,6 +167,19 @@ static int sweep(const flags *fl, const char *label)
         p = *end ? end + 1 : end;
     }
     const cli_sizes *ms = fl->sweep_mem.n ? &fl->sweep_mem : &fl->p.device_mem;
+    for (int k = 0; k < nseq; k++) /* every point fits the machine, before any runs */
+        for (int m = 0; m < (ms->n ? ms->n : 1); m++) {
+            uint64_t mem = ms->n ? ms->v[m] : prof.device_mem;
+            tp_llama_opts lo;
+            char what[64];
+            tp_llama_opts_default(&lo, &c, (int)fl->devices, seqs[k], mem);
+            snprintf(what, sizeof what, "--sweep-seq %lld: ", (long long)seqs[k]);
+            int r = check_build(&c, &lo, UINT64_MAX, what); /* a cap too small is a point of the sweep (OOM) */
+            if (r) {
+                free(seqs);
+                return r;
+            }
+        }
     tp_sweep_opts so = {.model = label, .machine = prof.name, .config = &c, .devices = (int)fl->devices, .seqs = seqs,
                         .nseqs = nseq, .mems = ms->n ? ms->v : &prof.device_mem, .nmems = ms->n ? ms->n : 1, .log = stdout};
     cli_exec_flags xf = fl->x;
@@ -230,15 +274,13 @@ static int run(int argc, char **argv)
         tp_backend_free(be);
         return cli_fail(NULL, s, &e);
     }
-    /* the prompt */
+    /* the prompt: its length first, the random one made once the build is known to fit */
     int64_t T = fl.seq_len;
     int32_t *ids = NULL;
     tp_graph *g = NULL;
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
     if (fl.prompt_ids) rc = parse_prompt(fl.prompt_ids, c.vocab, &ids, &T);
-    else if (!(ids = malloc(sizeof *ids * (size_t)T))) rc = cli_errorf("llama", 3, "out of memory");
-    else if ((s = tp_llama_random_prompt((uint64_t)fl.x.seed, T, c.vocab, ids, &e))) rc = cli_fail("llama", s, &e);
     tp_plan_opts o;
     tp_plan_opts_init(&o, (int)fl.devices, use_sim ? prof.device_mem : 0);
     if (rc || (rc = cli_plan_opts("llama", &fl.p, o.ndevices, &o))) goto done;
@@ -250,6 +292,10 @@ static int run(int argc, char **argv)
     if (fl.mlp_chunks) lo.mlp_chunks = (int)fl.mlp_chunks;
     if (fl.vocab_chunks) lo.vocab_chunks = (int)fl.vocab_chunks;
     lo.all_logits = fl.all_logits;
+    if ((rc = check_build(&c, &lo, o.device_mem[0], ""))) goto done;
+    if (!ids && !(ids = malloc(sizeof *ids * (size_t)T))) rc = cli_errorf("llama", 3, "out of memory");
+    else if (!fl.prompt_ids && (s = tp_llama_random_prompt((uint64_t)fl.x.seed, T, c.vocab, ids, &e))) rc = cli_fail("llama", s, &e);
+    if (rc) goto done;
     printf("model: %s; %lld layers, hidden %lld, %lld heads (%lld KV), vocab %lld, %s weights; prompt %lld tokens; "
            "%d devices, %d query blocks, %d MLP and %d vocabulary chunks per device\n",
            label, (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads, (long long)c.vocab,

@@ -31,7 +31,7 @@ typedef struct tp_layered_opts {
 } tp_layered_opts;
 
 void tp_layered_opts_init(tp_layered_opts *o);
-/* Vertices the graph will have. */
+/* Vertices the graph will have (UINT64_MAX when that overflows). */
 uint64_t tp_layered_vertices(const tp_layered_opts *o);
 tp_status tp_model_layered(const tp_layered_opts *o, tp_graph **out, tp_error *err);
 
@@ -68,6 +68,9 @@ void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devic
  * output "logits" is f32 [1, vocab] (or [T, vocab]). Activations are f32. */
 tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err);
 
+/* The most prompt tokens tp_llama_build takes: 2^31-1. */
+#define TP_LLAMA_MAX_SEQ INT32_MAX
+
 /* Buffer size (with the NUL) that holds any vertex id tp_llama_build makes, and so any
  * tensor name tp_llama_parse_input splits out of one. */
 #define TP_LLAMA_ID_MAX 256
@@ -84,6 +87,31 @@ int tp_llama_top_k(const float *logits, int64_t n, int k, int32_t *ids);
 /* Splits a weight input id into its tensor name (into name[], the caller's), slice kind
  * ('r', 'c' or 0) and range. */
 int tp_llama_parse_input(const char *id, char *name, size_t len, char *kind, int64_t *a, int64_t *b);
+
+/* ---- resources: what a build will need, known before building ------------------------- */
+
+/* What building a graph and planning it will take, from the options alone, in floating point
+ * (no overflow however absurd the options; the counts are exact for the builders' own
+ * structure, the bytes an estimate that errs low): vertices and edges (consumer links) of the
+ * TaskGraph; host bytes of the TaskGraph (graph_bytes) and of the TaskGraph with its plan
+ * (the planner's work and the MemGraph, plan_bytes). For LLaMA also the device memory the
+ * first embedding vertex needs for its inputs and output, which grows with the prompt: a
+ * capacity below it is infeasible whatever the plan. */
+typedef struct tp_build_estimate {
+    double vertices, edges;
+    double graph_bytes, plan_bytes;
+    double vertex_bytes; /* LLaMA: that vertex's inputs and output, bytes (0 for the layered model) */
+    const char *vertex;  /* its id (a static string), NULL when none */
+    int device;          /* where it runs */
+} tp_build_estimate;
+
+void tp_layered_estimate(const tp_layered_opts *o, tp_build_estimate *e);
+/* o as tp_llama_build takes it (after tp_llama_opts_default and any overrides). */
+void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_build_estimate *e);
+
+/* Host memory this process can still use, bytes: MemAvailable of /proc/meminfo (else the
+ * physical memory), lowered to the address-space limit (ulimit -v) when one is set. */
+uint64_t tp_host_mem_limit(void);
 
 /* ---- inputs ---------------------------------------------------------------------------- */
 

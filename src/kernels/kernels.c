@@ -1,6 +1,15 @@
 /* kernels.c - CPU kernels for the ops of docs/ops.md: f32 compute, f32/f16/bf16 storage,
- * matmul through OpenBLAS (cblas_sgemm, loaded by blas.c). */
+ * matmul through OpenBLAS (cblas_sgemm, loaded by blas.c).
+ *
+ * Attributes come from files and are hostile until checked: tp__kernel_prepare range-checks
+ * every one used in index arithmetic (axes, slice start and length, the offsets of softmax,
+ * rope and embedding) without overflowing, so the kernels (these and the cuda backend's) add
+ * them to indices without checks of their own. Offsets may lie anywhere in
+ * [-TP__MAX_OFFSET, TP__MAX_OFFSET]: every tensor extent is below 2^62 (its bytes fit 64
+ * bits), so an offset plus an index never leaves int64. */
+#include <float.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include "kernels/kernels.h"
@@ -73,7 +82,10 @@ static tp_status attr_num(pctx *c, json_t *a, const char *name, float *out, floa
     *out = def;
     if (!j) return TP_OK;
     if (!json_is_number(j)) return PFAIL("attr '%s' must be a number", c->v->id, c->v->op, name);
-    *out = (float)json_number_value(j);
+    double x = json_number_value(j);
+    if (!(fabs(x) <= FLT_MAX)) /* a double outside f32 range: UB to convert */
+        return PFAIL("attr '%s' %g must be a finite number of f32 range", c->v->id, c->v->op, name, x);
+    *out = (float)x;
     return TP_OK;
 }
 
@@ -85,6 +97,24 @@ static tp_status attr_int(pctx *c, json_t *a, const char *name, int64_t *out, in
     if (!json_is_integer(j)) return PFAIL("attr '%s' must be an integer", c->v->id, c->v->op, name);
     *out = (int64_t)json_integer_value(j);
     return TP_OK;
+}
+
+/* an offset attribute: an integer in [-TP__MAX_OFFSET, TP__MAX_OFFSET] */
+static tp_status attr_offset(pctx *c, json_t *a, const char *name, int64_t *out)
+{
+    tp_status s = attr_int(c, a, name, out, 0, 0);
+    if (!s && (*out < -TP__MAX_OFFSET || *out > TP__MAX_OFFSET))
+        return PFAIL("attr '%s' %lld is outside [-2^53, 2^53]", c->v->id, c->v->op, name, (long long)*out);
+    return s;
+}
+
+/* an axis attribute: an integer in [0, nd) */
+static tp_status attr_axis(pctx *c, json_t *a, int nd, int64_t *out)
+{
+    tp_status s = attr_int(c, a, "axis", out, 0, 1);
+    if (!s && (*out < 0 || *out >= nd))
+        return PFAIL("attr 'axis' %lld is not an axis of a %d-dimensional input", c->v->id, c->v->op, (long long)*out, nd);
+    return s;
 }
 
 static tp_status attr_bool(pctx *c, json_t *a, const char *name, int *out)
@@ -155,9 +185,15 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
             s = PFAIL("input %u '%s' must have a shape and %s dtype", v->id, v->op, k, x->id, ids ? "i32" : "an f32, f16 or bf16");
             goto done;
         }
-        if (!ids && x->dtype != TP_DT_F32) kp->scratch_floats += tp__numel(x);
+        if (!ids && x->dtype != TP_DT_F32 && __builtin_add_overflow(kp->scratch_floats, tp__numel(x), &kp->scratch_floats)) {
+            s = PFAIL("the scratch for its inputs overflows 64 bits", v->id, v->op);
+            goto done;
+        }
     }
-    if (v->dtype != TP_DT_F32) kp->scratch_floats += tp__numel(v);
+    if (v->dtype != TP_DT_F32 && __builtin_add_overflow(kp->scratch_floats, tp__numel(v), &kp->scratch_floats)) {
+        s = PFAIL("the scratch for its inputs overflows 64 bits", v->id, v->op);
+        goto done;
+    }
     uint32_t want_in = 1;
     switch (op) {
     case TP__OP_MATMUL: case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: case TP__OP_RMSNORM: case TP__OP_EMBEDDING:
@@ -196,6 +232,11 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
             s = PFAIL("matmul inner dimensions differ (%lld vs %lld)", v->id, v->op, (long long)k, (long long)kb);
             goto done;
         }
+        if (m > INT_MAX || n > INT_MAX || k > INT_MAX) { /* BLAS takes int dimensions */
+            s = PFAIL("matmul dimensions (m %lld, n %lld, k %lld) above 2^31-1", v->id, v->op, (long long)m, (long long)n,
+                      (long long)k);
+            goto done;
+        }
         shp[nd - 2] = m;
         shp[nd - 1] = n;
         s = want_out(c, nd, shp);
@@ -221,7 +262,7 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
         break;
     case TP__OP_SOFTMAX:
         if ((s = attr_num(c, a, "scale", &kp->scale, 1.0f)) || (s = attr_bool(c, a, "causal", &kp->causal)) ||
-            (s = attr_int(c, a, "row_offset", &kp->row_offset, 0, 0)))
+            (s = attr_offset(c, a, "row_offset", &kp->row_offset)))
             goto done;
         if (nd < 1) {
             s = PFAIL("softmax needs at least one dimension", v->id, v->op);
@@ -240,7 +281,7 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
         break;
     }
     case TP__OP_ROPE:
-        if ((s = attr_num(c, a, "theta", &kp->theta, 10000.0f)) || (s = attr_int(c, a, "pos_offset", &kp->pos_offset, 0, 0)))
+        if ((s = attr_num(c, a, "theta", &kp->theta, 10000.0f)) || (s = attr_offset(c, a, "pos_offset", &kp->pos_offset)))
             goto done;
         if ((nd != 3 && nd != 2) || x0->shape[nd - 1] % 2) {
             s = PFAIL("rope needs x [T, heads, head_dim] or [T, head_dim] with an even head_dim", v->id, v->op);
@@ -254,7 +295,7 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
             s = PFAIL("embedding needs table [V, d] and ids [T]", v->id, v->op);
             goto done;
         }
-        if ((s = attr_int(c, a, "id_offset", &kp->start, 0, 0)) || (s = attr_bool(c, a, "masked", &kp->masked))) goto done;
+        if ((s = attr_offset(c, a, "id_offset", &kp->start)) || (s = attr_bool(c, a, "masked", &kp->masked))) goto done;
         int64_t o[2] = {ids->shape[0], x0->shape[1]};
         s = want_out(c, 2, o);
         break;
@@ -268,22 +309,23 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
         s = want_out(c, nd, shp);
         break;
     case TP__OP_SLICE:
-        if ((s = attr_int(c, a, "axis", &kp->axis, 0, 1)) || (s = attr_int(c, a, "start", &kp->start, 0, 1)) ||
+        if ((s = attr_axis(c, a, nd, &kp->axis)) || (s = attr_int(c, a, "start", &kp->start, 0, 1)) ||
             (s = attr_int(c, a, "length", &kp->length, 0, 1)))
             goto done;
-        if (kp->axis < 0 || kp->axis >= nd || kp->start < 0 || kp->length < 1 || kp->start + kp->length > shp[kp->axis]) {
-            s = PFAIL("slice axis/start/length out of range", v->id, v->op);
+        if (kp->start < 0 || kp->start >= shp[kp->axis]) {
+            s = PFAIL("attr 'start' %lld is outside [0, %lld)", v->id, v->op, (long long)kp->start, (long long)shp[kp->axis]);
+            goto done;
+        }
+        if (kp->length < 1 || kp->length > shp[kp->axis] - kp->start) { /* no start + length: it may overflow */
+            s = PFAIL("attr 'length' %lld is outside [1, %lld]", v->id, v->op, (long long)kp->length,
+                      (long long)(shp[kp->axis] - kp->start));
             goto done;
         }
         shp[kp->axis] = kp->length;
         s = want_out(c, nd, shp);
         break;
     case TP__OP_CONCAT: {
-        if ((s = attr_int(c, a, "axis", &kp->axis, 0, 1))) goto done;
-        if (kp->axis < 0 || kp->axis >= nd) {
-            s = PFAIL("concat axis out of range", v->id, v->op);
-            goto done;
-        }
+        if ((s = attr_axis(c, a, nd, &kp->axis))) goto done;
         int64_t total = 0;
         for (uint32_t k = 0; k < v->ninputs; k++) {
             const tp_vertex *x = inp(c, k);
@@ -293,7 +335,10 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
                 s = PFAIL("concat input %u's shape differs off the axis", v->id, v->op, k);
                 goto done;
             }
-            total += x->shape[kp->axis];
+            if (__builtin_add_overflow(total, x->shape[kp->axis], &total)) {
+                s = PFAIL("concat's extent along axis %lld overflows int64", v->id, v->op, (long long)kp->axis);
+                goto done;
+            }
         }
         shp[kp->axis] = total;
         s = want_out(c, nd, shp);

@@ -17,6 +17,10 @@ typedef enum {
     TP__OP_CAST, TP__OP_COUNT
 } tp__opcode;
 
+/* The largest magnitude of an offset attribute (row_offset, pos_offset, id_offset): 2^53,
+ * the integers every JSON reader keeps exact. */
+#define TP__MAX_OFFSET ((int64_t)1 << 53)
+
 typedef struct tp__kplan {
     tp__opcode op;
     int trans_a, trans_b, causal, masked;

@@ -7,7 +7,9 @@
  * runs per (query head, row block): the scores of block b cover keys 0..end of b only (the
  * rest is causally masked), T/B x (b+1)T/B at a time, which is what bounds the memory of
  * long prompts. Keys and values of a group grow block by block by concatenation. */
+#include <float.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,17 +17,55 @@
 #include <string.h>
 #include "turnip/models.h"
 #include "io/util.h"
+#include "models/estimate.h"
 
 /* ---- configs ------------------------------------------------------------------------------ */
 
-static tp_status cfg_int(json_t *j, const char *path, const char *name, int64_t *out, tp_error *err)
+/* config.json is hostile until checked: every field the builder uses is range-checked here, and
+ * the products of sizes that make tensors are checked against int64, so the builder's int64
+ * index arithmetic cannot overflow (resources are the estimate's, tp_llama_estimate). */
+#define CFG_MAX INT32_MAX /* sizes, heads and layers: 2^31-1 */
+
+static tp_status cfg_int(json_t *j, const char *path, const char *name, int64_t max, int64_t *out, tp_error *err)
 {
     json_t *v = json_object_get(j, name);
     if (!v) return tp__fail(err, TP_ERR_INVALID, "%s: config field '%s' is missing", path, name);
-    if (!json_is_integer(v) || json_integer_value(v) <= 0)
-        return tp__fail(err, TP_ERR_INVALID, "%s: config field '%s' must be a positive integer", path, name);
-    *out = (int64_t)json_integer_value(v);
+    if (!json_is_integer(v)) return tp__fail(err, TP_ERR_INVALID, "%s: config field '%s' must be an integer", path, name);
+    json_int_t x = json_integer_value(v);
+    if (x < 1 || x > max)
+        return tp__fail(err, TP_ERR_INVALID, "%s: config field '%s' %lld is outside [1, %lld]", path, name, (long long)x,
+                        (long long)max);
+    *out = (int64_t)x;
     return TP_OK;
+}
+
+/* an optional number in (0, max], *out untouched when absent */
+static tp_status cfg_num(json_t *j, const char *path, const char *name, double max, double *out, tp_error *err)
+{
+    json_t *v = json_object_get(j, name);
+    if (!v) return TP_OK;
+    if (!json_is_number(v)) return tp__fail(err, TP_ERR_INVALID, "%s: config field '%s' must be a number", path, name);
+    double x = json_number_value(v);
+    if (!(x > 0 && x <= max))
+        return tp__fail(err, TP_ERR_INVALID, "%s: config field '%s' %g is outside (0, %g]", path, name, x, max);
+    *out = x;
+    return TP_OK;
+}
+
+/* an optional boolean that must be false (a feature the builder does not have) */
+static tp_status cfg_false(json_t *j, const char *path, const char *name, tp_error *err)
+{
+    json_t *v = json_object_get(j, name);
+    if (v && !json_is_false(v))
+        return tp__fail(err, TP_ERR_INVALID, "%s: config field '%s' must be false (not supported)", path, name);
+    return TP_OK;
+}
+
+/* a * b * c fits int64 (all positive) */
+static int fits3(int64_t a, int64_t b, int64_t c)
+{
+    int64_t p;
+    return !__builtin_mul_overflow(a, b, &p) && !__builtin_mul_overflow(p, c, &p);
 }
 
 static tp_status check(const tp_llama_config *c, const char *where, tp_error *err)
@@ -35,6 +75,12 @@ static tp_status check(const tp_llama_config *c, const char *where, tp_error *er
                         "%s: hidden_size %lld, num_attention_heads %lld and num_key_value_heads %lld do not divide "
                         "(head_dim must be even, heads a multiple of KV heads)",
                         where, (long long)c->hidden, (long long)c->heads, (long long)c->kv_heads);
+    /* the largest tensors: [vocab, hidden], [intermediate, hidden], [hidden, hidden], at 4 bytes */
+    const char *what = !fits3(c->hidden, c->vocab, 4)          ? "hidden_size x vocab_size"
+                       : !fits3(c->hidden, c->intermediate, 4) ? "hidden_size x intermediate_size"
+                       : !fits3(c->hidden, c->hidden, 4)       ? "hidden_size x hidden_size"
+                                                               : NULL;
+    if (what) return tp__fail(err, TP_ERR_INVALID, "%s: %s x 4 bytes overflows 64 bits", where, what);
     return TP_OK;
 }
 
@@ -51,27 +97,31 @@ tp_status tp_llama_config_read(const char *path, tp_llama_config *c, tp_error *e
     memset(c, 0, sizeof *c);
     tp_status s = TP_OK;
     if (!json_is_object(j)) s = tp__fail(err, TP_ERR_PARSE, "%s: not a JSON object", path);
-    if (!s) s = cfg_int(j, path, "hidden_size", &c->hidden, err);
-    if (!s) s = cfg_int(j, path, "intermediate_size", &c->intermediate, err);
-    if (!s) s = cfg_int(j, path, "num_attention_heads", &c->heads, err);
-    if (!s) s = cfg_int(j, path, "num_hidden_layers", &c->layers, err);
-    if (!s) s = cfg_int(j, path, "vocab_size", &c->vocab, err);
+    if (!s) s = cfg_int(j, path, "hidden_size", CFG_MAX, &c->hidden, err);
+    if (!s) s = cfg_int(j, path, "intermediate_size", CFG_MAX, &c->intermediate, err);
+    if (!s) s = cfg_int(j, path, "num_attention_heads", CFG_MAX, &c->heads, err);
+    if (!s) s = cfg_int(j, path, "num_hidden_layers", CFG_MAX, &c->layers, err);
+    if (!s) s = cfg_int(j, path, "vocab_size", (int64_t)INT32_MAX + 1, &c->vocab, err); /* ids are i32 */
     if (!s) {
-        if (json_object_get(j, "num_key_value_heads")) s = cfg_int(j, path, "num_key_value_heads", &c->kv_heads, err);
+        if (json_object_get(j, "num_key_value_heads")) s = cfg_int(j, path, "num_key_value_heads", CFG_MAX, &c->kv_heads, err);
         else c->kv_heads = c->heads; /* LLaMA 1 configs have none: no grouping */
     }
     c->eps = 1e-6;
     c->theta = 10000.0;
     c->dtype = TP_DT_F32;
     json_t *v;
-    if (!s && (v = json_object_get(j, "rms_norm_eps"))) {
-        if (!json_is_number(v) || json_number_value(v) <= 0) s = tp__fail(err, TP_ERR_INVALID, "%s: config field 'rms_norm_eps' must be a positive number", path);
-        else c->eps = json_number_value(v);
+    if (!s) s = cfg_num(j, path, "rms_norm_eps", 1.0, &c->eps, err);
+    if (!s) s = cfg_num(j, path, "rope_theta", FLT_MAX, &c->theta, err); /* the kernels' theta is an f32 */
+    if (!s && (v = json_object_get(j, "rope_scaling")) && !json_is_null(v)) {
+        json_t *t = json_is_object(v) ? json_object_get(v, "rope_type") : NULL;
+        if (!t) t = json_is_object(v) ? json_object_get(v, "type") : NULL;
+        if (!json_is_string(t) || strcmp(json_string_value(t), "default"))
+            s = tp__fail(err, TP_ERR_INVALID, "%s: config field 'rope_scaling' is not supported (plain RoPE only: null)", path);
     }
-    if (!s && (v = json_object_get(j, "rope_theta"))) {
-        if (!json_is_number(v) || json_number_value(v) <= 0) s = tp__fail(err, TP_ERR_INVALID, "%s: config field 'rope_theta' must be a positive number", path);
-        else c->theta = json_number_value(v);
-    }
+    if (!s && (v = json_object_get(j, "hidden_act")) && (!json_is_string(v) || strcmp(json_string_value(v), "silu")))
+        s = tp__fail(err, TP_ERR_INVALID, "%s: config field 'hidden_act' must be \"silu\"", path);
+    if (!s) s = cfg_false(j, path, "attention_bias", err);
+    if (!s) s = cfg_false(j, path, "mlp_bias", err);
     if (!s && (v = json_object_get(j, "torch_dtype"))) {
         const char *t = json_is_string(v) ? json_string_value(v) : "";
         if (!strcmp(t, "float32")) c->dtype = TP_DT_F32;
@@ -83,8 +133,14 @@ tp_status tp_llama_config_read(const char *path, tp_llama_config *c, tp_error *e
         if (!json_is_boolean(v)) s = tp__fail(err, TP_ERR_INVALID, "%s: config field 'tie_word_embeddings' must be true or false", path);
         else c->tie_embeddings = json_is_true(v);
     }
-    json_decref(j);
     if (!s) s = check(c, path, err);
+    if (!s && (v = json_object_get(j, "head_dim")) && !json_is_null(v) &&
+        (!json_is_integer(v) || json_integer_value(v) != c->hidden / c->heads))
+        s = json_is_integer(v) ? tp__fail(err, TP_ERR_INVALID,
+                                          "%s: config field 'head_dim' %lld differs from hidden_size / num_attention_heads (%lld)",
+                                          path, (long long)json_integer_value(v), (long long)(c->hidden / c->heads))
+                               : tp__fail(err, TP_ERR_INVALID, "%s: config field 'head_dim' must be an integer", path);
+    json_decref(j);
     return s;
 }
 
@@ -243,9 +299,12 @@ void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devic
     memset(o, 0, sizeof *o);
     o->devices = devices;
     o->seq = seq;
-    uint64_t rows = cap / 16 / (8 * (uint64_t)seq);
-    int64_t nb = rows ? (seq + (int64_t)rows - 1) / (int64_t)rows : seq;
-    o->blocks = (int)(nb < 1 ? 1 : nb > seq ? seq : nb);
+    if (devices < 1) devices = 1;
+    if (seq < 1) seq = 1;
+    uint64_t rows = (uint64_t)seq > UINT64_MAX / 8 ? 0 : cap / 16 / (8 * (uint64_t)seq);
+    int64_t nb = rows ? (int64_t)(((uint64_t)seq - 1) / rows + 1) : seq;
+    if (nb > seq) nb = seq;
+    o->blocks = (int)(nb < 1 ? 1 : nb > INT_MAX ? INT_MAX : nb); /* tp_llama_build refuses more than T */
     uint64_t es = tp_dtype_size(c->dtype);
     o->mlp_chunks = chunks_for((uint64_t)(c->intermediate / devices) * (uint64_t)c->hidden * es, cap / 8);
     o->vocab_chunks = chunks_for((uint64_t)(c->vocab / devices) * (uint64_t)c->hidden * es, cap / 8);
@@ -265,19 +324,35 @@ static void gather_sum(B *b, uint32_t *x, const uint32_t *partb, uint32_t *tmp, 
     }
 }
 
+/* the ranges tp_llama_config_read checks, for configs made in code */
+static int config_ok(const tp_llama_config *c)
+{
+    return c->hidden >= 1 && c->hidden <= CFG_MAX && c->intermediate >= 1 && c->intermediate <= CFG_MAX && c->heads >= 1 &&
+           c->heads <= CFG_MAX && c->kv_heads >= 1 && c->kv_heads <= CFG_MAX && c->layers >= 1 && c->layers <= CFG_MAX &&
+           c->vocab >= 1 && c->vocab <= (int64_t)INT32_MAX + 1 && c->eps > 0 && c->eps <= 1 && c->theta > 0 && c->theta <= FLT_MAX &&
+           tp_dtype_size(c->dtype) >= 2 && tp_dtype_size(c->dtype) <= 4;
+}
+
 tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err)
 {
+    tp_status s0;
+    if (!config_ok(c)) return tp__fail(err, TP_ERR_ARG, "llama: a config field is out of range (tp_llama_config_read checks them)");
+    if ((s0 = check(c, "llama", err))) return s0;
     int D = o->devices, NB = o->blocks;
     int64_t T = o->seq, H = c->hidden, hd = c->hidden / c->heads, G = c->heads / c->kv_heads, V = c->vocab, F = c->intermediate;
-    if (D < 1 || D > TP_MAX_DEVICES || T < 1 || NB < 1 || NB > T || c->kv_heads < D)
-        return tp__fail(err, TP_ERR_ARG, "llama: need 1 <= devices <= KV heads (%lld), 1 <= blocks <= tokens",
+    if (D < 1 || D > TP_MAX_DEVICES || T < 1 || T > TP_LLAMA_MAX_SEQ || NB < 1 || NB > T || c->kv_heads < D)
+        return tp__fail(err, TP_ERR_ARG, "llama: need 1 <= devices <= KV heads (%lld), 1 <= blocks <= tokens <= 2^31-1",
                         (long long)c->kv_heads);
+    int VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1, MC = o->mlp_chunks > 0 ? o->mlp_chunks : 1;
+    if ((int64_t)VC * D > V || (int64_t)MC * D > F)
+        return tp__fail(err, TP_ERR_ARG, "llama: more chunks than vocabulary rows or MLP columns");
     B b0 = {tp_graph_new(D), err, TP_OK, c, {0}}, *b = &b0;
     if (!b->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     uint32_t *x = malloc(sizeof(uint32_t) * (size_t)NB);
     uint32_t *KK = malloc(sizeof(uint32_t) * (size_t)c->kv_heads * 2), *VV = KK + c->kv_heads;
-    int hcap = (int)c->heads + D * (o->vocab_chunks > 0 ? o->vocab_chunks : 1) + 4;
-    uint32_t *heads = malloc(sizeof(uint32_t) * (size_t)hcap);
+    /* heads[]: one device's heads (a concat), D + 1 partials (a sum), D x VC logit chunks */
+    size_t hcap = (size_t)c->heads + (size_t)D * (size_t)VC + (size_t)D + 4;
+    uint32_t *heads = malloc(sizeof(uint32_t) * hcap);
     if (!x || !KK || !heads) {
         free(x);
         free(KK);
@@ -289,14 +364,6 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
     int64_t ids_shape[1] = {T};
     uint32_t ids = 0, emb = 0;
     b->st = tp_graph_add_input(b->g, "input_ids", 0, TP_DT_I32, 1, ids_shape, 0, &ids, err);
-    int VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1, MC = o->mlp_chunks > 0 ? o->mlp_chunks : 1;
-    if (VC * D > V || MC * D > F) {
-        tp_graph_free(b->g);
-        free(x);
-        free(KK);
-        free(heads);
-        return tp__fail(err, TP_ERR_ARG, "llama: more chunks than vocabulary rows or MLP columns");
-    }
     if (VC == 1) {
         uint32_t table = W(b, 0, "model.embed_tokens.weight", 0, 0, 0, V, H);
         uint32_t ein[2] = {table, ids};
@@ -474,4 +541,45 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
     }
     *out = b->g;
     return TP_OK;
+}
+
+/* ---- estimate: tp_llama_build's loops counted in closed form -------------------------------- */
+
+void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_build_estimate *e)
+{
+    memset(e, 0, sizeof *e);
+    int Di = o->devices < 1 ? 1 : o->devices > TP_MAX_DEVICES ? TP_MAX_DEVICES : o->devices;
+    if (c->heads < 1 || c->kv_heads < 1 || c->layers < 1) return;
+    double D = Di, NB = o->blocks < 1 ? 1 : o->blocks, T = (double)o->seq, Hh = (double)c->heads, KV = (double)c->kv_heads,
+           L = (double)c->layers, H = (double)c->hidden, V = (double)c->vocab, es = (double)tp_dtype_size(c->dtype);
+    double VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1, MC = o->mlp_chunks > 0 ? o->mlp_chunks : 1;
+    int AL = o->all_logits;
+    /* per layer, the devices whose heads are concatenated (more than one) and the heads they join */
+    double cdev = 0, cin = 0, G = (double)(c->heads / c->kv_heads);
+    for (int d = 0; d < Di; d++) {
+        double nh = (double)(lo(c->kv_heads, Di, d + 1) - lo(c->kv_heads, Di, d)) * G;
+        if (nh > 1) cdev += 1, cin += nh;
+    }
+    /* inputs: ids, the embedding table, per layer 2 norms, q, k, v rows, o columns and 3 MLP
+     * matrices per chunk, the final norm and lm_head (shared with a tied embedding on one device) */
+    double inputs = 1 + VC + L * (3 * D + 2 * KV + Hh + 3 * D * MC) + 1 + (c->tie_embeddings && Di == 1 ? 0 : D * VC);
+    double qn = AL ? NB : 1, np = D * VC;
+    double kern = (VC == 1 ? 1 : 2 * VC - 1) + (NB > 1 ? NB : 0) +
+                  L * (NB * (D - 1) + NB * D + 3 * KV * NB + 2 * KV * (NB - 1) + 5 * Hh * NB + NB * cdev + D * NB /* attention */
+                       + NB * D                                                                                    /* sum */
+                       + NB * (D - 1) + NB * D + D * NB * (6 * MC - 1)                                             /* MLP */
+                       + NB * D) +                                                                                 /* sum */
+                  qn * (1 + (AL ? 0 : 1) + (D - 1) + np + (D - 1) * VC + 1) + (AL && NB > 1 ? 1 : 0);
+    double edges = (VC == 1 ? 2 : 4 * VC - 2) + (NB > 1 ? NB : 0) +
+                   L * (NB * (D - 1) + 2 * NB * D + 5 * KV * NB + 4 * KV * (NB - 1) + 8 * Hh * NB + NB * cin + 2 * D * NB +
+                        NB * (2 * D) + NB * (D - 1) + 2 * NB * D + D * NB * (11 * MC - 2) + NB * (2 * D)) +
+                   qn * (2 + (AL ? 0 : 1) + (D - 1) + 2 * np + (D - 1) * VC + (np > 1 ? np : 1)) + (AL && NB > 1 ? NB : 0);
+    e->vertices = inputs + kern;
+    e->edges = edges;
+    tp__estimate_bytes(e, T * 4 + NB * 4 * (D + 1) + (Hh + np + D) * 4);
+    /* the first embedding: its table (or first row chunk), the ids and its [T, hidden] f32 output */
+    e->vertex = VC == 1 ? "embed" : "embed.v0";
+    e->vertex_bytes = (double)(o->vocab_chunks > 1 ? c->vocab / o->vocab_chunks : c->vocab) * H * es + T * 4 + T * H * 4;
+    e->device = 0;
+    (void)V;
 }

@@ -1,10 +1,52 @@
 /* synthetic.c - transformer-like layered TaskGraphs of opaque kernels, for planning and
- * simulation at any scale (see tp_model_layered in turnip/models.h). */
+ * simulation at any scale (see tp_model_layered in turnip/models.h); and what the builders
+ * need of the host (tp_host_mem_limit, the per-vertex costs every estimate shares).
+ *
+ * Options are hostile until checked: sizes are checked against 64-bit overflow before the
+ * graph is built, and tp_layered_estimate says what it would take so a caller can refuse
+ * before building (the counts in double: any option values are safe). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include "turnip/models.h"
 #include "io/util.h"
+#include "models/estimate.h"
+
+/* ---- host memory ------------------------------------------------------------------------- */
+
+uint64_t tp_host_mem_limit(void)
+{
+    uint64_t avail = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                avail = kb > UINT64_MAX / 1024 ? UINT64_MAX : (uint64_t)kb * 1024;
+                break;
+            }
+        fclose(f);
+    }
+    if (!avail) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        avail = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+    }
+    struct rlimit rl;
+    if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY && (uint64_t)rl.rlim_cur < avail) avail = (uint64_t)rl.rlim_cur;
+    return avail;
+}
+
+void tp__estimate_bytes(tp_build_estimate *e, double extra)
+{
+    e->graph_bytes = e->vertices * TP__GRAPH_VERTEX_BYTES + e->edges * TP__GRAPH_EDGE_BYTES + extra;
+    e->plan_bytes = e->graph_bytes + e->vertices * TP__PLAN_VERTEX_BYTES + e->edges * TP__PLAN_EDGE_BYTES;
+}
+
+/* ---- the layered model ------------------------------------------------------------------- */
 
 void tp_layered_opts_init(tp_layered_opts *o)
 {
@@ -19,11 +61,26 @@ void tp_layered_opts_init(tp_layered_opts *o)
 
 uint64_t tp_layered_vertices(const tp_layered_opts *o)
 {
-    uint64_t D = (uint64_t)o->devices, K = (uint64_t)o->heads, C = (uint64_t)o->chunks;
+    tp_build_estimate e;
+    tp_layered_estimate(o, &e);
+    return e.vertices < 0x1p64 ? (uint64_t)e.vertices : UINT64_MAX; /* exact below 2^53 */
+}
+
+void tp_layered_estimate(const tp_layered_opts *o, tp_build_estimate *e)
+{
+    memset(e, 0, sizeof *e);
+    double D = o->devices, K = o->heads, C = o->chunks, L = o->layers;
+    if (D < 1 || K < 1 || C < 1 || L < 1) return;
     /* per device: heads x (4 weights, 7 kernels) + heads - 1 adds; chunks x (2 weights, 3
      * kernels) + chunks - 1 adds; two all-reduces of 2(D-1) transfers and one sum */
-    uint64_t per = D * (11 * K + K - 1 + 5 * C + C - 1) + (D > 1 ? 2 * (2 * (D - 1) + 1) : 0);
-    return D + (uint64_t)o->layers * per; /* x and its broadcasts, then the layers */
+    double per = D * (11 * K + K - 1 + 5 * C + C - 1) + (D > 1 ? 2 * (2 * (D - 1) + 1) : 0);
+    e->vertices = D + L * per; /* x and its broadcasts, then the layers */
+    /* edges per device: q, k, v, scores, attn, proj 2 each, softmax 1, adds 2; up, down 2,
+     * act 1, adds 2; per all-reduce 2(D-1) transfers and a sum of D */
+    double eper = D * (6 * K + 2 * K + K + 2 * K + 2 * K + 2 * (K - 1) + 2 * C + C + 2 * C + 2 * (C - 1)) +
+                  (D > 1 ? 2 * (2 * (D - 1) + D) : 0);
+    e->edges = (D - 1) + L * eper;
+    tp__estimate_bytes(e, 6.0 * 4 * (K > C ? K : C));
 }
 
 typedef struct {
@@ -97,12 +154,18 @@ tp_status tp_model_layered(const tp_layered_opts *o, tp_graph **out, tp_error *e
         o->seq < 1 || o->head_dim < 1 || o->dtype_bytes < 1)
         return tp__fail(err, TP_ERR_ARG, "layered model: every option must be positive (devices at most %d)",
                         TP_MAX_DEVICES);
+    int D = o->devices, K = o->heads, C = o->chunks;
+    uint64_t e = (uint64_t)o->dtype_bytes, T = (uint64_t)o->seq, hd = (uint64_t)o->head_dim, H, Fc, big;
+    /* every size below is at most one of: T x T x e, T x 4H x e, 4H x H x e (Fc <= 4H, hd <= H) */
+    if (__builtin_mul_overflow((uint64_t)D * (uint64_t)K, hd, &H) || __builtin_mul_overflow(H, (uint64_t)4, &big) ||
+        __builtin_mul_overflow(big, H, &big) || __builtin_mul_overflow(big, e, &big) || __builtin_mul_overflow(T, T, &big) ||
+        __builtin_mul_overflow(big, e, &big) || __builtin_mul_overflow(T, H, &big) || __builtin_mul_overflow(big, 4 * e, &big))
+        return tp__fail(err, TP_ERR_ARG, "layered model: sizes overflow 64 bits (seq %lld, hidden = devices x heads x head_dim)",
+                        (long long)o->seq);
+    Fc = 4 * H / (uint64_t)D / (uint64_t)C;
+    if (!Fc) Fc = 1;
     bld b = {tp_graph_new(o->devices), err, TP_OK, 0};
     if (!b.g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-    int D = o->devices, K = o->heads, C = o->chunks;
-    uint64_t e = (uint64_t)o->dtype_bytes, T = (uint64_t)o->seq, hd = (uint64_t)o->head_dim,
-             H = (uint64_t)D * (uint64_t)K * hd, Fc = 4 * H / (uint64_t)D / (uint64_t)C;
-    if (!Fc) Fc = 1;
     uint32_t x[TP_MAX_DEVICES], part[TP_MAX_DEVICES];
     uint32_t *q = malloc(6 * (size_t)(K > C ? K : C) * sizeof *q);
     if (!q) {
