@@ -6,25 +6,8 @@
 set -u
 T=$1
 SRC=$2
-D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
-pass=0
-fail=0
-
-# expect CODE PATTERN CMD...: exit code CODE and PATTERN in stdout+stderr
-expect() {
-    local code=$1 pat=$2
-    shift 2
-    local out
-    out=$("$@" 2>&1)
-    local got=$?
-    if [ "$got" -ne "$code" ] || ! grep -q -- "$pat" <<<"$out"; then
-        echo "FAIL: $* -> exit $got (wanted $code), output: $out"
-        fail=$((fail + 1))
-    else
-        pass=$((pass + 1))
-    fi
-}
+EXPECT_TIMEOUT=600 # as before: no limit that matters
+. "$(dirname "$0")/expect.sh"
 
 EX=$SRC/examples/figure3.json
 expect 0 "usage: turnip plan" "$T" plan --help
@@ -164,5 +147,4 @@ case "$backends" in
     expect 2 "cuda backend: not built in" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend cuda ;;
 esac
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

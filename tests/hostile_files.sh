@@ -9,34 +9,8 @@
 set -u
 T=$(realpath "$1") # absolute: the test runs in its temporary directory
 SRC=$(realpath "$2")
-D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
-pass=0
-fail=0
-
-# expect CODE PATTERN CMD...: exit code CODE and PATTERN in stdout+stderr; for CODE 2, the
-# error is one line on stderr
-expect() {
-    local code=$1 pat=$2
-    shift 2
-    timeout 10 "$@" >"$D/.out" 2>"$D/.err"
-    local got=$?
-    if [ "$got" -ne "$code" ] || ! cat "$D/.out" "$D/.err" | grep -q -- "$pat" || { [ "$code" -eq 2 ] && [ "$(wc -l <"$D/.err")" -ne 1 ]; }; then
-        echo "FAIL: $* -> exit $got (wanted $code), output: $(cat "$D/.out" "$D/.err")"
-        fail=$((fail + 1))
-    else
-        pass=$((pass + 1))
-    fi
-}
-# absent PATH: no such file (a command that should not have run, or a stray output)
-absent() {
-    if [ -e "$1" ] || [ -L "$1" ]; then
-        echo "FAIL: $1 exists"
-        fail=$((fail + 1))
-    else
-        pass=$((pass + 1))
-    fi
-}
+EXPECT_TIMEOUT=10 EXPECT_ONE_LINE=1
+. "$(dirname "$0")/expect.sh"
 
 # ---- defect 3: gnuplot injection through --png, --csv and the model path ----------------------
 cd "$D" || exit 1
@@ -192,5 +166,4 @@ absent "$D/o2.st"
 st "$D/empty.st" '{"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, "b": {"dtype": "F32", "shape": [2, 3], "data_offsets": [24, 48]}, "e": {"dtype": "F32", "shape": [0], "data_offsets": [4, 4]}}' 48
 expect 0 "outputs:" "$T" run "$D/ab.json" --device-mem 1KiB --inputs "$D/empty.st" --out "$D/o3.st"
 
-echo "hostile_files: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish hostile_files

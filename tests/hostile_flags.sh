@@ -8,34 +8,9 @@
 set -u
 T=$1
 SRC=$2
-D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
-pass=0
-fail=0
+EXPECT_TIMEOUT=20
+. "$(dirname "$0")/expect.sh"
 
-# expect CODE PATTERN CMD...: exit code CODE and PATTERN in stdout+stderr, within 20 s
-expect() {
-    local code=$1 pat=$2
-    shift 2
-    local out
-    out=$(timeout 20 "$@" 2>&1)
-    local got=$?
-    if [ "$got" -ne "$code" ] || ! grep -q -- "$pat" <<<"$out"; then
-        echo "FAIL: $* -> exit $got (wanted $code), output: $out"
-        fail=$((fail + 1))
-    else
-        pass=$((pass + 1))
-    fi
-}
-# check NAME COND...: one more pass or fail
-check() {
-    local name=$1
-    shift
-    if "$@"; then pass=$((pass + 1)); else
-        echo "FAIL: $name"
-        fail=$((fail + 1))
-    fi
-}
 # no_temp DIR: no temporary output file left in DIR
 no_temp() {
     ! ls -A "$1" | grep -q '\.tmp-'
@@ -169,5 +144,4 @@ if [ -r /proc/meminfo ]; then
     check "no output from a refused run" test ! -e "$D/big.st"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

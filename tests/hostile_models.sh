@@ -8,35 +8,10 @@
 set -u
 T=$1
 SRC=$2
-D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
-pass=0
-fail=0
-
-# expect CODE PATTERN CMD...: exit code CODE and PATTERN in stdout+stderr, within 60 s
-expect() {
-    local code=$1 pat=$2
-    shift 2
-    local out
-    out=$(timeout 60 "$@" 2>&1)
-    local got=$?
-    if [ "$got" -ne "$code" ] || ! grep -q -- "$pat" <<<"$out"; then
-        echo "FAIL: $* -> exit $got (wanted $code), output: $out"
-        fail=$((fail + 1))
-    else
-        pass=$((pass + 1))
-    fi
-}
-
+EXPECT_TIMEOUT=60
+. "$(dirname "$0")/expect.sh"
 # no_file PATH: a failed command left nothing there
-no_file() {
-    if [ -e "$1" ]; then
-        echo "FAIL: $1 was written"
-        fail=$((fail + 1))
-    else
-        pass=$((pass + 1))
-    fi
-}
+no_file() { absent "$1"; }
 
 # ---- defect 1: index attributes are range-checked, without overflow, before anything runs ----
 # graph NAME INPUT_VERTICES KERNEL_VERTEX: a TaskGraph with the kernel "k" as output, and its inputs
@@ -174,5 +149,4 @@ expect 2 "layered model: sizes overflow 64 bits" \
 no_file "$D/g.json"
 expect 0 "" "$T" gen layered -o "$D/g.json"
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

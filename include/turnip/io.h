@@ -24,6 +24,9 @@ tp_status tp_parse_size_list(const char *text, uint64_t *out, int max, int *n);
  * returns buf. */
 char *tp_format_size(uint64_t bytes, char *buf, size_t len);
 
+/* Host memory this process can still use, bytes: MemAvailable of /proc/meminfo (else the
+ * physical memory), lowered to the address-space limit (ulimit -v) when one is set. */
+uint64_t tp_host_mem_limit(void);
 /* Monotonic clock, seconds. */
 double tp_now_seconds(void);
 

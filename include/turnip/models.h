@@ -109,10 +109,6 @@ void tp_layered_estimate(const tp_layered_opts *o, tp_build_estimate *e);
 /* o as tp_llama_build takes it (after tp_llama_opts_default and any overrides). */
 void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_build_estimate *e);
 
-/* Host memory this process can still use, bytes: MemAvailable of /proc/meminfo (else the
- * physical memory), lowered to the address-space limit (ulimit -v) when one is set. */
-uint64_t tp_host_mem_limit(void);
-
 /* ---- inputs ---------------------------------------------------------------------------- */
 
 /* Writes a safetensors file with a tensor for every input of g: floats drawn from

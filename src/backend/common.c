@@ -112,19 +112,3 @@ tp_status tp__opt_known(const char *backend, const char *const *keys, const tp_b
     return TP_OK;
 }
 
-int tp__mem_available(uint64_t *bytes)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    int ok = 0;
-    while (!ok && fgets(line, sizeof line, f)) {
-        unsigned long long kib;
-        if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1 && kib <= UINT64_MAX / 1024) {
-            *bytes = (uint64_t)kib * 1024;
-            ok = 1;
-        }
-    }
-    fclose(f);
-    return ok;
-}

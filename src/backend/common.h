@@ -82,9 +82,6 @@ static inline void tp__done_set(tp__done *d, uint32_t v, tp_status s, double t0,
 tp_status tp__kernels_prepare(const tp_memgraph *mg, tp__kplan **kp, uint64_t scratch[TP_MAX_DEVICES],
                               uint64_t (*need)(const tp_graph *g, uint32_t v, const tp__kplan *kp), tp_error *err);
 
-/* Memory the machine can give a process now without swapping (MemAvailable of /proc/meminfo)
- * into *bytes: 1, or 0 where that is unknown. */
-int tp__mem_available(uint64_t *bytes);
 
 /* ---- the registry (registry.c) ------------------------------------------------------------ */
 

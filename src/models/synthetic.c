@@ -1,6 +1,6 @@
 /* synthetic.c - transformer-like layered TaskGraphs of opaque kernels, for planning and
- * simulation at any scale (see tp_model_layered in turnip/models.h); and what the builders
- * need of the host (tp_host_mem_limit, the per-vertex costs every estimate shares).
+ * simulation at any scale (see tp_model_layered in turnip/models.h); and the per-vertex costs
+ * every estimate shares.
  *
  * Options are hostile until checked: sizes are checked against 64-bit overflow before the
  * graph is built, and tp_layered_estimate says what it would take so a caller can refuse
@@ -9,36 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
 #include "turnip/models.h"
 #include "io/util.h"
 #include "models/estimate.h"
-
-/* ---- host memory ------------------------------------------------------------------------- */
-
-uint64_t tp_host_mem_limit(void)
-{
-    uint64_t avail = 0;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        unsigned long long kb;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
-                avail = kb > UINT64_MAX / 1024 ? UINT64_MAX : (uint64_t)kb * 1024;
-                break;
-            }
-        fclose(f);
-    }
-    if (!avail) {
-        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-        avail = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
-    }
-    struct rlimit rl;
-    if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY && (uint64_t)rl.rlim_cur < avail) avail = (uint64_t)rl.rlim_cur;
-    return avail;
-}
 
 void tp__estimate_bytes(tp_build_estimate *e, double extra)
 {
