@@ -46,7 +46,7 @@ void tp_memgraph_vertex(const tp_memgraph *mg, uint32_t i, tp_mvertex *out)
     out->write.offset = m->offset;
     out->write.bytes = m->bytes;
     out->nreads = m->nreads;
-    out->reads = mg->reads + m->reads_off;
+    out->reads = m->nreads ? mg->reads + m->reads_off : NULL; /* mg->reads may be NULL */
     out->ndeps = mg->deps_off[i + 1] - mg->deps_off[i];
     out->deps = mg->deps + mg->deps_off[i];
 }

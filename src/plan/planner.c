@@ -128,8 +128,9 @@ static void prune_implied(planner *P, const uint32_t *srcs, uint32_t nsrc)
         if (who == TP__NONE) continue;
         const tp__mv *m = &mg->v[who];
         for (int pass = 0; pass < 2; pass++) {
-            const uint32_t *src = pass ? mg->mdeps + m->mdeps_off : mg->reads + m->reads_off;
             uint32_t n = pass ? m->nmdeps : m->nreads;
+            if (!n) continue; /* the arrays may be NULL: no pointer arithmetic on them */
+            const uint32_t *src = pass ? mg->mdeps + m->mdeps_off : mg->reads + m->reads_off;
             for (uint32_t j = 0; j < n; j++)
                 if (P->seen[src[j]] == P->seen_stamp) P->seen[src[j]] = red;
         }
@@ -542,8 +543,9 @@ static tp_status build_deps(planner *P)
         size_t start = k;
         P->seen_stamp++;
         for (int pass = 0; pass < 2; pass++) {
-            const uint32_t *src = pass ? mg->mdeps + m->mdeps_off : mg->reads + m->reads_off;
             uint32_t n = pass ? m->nmdeps : m->nreads;
+            if (!n) continue; /* the arrays may be NULL: no pointer arithmetic on them */
+            const uint32_t *src = pass ? mg->mdeps + m->mdeps_off : mg->reads + m->reads_off;
             for (uint32_t j = 0; j < n; j++) {
                 if (P->seen[src[j]] == P->seen_stamp) continue;
                 P->seen[src[j]] = P->seen_stamp;
