@@ -144,4 +144,16 @@ if [ -r /proc/meminfo ]; then
     check "no output from a refused run" test ! -e "$D/big.st"
 fi
 
+
+# verify's INVALID line is one line too, whatever the TaskGraph's ids hold
+printf '{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": "in\\nput", "kind": "input", "device": 0, "bytes": 64}, {"id": "k\\n1", "kind": "kernel", "device": 0, "op": "opaque", "inputs": ["in\\nput"], "bytes": 64}], "outputs": ["k\\n1"]}' >"$D/nl.json"
+"$T" plan "$D/nl.json" --device-mem 1KiB -o "$D/nl_mg.json" >/dev/null
+/usr/bin/python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+for v in m["vertices"]:
+    if v["kind"] == "kernel": v["reads"] = []
+json.dump(m, open(sys.argv[2], "w"))' "$D/nl_mg.json" "$D/nl_bad.json"
+expect 1 'INVALID: vertex 2 (kernel k\\n1)' "$T" verify "$D/nl_bad.json" --taskgraph "$D/nl.json"
+check "verify prints one line for an id with a newline" test "$("$T" verify "$D/nl_bad.json" --taskgraph "$D/nl.json" | wc -l)" -eq 1
+
 finish

@@ -25,7 +25,7 @@ int cli_exit_code(tp_status s)
 
 /* s with control characters escaped (\n, \t, \r, \xNN), so an error stays one line whatever
  * names a file or a TaskGraph holds */
-static void put_escaped(FILE *f, const char *s)
+void cli_put_escaped(FILE *f, const char *s)
 {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -46,7 +46,7 @@ static void prefix(const char *cmd)
 int cli_fail(const char *cmd, tp_status s, const tp_error *e)
 {
     prefix(cmd);
-    put_escaped(stderr, e->msg);
+    cli_put_escaped(stderr, e->msg);
     fputc('\n', stderr);
     return cli_exit_code(s);
 }
@@ -54,9 +54,9 @@ int cli_fail(const char *cmd, tp_status s, const tp_error *e)
 int cli_fail_file(const char *cmd, const char *path, tp_status s, const tp_error *e)
 {
     prefix(cmd);
-    put_escaped(stderr, path);
+    cli_put_escaped(stderr, path);
     fputs(": ", stderr);
-    put_escaped(stderr, e->msg);
+    cli_put_escaped(stderr, e->msg);
     fputc('\n', stderr);
     return cli_exit_code(s);
 }
@@ -64,10 +64,10 @@ int cli_fail_file(const char *cmd, const char *path, tp_status s, const tp_error
 int cli_usage_error(const char *cmd, const char *msg, const char *arg)
 {
     prefix(cmd);
-    put_escaped(stderr, msg);
+    cli_put_escaped(stderr, msg);
     if (arg) {
         fputs(": ", stderr);
-        put_escaped(stderr, arg);
+        cli_put_escaped(stderr, arg);
     }
     fprintf(stderr, "\nTry '%s %s --help'.\n", cli_prog, cmd);
     return 2;
@@ -81,7 +81,7 @@ int cli_errorf(const char *cmd, int code, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     prefix(cmd);
-    put_escaped(stderr, msg);
+    cli_put_escaped(stderr, msg);
     fputc('\n', stderr);
     return code;
 }

@@ -34,6 +34,9 @@ int cli_exit_code(tp_status s);
 /* Prints "turnip: MSG" (cmd NULL) or "turnip CMD: MSG" with e's message; returns the exit code
  * of s. */
 int cli_fail(const char *cmd, tp_status s, const tp_error *e);
+/* Writes s with control characters escaped (\n, \t, \r, \xNN): a message stays one line
+ * whatever names a file or a TaskGraph holds. */
+void cli_put_escaped(FILE *f, const char *s);
 /* Prints "turnip CMD: MSG[: ARG]" and "Try 'turnip CMD --help'."; returns 2. */
 int cli_usage_error(const char *cmd, const char *msg, const char *arg);
 /* Prints "turnip CMD: " ("turnip: " when cmd is NULL) and the formatted line; returns code. */

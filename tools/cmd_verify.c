@@ -38,7 +38,9 @@ static int run(int argc, char **argv)
     s = tp_verify_file(mgp, g, &e);
     tp_graph_free(g);
     if (s == TP_ERR_CHECK) {
-        printf("INVALID: %s\n", e.msg);
+        fputs("INVALID: ", stdout);
+        cli_put_escaped(stdout, e.msg);
+        putchar('\n');
         return cli_exit_code(s);
     }
     if (s) return cli_fail(NULL, s, &e);
