@@ -7,6 +7,7 @@
 #include "exec/exec_internal.h"
 #include "gen.h"
 #include "harness.h"
+#include "sim_profile.h"
 
 /* a residual MLP chain on `ndev` devices: h = h + silu(h @ w_i), hopping devices */
 static tp_graph *mlp_chain(int layers, int ndev, int n)
@@ -306,17 +307,7 @@ TEST(exec_random_opaque_graphs_complete)
 
 static tp_sim_profile slow_kernels(void)
 {
-    tp_sim_profile p;
-    memset(&p, 0, sizeof p);
-    snprintf(p.name, sizeof p.name, "slow-kernels");
-    p.devices = 4;
-    p.device_mem = 1ull << 30;
-    p.peak_flops = 1e12;
-    p.efficiency = 1;
-    p.mem_bw = 1e6; /* kernels take milliseconds, copies microseconds: a write may overtake a read */
-    p.launch_s = 1e-6;
-    p.h2d_bw = p.d2h_bw = p.peer_bw = 1e12;
-    return p;
+    return test_sim_profile("slow-kernels", 4, 1, 1e6, 1e-6, 1e12, 1e12) /* kernels take milliseconds, copies microseconds: a write may overtake a read */;
 }
 
 /* runs mg on the sim backend; the run record's times in t0/t1 (caller frees) if asked */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "turnip/turnip.h"
 #include "harness.h"
+#include "sim_profile.h"
 
 /* a fresh directory under /tmp (the caller removes it with rm_dir) */
 static void mk_dir(char *dir, size_t len)
@@ -171,16 +172,7 @@ TEST(st_write_failure_keeps_the_old_file)
 
 static tp_sim_profile prof(void)
 {
-    tp_sim_profile p;
-    memset(&p, 0, sizeof p);
-    snprintf(p.name, sizeof p.name, "test");
-    p.devices = 1;
-    p.device_mem = 1ull << 30;
-    p.peak_flops = 1e12;
-    p.efficiency = 0.5;
-    p.mem_bw = 1e11;
-    p.h2d_bw = p.d2h_bw = p.peer_bw = 1e9;
-    return p;
+    return test_sim_profile("test", 1, 0.5, 1e11, 0, 1e9, 1e9);
 }
 
 /* input x (1 KiB) on device 0, kernel k reading it with `flops`; the run's status, e filled */

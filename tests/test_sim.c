@@ -5,21 +5,11 @@
 #include <string.h>
 #include "turnip/turnip.h"
 #include "harness.h"
+#include "sim_profile.h"
 
 static tp_sim_profile prof(void)
 {
-    tp_sim_profile p;
-    memset(&p, 0, sizeof p);
-    snprintf(p.name, sizeof p.name, "test");
-    p.devices = 4;
-    p.device_mem = 1ull << 30;
-    p.peak_flops = 1e12;
-    p.efficiency = 0.5;
-    p.mem_bw = 1e11;
-    p.launch_s = 3e-6;
-    p.h2d_bw = p.d2h_bw = 1e9;
-    p.peer_bw = 2e9;
-    return p;
+    return test_sim_profile("test", 4, 0.5, 1e11, 3e-6, 1e9, 2e9);
 }
 
 static double simulate(const tp_graph *g, const tp_sim_profile *p, double jitter, uint64_t seed, tp_run_summary *sum)

@@ -481,7 +481,7 @@ static void phase_complete(run *r, tp__done *c, size_t nc)
             free(c[i].err);
             continue;
         }
-        free(c[i].err); /* a backend may attach one to a success too: it is ours to free */
+        if (c[i].err) free(c[i].err); /* a backend may attach one to a success too: ours to free */
         for (uint32_t k = x->succ_off[v]; k < x->succ_off[v + 1]; k++) {
             uint32_t w = x->succ[k];
             /* a kernel is memory-blocked while its data is there but a memory dep is not */
