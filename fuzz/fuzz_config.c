@@ -2,17 +2,18 @@
  * LLaMA options without trouble (the builder's own checks are exercised by the CLI tests). */
 #include "fuzz.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void check(const char *path)
 {
-    char path[32];
-    int fd = fuzz_file(data, size, path);
-    if (fd < 0) return 0;
     tp_llama_config c;
     tp_error e;
     if (tp_llama_config_read(path, &c, &e) == TP_OK) {
         tp_llama_opts o;
         tp_llama_opts_default(&o, &c, 1, 16, 1ull << 30);
     }
-    close(fd);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_as_file(data, size, check);
     return 0;
 }
