@@ -146,8 +146,7 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
 static const struct {
     const char *flag, *key;
 } backend_flags[] = {{"--link-bandwidth", "link-bandwidth"}, {"--link-latency", "link-latency"},
-                     {"--jitter", "jitter"},                 {"--completion", "completion"},
-                     {"--machine", "machine"}};
+                     {"--jitter", "jitter"},                 {"--completion", "completion"}};
 enum { NBFLAGS = sizeof backend_flags / sizeof backend_flags[0] };
 
 static int accepts(const tp_backend_info *bi, const char *key)
@@ -171,6 +170,25 @@ static int not_an_option(const char *cmd, const char *flag, const char *key, con
     return cli_usage_error(cmd, msg, value);
 }
 
+/* The flags f gives as options of backend bi (into opts, text in num); 0, or the exit code
+ * after printing which flag bi does not take. */
+static int backend_opts(const char *cmd, const cli_backend_flags *f, const tp_backend_info *bi, tp_backend_opt *opts,
+                        char num[][32], int *n)
+{
+    const char *given[NBFLAGS] = {NULL};
+    if (f->link_gbps > 0) given[0] = (snprintf(num[0], 32, "%.17g", f->link_gbps), num[0]);
+    if (f->link_latency_us > 0) given[1] = (snprintf(num[1], 32, "%.17g", f->link_latency_us), num[1]);
+    if (f->jitter > 0) given[2] = (snprintf(num[2], 32, "%.17g", f->jitter), num[2]);
+    given[3] = f->completion;
+    *n = 0;
+    for (int k = 0; k < NBFLAGS; k++) {
+        if (!given[k]) continue;
+        if (!accepts(bi, backend_flags[k].key)) return not_an_option(cmd, backend_flags[k].flag, backend_flags[k].key, given[k]);
+        opts[(*n)++] = (tp_backend_opt){backend_flags[k].key, given[k]};
+    }
+    return 0;
+}
+
 tp_backend *cli_backend(const char *cmd, const cli_backend_flags *f, int *rc)
 {
     const char *name = f->name ? f->name : "cpu";
@@ -178,35 +196,34 @@ tp_backend *cli_backend(const char *cmd, const cli_backend_flags *f, int *rc)
     if (!bi) {
         char list[256], b[160];
         size_t o = 0;
-        for (int i = 0; tp_backend_info_at(i) && o < sizeof list; i++)
-            if (strcmp(tp_backend_info_at(i)->name, "cuda") || !tp_cuda_describe(b, sizeof b))
-                o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", tp_backend_info_at(i)->name);
-            else
-                o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", b);
+        for (int i = 0; tp_backend_info_at(i) && o < sizeof list; i++) { /* as --version lists them */
+            const tp_backend_info *k = tp_backend_info_at(i);
+            if (k->describe && !k->describe(b, sizeof b)) continue;
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", o ? ", " : "", k->describe ? b : k->name);
+        }
         *rc = cli_errorf(cmd, 2, "--backend %s is not built in (backends: %s)", name, list);
         return NULL;
     }
-    char num[3][32];
-    const char *given[NBFLAGS] = {NULL};
-    if (f->link_gbps > 0) given[0] = (snprintf(num[0], sizeof num[0], "%.17g", f->link_gbps), num[0]);
-    if (f->link_latency_us > 0) given[1] = (snprintf(num[1], sizeof num[1], "%.17g", f->link_latency_us), num[1]);
-    if (f->jitter > 0) given[2] = (snprintf(num[2], sizeof num[2], "%.17g", f->jitter), num[2]);
-    given[3] = f->completion;
-    given[4] = f->machine;
+    char num[NBFLAGS][32];
     tp_backend_opt opts[NBFLAGS];
-    int n = 0;
-    for (int k = 0; k < NBFLAGS; k++) {
-        if (!given[k]) continue;
-        if (!accepts(bi, backend_flags[k].key)) {
-            if (k == 4) continue; /* --machine also picks default capacities: harmless elsewhere */
-            *rc = not_an_option(cmd, backend_flags[k].flag, backend_flags[k].key, given[k]);
-            return NULL;
-        }
-        opts[n++] = (tp_backend_opt){backend_flags[k].key, given[k]};
-    }
+    int n;
+    if ((*rc = backend_opts(cmd, f, bi, opts, num, &n))) return NULL;
     tp_backend *be = NULL;
     tp_error e;
     tp_status s = tp_backend_new(name, opts, n, &be, &e);
+    *rc = s ? cli_fail(cmd, s, &e) : 0;
+    return be;
+}
+
+tp_backend *cli_sim_backend(const char *cmd, const tp_sim_profile *prof, const cli_backend_flags *f, int *rc)
+{
+    char num[NBFLAGS][32];
+    tp_backend_opt opts[NBFLAGS];
+    int n;
+    if ((*rc = backend_opts(cmd, f, tp_backend_find("sim"), opts, num, &n))) return NULL; /* flags the sim takes */
+    tp_backend *be = NULL;
+    tp_error e;
+    tp_status s = tp_backend_sim_new(prof, f->jitter, &be, &e);
     *rc = s ? cli_fail(cmd, s, &e) : 0;
     return be;
 }
@@ -258,10 +275,8 @@ tp_status cli_exec_run(tp_exec *x, const cli_exec_flags *f, tp_run_summary *sum,
 int cli_sim_run(const char *cmd, const tp_memgraph *mg, const tp_sim_profile *prof, const cli_exec_flags *xf,
                 const cli_backend_flags *bf)
 {
-    cli_backend_flags b = *bf;
-    b.name = "sim";
     int rc;
-    tp_backend *be = cli_backend(cmd, &b, &rc);
+    tp_backend *be = cli_sim_backend(cmd, prof, bf, &rc);
     if (!be) return rc;
     tp_exec *x = NULL;
     tp_error e;

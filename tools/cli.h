@@ -92,7 +92,6 @@ typedef struct cli_backend_flags {
     double link_latency_us;         /* cpu: --link-latency */
     double jitter;                  /* cpu and sim: --jitter */
     const char *completion;         /* cuda: --completion callback|poll */
-    const char *machine;            /* sim: --machine NAME|FILE (borrowed) */
 } cli_backend_flags;
 
 /* Table entries of the cpu backend's link flags, in its ranges (turnip/backend.h). */
@@ -106,6 +105,9 @@ typedef struct cli_backend_flags {
  * ("--completion is for --backend cuda" otherwise). Returns the backend (the caller frees
  * it with tp_backend_free) with *rc = 0, or NULL after printing why, with *rc the exit code. */
 tp_backend *cli_backend(const char *cmd, const cli_backend_flags *f, int *rc);
+/* The sim backend on a profile the command has read already (so it is read once), after the
+ * same check of f against the options the sim takes. */
+tp_backend *cli_sim_backend(const char *cmd, const tp_sim_profile *prof, const cli_backend_flags *f, int *rc);
 
 /* ---- runs -------------------------------------------------------------------------------- */
 
@@ -137,7 +139,7 @@ tp_status cli_exec_new(const tp_memgraph *mg, tp_backend *be, const cli_exec_fla
  * when asked. *sum is the last run's. */
 tp_status cli_exec_run(tp_exec *x, const cli_exec_flags *f, tp_run_summary *sum, tp_error *e);
 
-/* Runs mg on the sim backend (bf's machine, which prof was read from, and jitter) under xf and prints the summary;
+/* Runs mg on the sim backend (machine prof, bf's jitter) under xf and prints the summary;
  * returns 0, or the exit code after printing why ("turnip CMD: ..."; cmd may be NULL). */
 int cli_sim_run(const char *cmd, const tp_memgraph *mg, const tp_sim_profile *prof, const cli_exec_flags *xf,
                 const cli_backend_flags *bf);

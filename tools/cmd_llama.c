@@ -149,7 +149,7 @@ static int sweep(const flags *fl, const char *label)
     tp_llama_config c;
     tp_sim_profile prof;
     tp_status s = read_config(fl, &c, &e);
-    if (!s) s = tp_sim_profile_read(fl->machine ? fl->machine : "a100x8", &prof, &e);
+    if (!s) s = tp_sim_profile_read(fl->machine, &prof, &e);
     if (s) return cli_fail(NULL, s, &e);
     int nseq = 1;
     for (const char *p = fl->sweep_seq; *p; p++) nseq += *p == ',';
@@ -191,9 +191,7 @@ static int sweep(const flags *fl, const char *label)
         free(seqs);
         return rc;
     }
-    cli_backend_flags bf = fl->b;
-    bf.machine = fl->machine ? fl->machine : "a100x8";
-    if (!(so.backend = cli_backend("llama", &bf, &rc))) {
+    if (!(so.backend = cli_sim_backend("llama", &prof, &fl->b, &rc))) { /* the profile read above, once */
         cli_out_close("llama", &csv, 0);
         free(seqs);
         return rc;
@@ -259,13 +257,14 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     if (!fl.model == !fl.preset) return cli_usage_error("llama", "give one of --model DIR and --preset NAME", NULL);
     const char *label = fl.model ? fl.model : fl.preset;
+    if (!fl.machine) fl.machine = "a100x8"; /* the default machine of --backend sim */
     if (fl.sweep_seq) return sweep(&fl, label);
     if (!fl.prompt_ids == !fl.seq_len) return cli_usage_error("llama", "give one of --prompt-ids and --seq-len", NULL);
     int use_sim = fl.b.name && !strcmp(fl.b.name, "sim");
     tp_sim_profile prof;
     tp_error e;
     tp_status s = TP_OK;
-    if (use_sim && (s = tp_sim_profile_read(fl.machine ? fl.machine : "a100x8", &prof, &e))) return cli_fail(NULL, s, &e);
+    if (use_sim && (s = tp_sim_profile_read(fl.machine, &prof, &e))) return cli_fail(NULL, s, &e);
     if (!use_sim && !fl.p.device_mem.n) return cli_usage_error("llama", "--device-mem is required", NULL);
     tp_backend *be = NULL;
     if (!use_sim && !fl.no_data && !(be = cli_backend("llama", &fl.b, &rc))) return rc; /* a missing GPU before any work */
@@ -318,7 +317,6 @@ static int run(int argc, char **argv)
     if (use_sim) {
         cli_exec_flags xf = fl.x;
         xf.repeat = 1; /* as ever: one simulated run */
-        fl.b.machine = fl.machine ? fl.machine : "a100x8";
         rc = cli_sim_run("llama", mg, &prof, &xf, &fl.b);
         goto done;
     }

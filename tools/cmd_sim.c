@@ -59,7 +59,6 @@ static int run(int argc, char **argv)
         tp_plan_stats st;
         tp_memgraph_stats(mg, &st);
         tp_plan_stats_print(&st, stdout);
-        fl.b.machine = fl.machine;
         rc = cli_sim_run(NULL, mg, &prof, &fl.x, &fl.b);
         tp_memgraph_free(mg);
     }

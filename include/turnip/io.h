@@ -24,6 +24,9 @@ tp_status tp_parse_size_list(const char *text, uint64_t *out, int max, int *n);
  * returns buf. */
 char *tp_format_size(uint64_t bytes, char *buf, size_t len);
 
+/* Reads a whole regular file (opened without blocking: a FIFO, device or directory is an error
+ * naming it) into a new NUL-terminated malloc'd buffer (*text, the caller's to free). */
+tp_status tp_read_text_file(const char *path, char **text, size_t *len, tp_error *err);
 /* Host memory this process can still use, bytes: MemAvailable of /proc/meminfo (else the
  * physical memory), lowered to the address-space limit (ulimit -v) when one is set. */
 uint64_t tp_host_mem_limit(void);

@@ -102,17 +102,21 @@ static int gp_quote(char *buf, size_t cap, const char *s)
 }
 
 /* copies the whole regular file from to a new file to (created, or truncated) */
+/* copies from into to, whole or not at all (tp_outfile: a temporary beside `to`, renamed) */
 static tp_status copy_file(const char *from, const char *to, tp_error *err)
 {
     char *data;
     size_t len;
     tp_status s = tp__read_file(from, &data, &len, err);
     if (s) return s;
-    FILE *f = fopen(to, "wb");
-    if (!f) s = tp__fail(err, TP_ERR_IO, "%s: cannot write: %s", to, strerror(errno));
-    else {
-        size_t put = fwrite(data, 1, len, f);
-        if ((fclose(f) | (put != len)) != 0) s = tp__fail(err, TP_ERR_IO, "%s: write error", to);
+    tp_outfile *o;
+    if (!(s = tp_outfile_open(to, &o, err))) {
+        if (fwrite(data, 1, len, tp_outfile_stream(o)) != len) {
+            tp_outfile_abort(o);
+            s = tp__fail(err, TP_ERR_IO, "%s: write error", to);
+        } else {
+            s = tp_outfile_commit(o, err);
+        }
     }
     free(data);
     return s;
@@ -120,8 +124,8 @@ static tp_status copy_file(const char *from, const char *to, tp_error *err)
 
 /* The script gnuplot runs is built from fixed text, numbers and names this function makes:
  * the CSV is copied to data.csv in a new private directory (mkdtemp, mode 0700), gnuplot
- * writes plot.png there, and the PNG is then renamed (or, across file systems, copied) to
- * png_path. No path the user gave reaches gnuplot; the labels (model, machine) only through
+ * writes plot.png there, and the PNG is then copied to png_path through tp_outfile (whole or
+ * not at all). No path the user gave reaches gnuplot; the labels (model, machine) only through
  * gp_quote, and a label it cannot quote is left out of the title. */
 tp_status tp_sweep_plot(const tp_sweep_opts *o, const char *csv_path, const char *png_path, tp_error *err)
 {
@@ -158,10 +162,7 @@ tp_status tp_sweep_plot(const tp_sweep_opts *o, const char *csv_path, const char
             if (pclose(gp)) s = tp__fail(err, TP_ERR_IO, "gnuplot failed (install gnuplot-nox)");
         }
     }
-    if (!s && rename(png, png_path)) {
-        if (errno == EXDEV) s = copy_file(png, png_path, err);
-        else s = tp__fail(err, TP_ERR_IO, "%s: cannot write: %s", png_path, strerror(errno));
-    }
+    if (!s) s = copy_file(png, png_path, err); /* whole or not at all, any file system, any target */
     unlink(png);
     unlink(data);
     rmdir(dir);

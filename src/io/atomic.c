@@ -80,20 +80,12 @@ static void out_free(tp_outfile *o)
     free(o);
 }
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
 tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err)
 {
     *out = NULL;
     if (!path || !*path) return tp__fail(err, TP_ERR_ARG, "no output file name given");
     tp_outfile *o = calloc(1, sizeof *o);
-    if (!o || !(o->path = dup_str(path))) {
+    if (!o || !(o->path = strdup(path))) {
         free(o);
         return tp__fail(err, TP_ERR_NOMEM, "%s: out of memory", path);
     }
@@ -115,7 +107,7 @@ tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err)
     }
     /* the file a symlink names is the one replaced */
     if (exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) o->final = realpath(path, NULL);
-    else o->final = dup_str(path);
+    else o->final = strdup(path);
     if (!o->final) {
         out_free(o);
         return tp__fail(err, TP_ERR_NOMEM, "%s: out of memory", path);

@@ -98,9 +98,11 @@ tp_status tp__open_regular(const char *path, int *fd, uint64_t *size, tp_error *
 tp_status tp__read_file(const char *path, char **text, size_t *len, tp_error *err)
 {
     int fd;
-    tp_status s = tp__open_regular(path, &fd, NULL, err);
+    uint64_t size = 0;
+    tp_status s = tp__open_regular(path, &fd, &size, err);
     if (s) return s;
-    size_t cap = (size_t)1 << 16, n = 0; /* read to the end: /proc files say size 0 */
+    /* room for what fstat said, at least 64 KiB; read to the end all the same (/proc files say 0) */
+    size_t cap = size < ((size_t)1 << 16) || size >= SIZE_MAX / 2 ? (size_t)1 << 16 : (size_t)size + 2, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
         close(fd);
@@ -145,4 +147,9 @@ double tp__now(void)
 double tp_now_seconds(void)
 {
     return tp__now();
+}
+
+tp_status tp_read_text_file(const char *path, char **text, size_t *len, tp_error *err)
+{
+    return tp__read_file(path, text, len, err);
 }

@@ -8,7 +8,8 @@
 #include "io/util.h"
 #include "turnip/io.h"
 
-int tp__mem_available(uint64_t *bytes)
+/* MemAvailable of /proc/meminfo in *bytes; 0 where it cannot be read */
+static int mem_available(uint64_t *bytes)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     if (!f) return 0;
@@ -28,7 +29,7 @@ int tp__mem_available(uint64_t *bytes)
 uint64_t tp_host_mem_limit(void)
 {
     uint64_t avail = 0;
-    if (!tp__mem_available(&avail) || !avail) {
+    if (!mem_available(&avail) || !avail) {
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         avail = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
     }

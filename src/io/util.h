@@ -57,8 +57,6 @@ tp_status tp__read_file(const char *path, char **text, size_t *len, tp_error *er
 uint64_t tp__mix64(uint64_t z);
 double tp__normal(uint64_t key);
 
-/* MemAvailable of /proc/meminfo in *bytes; 0 where it cannot be read (sysmem.c). */
-int tp__mem_available(uint64_t *bytes);
 /* Monotonic clock in seconds. */
 double tp__now(void);
 

@@ -46,9 +46,11 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t v, tp__kplan *kp, tp_er
 tp_status tp__kernel_run(const tp_graph *g, uint32_t v, const tp__kplan *kp, const void *const *in, void *out,
                          float *scratch, tp_error *err);
 
-/* OpenBLAS (blas.c), loaded on first use: the helper-thread count to load it with (unless
- * OPENBLAS_NUM_THREADS is set; once loaded, openblas_set_num_threads), and row-major sgemm
- * C = alpha op(A) op(B). */
+/* OpenBLAS (blas.c), loaded on first use with one thread (OPENBLAS_NUM_THREADS=1, set before
+ * main unless the user set it: a process-wide setting of any program linking turnip):
+ * tp__blas_threads loads it and raises the count with openblas_set_num_threads (left alone
+ * when the user set the variable); row-major sgemm C = alpha op(A) op(B), 0 when OpenBLAS
+ * cannot be loaded. */
 int tp__blas_threads(int n); /* 0: OpenBLAS cannot be loaded */
 int tp__sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, int lda, const float *b, int ldb,
                float *c, int ldc);

@@ -579,7 +579,6 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
     tp__estimate_bytes(e, T * 4 + NB * 4 * (D + 1) + (Hh + np + D) * 4);
     /* the first embedding: its table (or first row chunk), the ids and its [T, hidden] f32 output */
     e->vertex = VC == 1 ? "embed" : "embed.v0";
-    e->vertex_bytes = (double)(o->vocab_chunks > 1 ? c->vocab / o->vocab_chunks : c->vocab) * H * es + T * 4 + T * H * 4;
+    e->vertex_bytes = (o->vocab_chunks > 1 ? floor(V / o->vocab_chunks) : V) * H * es + T * 4 + T * H * 4;
     e->device = 0;
-    (void)V;
 }

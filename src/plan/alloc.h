@@ -54,11 +54,11 @@ uint64_t tp__align_of(uint64_t size);
  * covered segment was freed longest ago (then the lowest); LOWEST: first fit. 1 if found. */
 int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *addr);
 
-/* Marks [addr, addr+size) (which must lie in free segments) as holding `owner`; calls
- * on_rel(ctx, rel_head) once for each distinct release list of a segment it overlaps.
- * Returns the new block's index. */
 /* Makes room for k more blocks (a take creates at most 2): 0 on OOM. */
 int tp__alloc_reserve(tp__alloc *a, size_t k);
+/* Marks [addr, addr+size) (which must lie in free segments) as holding `owner`; calls
+ * on_rel(ctx, rel_head) once for each distinct release list of a segment it overlaps.
+ * Returns the new block's index, or TP__NONE when no room for its blocks can be had (OOM). */
 uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t owner,
                         void (*on_rel)(void *ctx, uint32_t rel), void *ctx);
 

@@ -44,7 +44,8 @@ typedef struct planner {
     uint32_t npos; /* positions in V */
     uint32_t *V;   /* position -> TaskGraph vertex */
     uint32_t *pos; /* TaskGraph vertex -> position (UINT32_MAX for inputs) */
-    uint32_t *use_off, *use_pos, *use_cur;
+    const uint32_t *use_off; /* the graph's consumer offsets (borrowed): x's uses are use_pos[use_off[x]..] */
+    uint32_t *use_pos, *use_cur;
     uint8_t *is_out, *loaded, *rdone, *wdone;
     uint32_t *dcopy, *dblk, *drd, *hcopy, *hblk, *hrd;
     uint32_t *vmark, vstamp;
@@ -570,7 +571,6 @@ static void planner_free(planner *P)
 {
     free(P->V);
     free(P->pos);
-    free(P->use_off);
     free(P->use_pos);
     free(P->use_cur);
     free(P->is_out);
@@ -605,7 +605,6 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     uint32_t *order = malloc((n + 1) * sizeof *order);
     P->V = malloc((n + 1) * sizeof *P->V);
     P->pos = malloc((n + 1) * sizeof *P->pos);
-    P->use_off = calloc(n + 2, sizeof *P->use_off);
     P->use_cur = calloc(n + 1, sizeof *P->use_cur);
     P->is_out = calloc(n + 1, 1);
     P->loaded = calloc(n + 1, 1);
@@ -620,7 +619,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     P->vmark = calloc(n + 1, sizeof *P->vmark);
     P->mgv = malloc((n + 1) * sizeof *P->mgv);
     P->mg->order_pos = malloc((n + 1) * sizeof *P->mg->order_pos);
-    if (!order || !P->V || !P->pos || !P->use_off || !P->use_cur || !P->is_out || !P->loaded ||
+    if (!order || !P->V || !P->pos || !P->use_cur || !P->is_out || !P->loaded ||
         !P->rdone || !P->wdone || !P->dcopy || !P->dblk || !P->drd || !P->hcopy || !P->hblk ||
         !P->hrd || !P->vmark || !P->mgv || !P->mg->order_pos) {
         free(order);
@@ -646,7 +645,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     /* uses: consumer positions, sorted */
     const uint32_t *cons_off, *cons;
     tp_graph_consumer_csr(g, &cons_off, &cons);
-    memcpy(P->use_off, cons_off, ((size_t)n + 1) * sizeof *P->use_off);
+    P->use_off = cons_off;
     size_t total = cons_off[n];
     P->use_pos = malloc((total + 1) * sizeof *P->use_pos);
     if (!P->use_pos) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
@@ -671,7 +670,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     for (int d = 0; d < P->nd; d++) {
         P->L[d] = malloc((P->npos + 1) * sizeof *P->L[d]);
         if (!P->L[d]) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
-        if (!tp__alloc_init(&P->dev[d], opts->device_mem[d])) oom(P);
+        if (!tp__alloc_init(&P->dev[d], opts->device_mem[d])) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
         P->mg->cap[d] = opts->device_mem[d];
         P->mg->counters.dev[d].capacity = opts->device_mem[d];
         P->dirty[d] = 1;

@@ -175,12 +175,12 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     }
     /* all memory, once, before anything runs; first whether the machine can back it: an arena
      * posix_memalign grants but RAM cannot back meets the OOM killer while it is cleared */
-    uint64_t need = tp_memgraph_host_bytes(mg), avail;
+    uint64_t need = tp_memgraph_host_bytes(mg), avail = tp_host_mem_limit();
     for (int d = 0; d < c->pc.nd; d++) {
         uint64_t cap = tp_memgraph_device_capacity(mg, d);
         need = need > UINT64_MAX - cap ? UINT64_MAX : need + cap;
     }
-    if (tp__mem_available(&avail) && need > avail) {
+    if (need > avail) {
         char a[32], b[32], h[32];
         uint64_t host = tp_memgraph_host_bytes(mg);
         tp__fail(err, TP_ERR_DEVICE,

@@ -563,8 +563,8 @@ static tp_status cu_prepare_inner(cu *c, const tp__plan_info *pi, tp_error *err)
             if (cudaDeviceEnablePeerAccess(b, 0)) cudaGetLastError(); /* already enabled */
         }
     c->mem.host_bytes = tp_memgraph_host_bytes(mg);
-    uint64_t avail;
-    if (tp__mem_available(&avail) && c->mem.host_bytes > avail) { /* pinned memory the machine cannot back */
+    uint64_t avail = tp_host_mem_limit();
+    if (c->mem.host_bytes > avail) { /* pinned memory the machine cannot back */
         char b1[32], b2[32];
         return tp__fail(err, TP_ERR_DEVICE, "cuda backend: the plan needs %s of pinned host memory, the machine has %s available",
                         tp_format_size(c->mem.host_bytes, b1, sizeof b1), tp_format_size(avail, b2, sizeof b2));
