@@ -292,3 +292,20 @@ int cli_sim_run(const char *cmd, const tp_memgraph *mg, const tp_sim_profile *pr
     tp_backend_free(be);
     return s ? cli_fail(cmd, s, &e) : 0;
 }
+
+const char *cli_bytes_str(double b, char *buf, size_t len)
+{
+    if (b < 0x1p64) return tp_format_size((uint64_t)b, buf, len);
+    snprintf(buf, len, "%.3g B", b);
+    return buf;
+}
+
+int cli_refuse_host(const char *cmd, const char *prefix, const char *subject, double bytes, const tp_build_estimate *est)
+{
+    uint64_t limit = tp_host_mem_limit();
+    if (bytes <= (double)limit) return 0;
+    char b1[32], b2[32];
+    return cli_errorf(cmd, 2, "%s%s about %s of host memory (%.3g vertices, %.3g edges), more than the %s available", prefix,
+                      subject, cli_bytes_str(bytes, b1, sizeof b1), est->vertices, est->edges,
+                      cli_bytes_str((double)limit, b2, sizeof b2));
+}

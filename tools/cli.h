@@ -64,6 +64,13 @@ int cli_out_open(const char *cmd, const char *path, cli_out *o);
  * stays as it was); returns 0. */
 int cli_out_close(const char *cmd, cli_out *o, int keep);
 
+/* A byte count that may exceed 64 bits, as "4.5 TiB" (into buf, the caller's; returns it). */
+const char *cli_bytes_str(double b, char *buf, size_t len);
+/* 0 when `bytes` (of a graph about to be built, est its size) fits the host memory left
+ * (tp_host_mem_limit); else prints "PREFIX SUBJECT about N of host memory (V vertices, E
+ * edges), more than the M available" and returns 2. */
+int cli_refuse_host(const char *cmd, const char *prefix, const char *subject, double bytes, const tp_build_estimate *est);
+
 /* ---- planning flags ---------------------------------------------------------------------- */
 
 typedef struct cli_plan_flags {

@@ -92,14 +92,7 @@ static int run(int argc, char **argv)
     lo.dtype_bytes = (int)fl.dtype_bytes;
     tp_build_estimate est; /* refuse a graph the machine cannot hold before building it */
     tp_layered_estimate(&lo, &est);
-    uint64_t limit = tp_host_mem_limit();
-    if (est.graph_bytes > (double)limit) {
-        char b1[32], b2[32];
-        if (est.graph_bytes < 0x1p64) tp_format_size((uint64_t)est.graph_bytes, b1, sizeof b1);
-        else snprintf(b1, sizeof b1, "%.3g B", est.graph_bytes);
-        return cli_errorf("gen", 2, "the TaskGraph needs about %s of host memory (%.3g vertices, %.3g edges), more than the %s available",
-                          b1, est.vertices, est.edges, tp_format_size(limit, b2, sizeof b2));
-    }
+    if ((rc = cli_refuse_host("gen", "", "the TaskGraph needs", est.graph_bytes, &est))) return rc;
     tp_error e;
     tp_graph *g;
     tp_status s = tp_model_layered(&lo, &g, &e);

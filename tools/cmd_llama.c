@@ -101,14 +101,6 @@ static int parse_prompt(const char *text, int64_t vocab, int32_t **ids, int64_t 
     return 0;
 }
 
-/* a byte count that may exceed 64 bits, as "4.5 TiB" */
-static const char *bytes_str(double b, char *buf, size_t len)
-{
-    if (b < 0x1p64) return tp_format_size((uint64_t)b, buf, len);
-    snprintf(buf, len, "%.3g B", b);
-    return buf;
-}
-
 /* Refuses (exit 2, the numbers in one line) a build the machine cannot hold, before building:
  * the TaskGraph and its plan against the host memory left (tp_host_mem_limit), and the first
  * embedding, whose [T, hidden] output grows with the prompt, against device 0's capacity
@@ -117,16 +109,12 @@ static int check_build(const tp_llama_config *c, const tp_llama_opts *lo, uint64
 {
     tp_build_estimate est;
     tp_llama_estimate(c, lo, &est);
-    uint64_t limit = tp_host_mem_limit();
+    int rc = cli_refuse_host("llama", what, "the TaskGraph and its plan need", est.plan_bytes, &est);
+    if (rc) return rc;
     char b1[32], b2[32];
-    if (est.plan_bytes > (double)limit)
-        return cli_errorf("llama", 2,
-                          "%sthe TaskGraph and its plan need about %s of host memory (%.3g vertices, %.3g edges), more than "
-                          "the %s available",
-                          what, bytes_str(est.plan_bytes, b1, sizeof b1), est.vertices, est.edges, bytes_str((double)limit, b2, sizeof b2));
     if (est.vertex && est.vertex_bytes > (double)cap)
         return cli_errorf("llama", 2, "%svertex '%s' needs %s of inputs and output on device %d, more than the capacity %s", what,
-                          est.vertex, bytes_str(est.vertex_bytes, b1, sizeof b1), est.device, bytes_str((double)cap, b2, sizeof b2));
+                          est.vertex, cli_bytes_str(est.vertex_bytes, b1, sizeof b1), est.device, cli_bytes_str((double)cap, b2, sizeof b2));
     if (lo->seq > TP_LLAMA_MAX_SEQ)
         return cli_errorf("llama", 2, "%s%lld tokens, at most %lld", what, (long long)lo->seq, (long long)TP_LLAMA_MAX_SEQ);
     return 0;

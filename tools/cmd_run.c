@@ -96,7 +96,7 @@ static int run(int argc, char **argv)
         tp_memgraph_stats(mg, &st);
         tp_plan_stats_print(&st, stdout);
     }
-    if (!s && !fl.no_verify) {
+    if (!fl.no_verify) {
         s = verify(mg, g, &e);
         if (s == TP_ERR_CHECK) rc = 3; /* a planner bug, not the user's input */
         else if (!s) printf("plan verified\n");
@@ -105,10 +105,8 @@ static int run(int argc, char **argv)
     if (!s) s = tp_exec_load_inputs(x, fl.inputs, &e);
     tp_run_summary sum;
     if (!s) {
-        tp_run_opts ro;
-        cli_run_opts(&fl.x, &ro);
-        printf("running on %s backend: %d device%s, %d stream%s each, order %s\n", tp_backend_name(be), o.ndevices,
-               o.ndevices > 1 ? "s" : "", ro.streams, ro.streams > 1 ? "s" : "", ro.policy ? ro.policy : "any");
+        printf("running on %s backend: %d device%s, %lld stream%s each, order %s\n", tp_backend_name(be), o.ndevices,
+               o.ndevices > 1 ? "s" : "", fl.x.streams, fl.x.streams > 1 ? "s" : "", fl.x.order ? fl.x.order : "any");
         fflush(stdout);
         s = cli_exec_run(x, &fl.x, &sum, &e);
         if (!s) tp_run_summary_print(&sum, stdout);
