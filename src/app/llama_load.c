@@ -160,15 +160,6 @@ static tp_status find_tensor(ckpt *k, const char *name, const tp_st_tensor **out
     return TP_OK;
 }
 
-static void put(void *dst, tp_dtype t, uint64_t i, float f)
-{
-    if (t == TP_DT_F32) memcpy((char *)dst + 4 * i, &f, 4);
-    else {
-        uint16_t h = t == TP_DT_F16 ? tp__f32_to_f16(f) : tp__f32_to_bf16(f);
-        memcpy((char *)dst + 2 * i, &h, 2);
-    }
-}
-
 /* fills every input of x's graph; ck == NULL: random weights from seed */
 static tp_status fill(tp_exec *x, const tp_llama_config *c, ckpt *ck, uint64_t seed, const int32_t *ids, tp_error *err)
 {
@@ -227,7 +218,7 @@ static tp_status fill(tp_exec *x, const tp_llama_config *c, ckpt *ck, uint64_t s
                 for (int64_t q = 0; q < w; q++) {
                     int64_t rr = kind == 'r' ? r + a : r, cc = kind == 'c' ? q + a : q;
                     float f = (float)tp__normal(key ^ tp__mix64((uint64_t)(rr * cols + cc)));
-                    put(buf, v->dtype, (uint64_t)(r * w + q), norm ? 1.0f + 0.1f * f : 0.02f * f);
+                    tp__store_f32(buf, v->dtype, (uint64_t)(r * w + q), norm ? 1.0f + 0.1f * f : 0.02f * f);
                 }
         }
         if (!s) s = tp_exec_write(x, &mv.write, buf, err);

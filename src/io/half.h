@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 #include <string.h>
+#include "turnip/dtype.h"
 
 static inline float tp__f16_to_f32(uint16_t h)
 {
@@ -70,6 +71,17 @@ static inline uint16_t tp__f32_to_bf16(float f)
     if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffff)) return (uint16_t)((x >> 16) | 0x40);
     x += 0x7fff + ((x >> 16) & 1);
     return (uint16_t)(x >> 16);
+}
+
+/* Stores f as element i of an f32, f16 or bf16 array at dst (round to nearest even). */
+static inline void tp__store_f32(void *dst, tp_dtype t, uint64_t i, float f)
+{
+    if (t == TP_DT_F32) {
+        memcpy((char *)dst + 4 * i, &f, 4);
+    } else {
+        uint16_t h = t == TP_DT_F16 ? tp__f32_to_f16(f) : tp__f32_to_bf16(f);
+        memcpy((char *)dst + 2 * i, &h, 2);
+    }
 }
 
 #endif

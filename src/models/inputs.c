@@ -42,10 +42,8 @@ tp_status tp_random_inputs(const tp_graph *g, uint64_t seed, int64_t int_max, co
             float f = (float)(0.5 * tp__normal(key + 2 * k0 + 1));
             int64_t iv = int_max > 0 ? (int64_t)(r % (uint64_t)int_max) : 0;
             switch (x->dtype) {
-            case TP_DT_F32: memcpy(buf + 4 * k, &f, 4); break;
+            case TP_DT_F32: case TP_DT_F16: case TP_DT_BF16: tp__store_f32(buf, x->dtype, k, f); break;
             case TP_DT_F64: { double dv = f; memcpy(buf + 8 * k, &dv, 8); } break;
-            case TP_DT_F16: { uint16_t h = tp__f32_to_f16(f); memcpy(buf + 2 * k, &h, 2); } break;
-            case TP_DT_BF16: { uint16_t h = tp__f32_to_bf16(f); memcpy(buf + 2 * k, &h, 2); } break;
             case TP_DT_I32: { int32_t i32 = (int32_t)iv; memcpy(buf + 4 * k, &i32, 4); } break;
             case TP_DT_I64: memcpy(buf + 8 * k, &iv, 8); break;
             default: buf[k] = (uint8_t)r; break;
