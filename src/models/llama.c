@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,24 @@
  * the products of sizes that make tensors are checked against int64, so the builder's int64
  * index arithmetic cannot overflow (resources are the estimate's, tp_llama_estimate). */
 #define CFG_MAX INT32_MAX /* sizes, heads and layers: 2^31-1 */
+#define CFG_EPS_MAX 1.0
+#define CFG_THETA_MAX FLT_MAX /* the kernels' theta is an f32 */
+
+/* The integer fields of a config and their ranges [1, max], in the order the reader checks
+ * them; tp_llama_build checks a config made in code against the same table. */
+static const struct {
+    const char *key;
+    size_t off;
+    int64_t max;
+    int optional; /* absent: the number of attention heads (LLaMA 1 configs have no grouping) */
+} int_fields[] = {
+    {"hidden_size", offsetof(tp_llama_config, hidden), CFG_MAX, 0},
+    {"intermediate_size", offsetof(tp_llama_config, intermediate), CFG_MAX, 0},
+    {"num_attention_heads", offsetof(tp_llama_config, heads), CFG_MAX, 0},
+    {"num_hidden_layers", offsetof(tp_llama_config, layers), CFG_MAX, 0},
+    {"vocab_size", offsetof(tp_llama_config, vocab), (int64_t)INT32_MAX + 1, 0}, /* ids are i32 */
+    {"num_key_value_heads", offsetof(tp_llama_config, kv_heads), CFG_MAX, 1},
+};
 
 static tp_status cfg_int(json_t *j, const char *path, const char *name, int64_t max, int64_t *out, tp_error *err)
 {
@@ -97,21 +116,17 @@ tp_status tp_llama_config_read(const char *path, tp_llama_config *c, tp_error *e
     memset(c, 0, sizeof *c);
     tp_status s = TP_OK;
     if (!json_is_object(j)) s = tp__fail(err, TP_ERR_PARSE, "%s: not a JSON object", path);
-    if (!s) s = cfg_int(j, path, "hidden_size", CFG_MAX, &c->hidden, err);
-    if (!s) s = cfg_int(j, path, "intermediate_size", CFG_MAX, &c->intermediate, err);
-    if (!s) s = cfg_int(j, path, "num_attention_heads", CFG_MAX, &c->heads, err);
-    if (!s) s = cfg_int(j, path, "num_hidden_layers", CFG_MAX, &c->layers, err);
-    if (!s) s = cfg_int(j, path, "vocab_size", (int64_t)INT32_MAX + 1, &c->vocab, err); /* ids are i32 */
-    if (!s) {
-        if (json_object_get(j, "num_key_value_heads")) s = cfg_int(j, path, "num_key_value_heads", CFG_MAX, &c->kv_heads, err);
-        else c->kv_heads = c->heads; /* LLaMA 1 configs have none: no grouping */
+    for (size_t i = 0; i < sizeof int_fields / sizeof *int_fields && !s; i++) {
+        int64_t *dst = (int64_t *)((char *)c + int_fields[i].off);
+        if (int_fields[i].optional && !json_object_get(j, int_fields[i].key)) *dst = c->heads; /* LLaMA 1: no grouping */
+        else s = cfg_int(j, path, int_fields[i].key, int_fields[i].max, dst, err);
     }
     c->eps = 1e-6;
     c->theta = 10000.0;
     c->dtype = TP_DT_F32;
     json_t *v;
-    if (!s) s = cfg_num(j, path, "rms_norm_eps", 1.0, &c->eps, err);
-    if (!s) s = cfg_num(j, path, "rope_theta", FLT_MAX, &c->theta, err); /* the kernels' theta is an f32 */
+    if (!s) s = cfg_num(j, path, "rms_norm_eps", CFG_EPS_MAX, &c->eps, err);
+    if (!s) s = cfg_num(j, path, "rope_theta", CFG_THETA_MAX, &c->theta, err);
     if (!s && (v = json_object_get(j, "rope_scaling")) && !json_is_null(v)) {
         json_t *t = json_is_object(v) ? json_object_get(v, "rope_type") : NULL;
         if (!t) t = json_is_object(v) ? json_object_get(v, "type") : NULL;
@@ -327,10 +342,12 @@ static void gather_sum(B *b, uint32_t *x, const uint32_t *partb, uint32_t *tmp, 
 /* the ranges tp_llama_config_read checks, for configs made in code */
 static int config_ok(const tp_llama_config *c)
 {
-    return c->hidden >= 1 && c->hidden <= CFG_MAX && c->intermediate >= 1 && c->intermediate <= CFG_MAX && c->heads >= 1 &&
-           c->heads <= CFG_MAX && c->kv_heads >= 1 && c->kv_heads <= CFG_MAX && c->layers >= 1 && c->layers <= CFG_MAX &&
-           c->vocab >= 1 && c->vocab <= (int64_t)INT32_MAX + 1 && c->eps > 0 && c->eps <= 1 && c->theta > 0 && c->theta <= FLT_MAX &&
-           tp_dtype_size(c->dtype) >= 2 && tp_dtype_size(c->dtype) <= 4;
+    for (size_t i = 0; i < sizeof int_fields / sizeof *int_fields; i++) { /* the reader's ranges */
+        int64_t v = *(const int64_t *)((const char *)c + int_fields[i].off);
+        if (v < 1 || v > int_fields[i].max) return 0;
+    }
+    return c->eps > 0 && c->eps <= CFG_EPS_MAX && c->theta > 0 && c->theta <= CFG_THETA_MAX && tp_dtype_size(c->dtype) >= 2 &&
+           tp_dtype_size(c->dtype) <= 4;
 }
 
 tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err)
