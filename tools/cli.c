@@ -119,6 +119,15 @@ int cli_out_close(const char *cmd, cli_out *o, int keep)
     return cli_errorf(cmd, cli_exit_code(s), "writing %s failed: %s", o->path, why);
 }
 
+int cli_out_finish(const char *cmd, cli_out *o, tp_status s, const tp_error *e)
+{
+    if (!s) return cli_out_close(cmd, o, 1);
+    cli_out_close(cmd, o, 0);
+    if (s == TP_ERR_IO)
+        return cli_errorf(cmd, cli_exit_code(s), "writing %s failed: %s", o->path ? o->path : "standard output", e->msg);
+    return cli_fail(NULL, s, e);
+}
+
 tp_status cli_set_error(tp_error *e, tp_status s, const char *fmt, ...)
 {
     va_list ap;

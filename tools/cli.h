@@ -63,6 +63,10 @@ int cli_out_open(const char *cmd, const char *path, cli_out *o);
  * "turnip CMD: writing PATH failed: why" (a full disk). !keep: drops it (an existing file
  * stays as it was); returns 0. */
 int cli_out_close(const char *cmd, cli_out *o, int keep);
+/* Ends an output whose producer returned s (e its error): TP_OK keeps it (cli_out_close);
+ * TP_ERR_IO drops it and prints "turnip CMD: writing PATH failed: why"; any other status
+ * drops it and prints e as cli_fail does. Returns the exit code. */
+int cli_out_finish(const char *cmd, cli_out *o, tp_status s, const tp_error *e);
 
 /* A byte count that may exceed 64 bits, as "4.5 TiB" (into buf, the caller's; returns it). */
 const char *cli_bytes_str(double b, char *buf, size_t len);

@@ -42,9 +42,7 @@ static int run(int argc, char **argv)
     }
     s = tp_dot_json(text, len, mgp, out.f, &e);
     free(text);
-    rc = cli_out_close("dot", &out, !s); /* a MemGraph that cannot be drawn leaves -o as it was */
-    if (s == TP_ERR_IO) return cli_errorf("dot", 2, "writing %s failed: %s", fl.out ? fl.out : "standard output", e.msg);
-    return s ? cli_fail(NULL, s, &e) : rc;
+    return cli_out_finish("dot", &out, s, &e); /* a MemGraph that cannot be drawn leaves -o as it was */
 }
 
 const cli_cmd cmd_dot = {"dot", "draw a MemGraph as Graphviz DOT", run, help};

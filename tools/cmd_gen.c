@@ -104,8 +104,7 @@ static int run(int argc, char **argv)
     }
     s = tp_graph_write(g, out.f, &e);
     tp_graph_free(g);
-    rc = cli_out_close("gen", &out, !s);
-    return s ? cli_errorf("gen", cli_exit_code(s), "writing %s failed: %s", fl.out ? fl.out : "standard output", e.msg) : rc;
+    return cli_out_finish("gen", &out, s, &e);
 }
 
 const cli_cmd cmd_gen = {"gen", "write a synthetic transformer-like TaskGraph", run, help};

@@ -71,12 +71,8 @@ static int run(int argc, char **argv)
     }
     cli_out out;
     if ((rc = cli_out_open("plan", fl.out, &out))) goto done;
-    if ((s = tp_memgraph_write(mg, out.f, &e))) {
-        cli_out_close("plan", &out, 0);
-        rc = cli_errorf("plan", cli_exit_code(s), "writing %s failed: %s", fl.out ? fl.out : "standard output", e.msg);
-        goto done;
-    }
-    if ((rc = cli_out_close("plan", &out, 1))) goto done;
+    s = tp_memgraph_write(mg, out.f, &e);
+    if ((rc = cli_out_finish("plan", &out, s, &e))) goto done;
     if (fl.stats) print_stats(fl.out ? stdout : stderr, g, mg, &o);
 done:
     tp_memgraph_free(mg);
