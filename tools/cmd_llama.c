@@ -1,5 +1,6 @@
 /* cmd_llama.c - turnip llama: LLaMA prefill from a Hugging Face checkpoint (or a preset) under a
  * memory cap, on the cpu, cuda or sim backend, or a simulated sweep over prompt lengths. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -80,24 +81,43 @@ static void help(FILE *f)
         opts, NULL);
 }
 
+/* "1,2,3" into a new array (the caller frees) of *n numbers in [lo, hi]; NULL with *bad the
+ * index of the first that is not one (or -1: out of memory) */
+static int64_t *parse_list(const char *text, int64_t lo, int64_t hi, int64_t *n, int64_t *bad)
+{
+    *n = 1;
+    for (const char *p = text; *p; p++) *n += *p == ',';
+    int64_t *v = malloc(sizeof *v * (size_t)*n);
+    *bad = -1;
+    if (!v) return NULL;
+    const char *p = text;
+    for (int64_t k = 0; k < *n; k++) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(p, &end, 10);
+        if (end == p || errno || x < lo || x > hi || (*end && *end != ',')) {
+            free(v);
+            *bad = k;
+            return NULL;
+        }
+        v[k] = x;
+        p = *end ? end + 1 : end;
+    }
+    return v;
+}
+
 /* the ids of "1,2,3" into a new array (*ids, the caller's); 0 or the exit code after printing why */
 static int parse_prompt(const char *text, int64_t vocab, int32_t **ids, int64_t *T)
 {
-    *T = 1;
-    for (const char *p = text; *p; p++) *T += *p == ',';
-    if (!(*ids = malloc(sizeof **ids * (size_t)*T))) return cli_errorf("llama", 3, "out of memory");
-    const char *p = text;
-    for (int64_t k = 0; k < *T; k++) {
-        char *end;
-        long long id = strtoll(p, &end, 10);
-        if (end == p || id < 0 || id >= vocab || (*end && *end != ',')) {
-            free(*ids);
-            *ids = NULL;
-            return cli_errorf("llama", 2, "--prompt-ids: token %lld is not an id in [0, %lld)", (long long)k, (long long)vocab);
-        }
-        (*ids)[k] = (int32_t)id;
-        p = *end ? end + 1 : end;
+    int64_t bad, *v = parse_list(text, 0, vocab - 1, T, &bad);
+    if (!v && bad < 0) return cli_errorf("llama", 3, "out of memory");
+    if (!v) return cli_errorf("llama", 2, "--prompt-ids: token %lld is not an id in [0, %lld)", (long long)bad, (long long)vocab);
+    if (!(*ids = malloc(sizeof **ids * (size_t)*T))) {
+        free(v);
+        return cli_errorf("llama", 3, "out of memory");
     }
+    for (int64_t k = 0; k < *T; k++) (*ids)[k] = (int32_t)v[k]; /* vocab <= 2^31: fits */
+    free(v);
     return 0;
 }
 
@@ -139,21 +159,10 @@ static int sweep(const flags *fl, const char *label)
     tp_status s = read_config(fl, &c, &e);
     if (!s) s = tp_sim_profile_read(fl->machine, &prof, &e);
     if (s) return cli_fail(NULL, s, &e);
-    int nseq = 1;
-    for (const char *p = fl->sweep_seq; *p; p++) nseq += *p == ',';
-    int64_t *seqs = malloc(sizeof *seqs * (size_t)nseq);
-    if (!seqs) return cli_errorf("llama", 3, "out of memory");
-    const char *p = fl->sweep_seq;
-    for (int k = 0; k < nseq; k++) {
-        char *end;
-        long long T = strtoll(p, &end, 10);
-        if (T < 1 || end == p || (*end && *end != ',')) {
-            free(seqs);
-            return cli_usage_error("llama", "--sweep-seq: a comma-separated list of token counts", fl->sweep_seq);
-        }
-        seqs[k] = T;
-        p = *end ? end + 1 : end;
-    }
+    int64_t nseq64, bad, *seqs = parse_list(fl->sweep_seq, 1, INT64_MAX, &nseq64, &bad); /* sizes: check_build */
+    if (!seqs && bad < 0) return cli_errorf("llama", 3, "out of memory");
+    if (!seqs) return cli_usage_error("llama", "--sweep-seq: a comma-separated list of token counts", fl->sweep_seq);
+    int nseq = (int)nseq64; /* at most one per character of an argument */
     const cli_sizes *ms = fl->sweep_mem.n ? &fl->sweep_mem : &fl->p.device_mem;
     for (int k = 0; k < nseq; k++) /* every point fits the machine, before any runs */
         for (int m = 0; m < (ms->n ? ms->n : 1); m++) {
