@@ -60,6 +60,7 @@ def turnip(T, cap, streams, reps, extra=()):
         sys.stderr.write(f"cannot read {out}: {e}\n")
     lg = vals.get("logits")
     return {"best": min(ms) if ms else float(tot.group(1)), "median": sorted(ms)[len(ms) // 2] if ms else float(tot.group(1)),
+            "max": max(ms) if ms else float(tot.group(1)),
             "busy": float(tot.group(2)), "h2d": int(tot.group(3)), "d2h": int(tot.group(4)),
             "logits": None if lg is None else lg.reshape(-1)[-128256:], "plan": r.stdout}
 
@@ -73,9 +74,9 @@ def peer(kind, T, cap):
         return {"text": f"failed (exit {r.returncode})"}
     line = m.group(0)
     res = {"text": line}
-    b = re.search(r"best_s=([0-9.]+) median_s=([0-9.]+) peak_GiB=([0-9.]+)", line)
+    b = re.search(r"best_s=([0-9.]+) median_s=([0-9.]+) max_s=([0-9.]+) peak_GiB=([0-9.]+)", line)
     if b:
-        res.update(best=float(b.group(1)), median=float(b.group(2)), peak=float(b.group(3)))
+        res.update(best=float(b.group(1)), median=float(b.group(2)), max=float(b.group(3)), peak=float(b.group(4)))
         res["logits"] = np.load(out) if os.path.exists(out) else None
     return res
 
@@ -93,14 +94,15 @@ for T in map(int, a.seq.split(",")):
         row = {"T": T, "frac": frac, "cap": cap, "compute": compute}
         if tp:
             bound = max(tp["h2d"] / (a.h2d * 1e9), tp["d2h"] / (a.d2h * 1e9), compute)
-            row.update(tp_best=tp["best"], tp_median=tp["median"], h2d=tp["h2d"], d2h=tp["d2h"], bound=bound)
-            print(f"T={T} cap {frac}% ({cap / 2 ** 30:.2f} GiB): turnip best {tp['best']:.3f} s (median {tp['median']:.3f}); "
+            row.update(tp_best=tp["best"], tp_median=tp["median"], tp_max=tp["max"], h2d=tp["h2d"], d2h=tp["d2h"], bound=bound)
+            print(f"T={T} cap {frac}% ({cap / 2 ** 30:.2f} GiB): turnip best {tp['best']:.3f} s (median {tp['median']:.3f}, max {tp['max']:.3f}); "
                   f"moved h2d {tp['h2d'] / 1e9:.1f} GB, d2h {tp['d2h'] / 1e9:.1f} GB; bound {bound:.3f} s; "
                   f"ratio {tp['best'] / bound:.2f}", flush=True)
         for kind in [p for p in a.peers.split(",") if p]:
             p = peer(kind, T, cap)
             row[kind] = p
-            txt = f"{p['best']:.3f} s (median {p['median']:.3f}, peak {p['peak']:.2f} GiB)" if "best" in p else p["text"]
+            txt = (f"{p['best']:.3f} s (median {p['median']:.3f}, max {p['max']:.3f}, peak {p['peak']:.2f} GiB)"
+                   if "best" in p else p["text"])
             agree = ""
             if tp and tp.get("logits") is not None and p.get("logits") is not None:
                 d = float(np.abs(tp["logits"] - p["logits"].reshape(-1)).max())
@@ -109,13 +111,22 @@ for T in map(int, a.seq.split(",")):
             print(f"T={T} cap {frac}%: {kind} {txt}{agree}", flush=True)
         rows.append(row)
 
-print("\n| tokens | cap (% of weights) | turnip best (s) | bound (s) | turnip / bound | PyTorch prefetch loop (s) | accelerate offload (s) |")
-print("|---|---|---|---|---|---|---|")
+print("\nmin / median / max of the timed runs (s); ratios at the medians")
+print("| tokens | cap (% of weights) | turnip | bound | turnip / bound | PyTorch prefetch loop | accelerate offload | "
+      "prefetch / turnip | accelerate / turnip |")
+print("|---|---|---|---|---|---|---|---|---|")
 for r in rows:
-    f = lambda k: f"{r[k]['best']:.3f}" if k in r and "best" in r[k] else (r[k]["text"][:40] if k in r else "-")
-    print(f"| {r['T']} | {r['frac']}% ({r['cap'] / 2 ** 30:.2f} GiB) | {r.get('tp_best', float('nan')):.3f} | "
-          f"{r.get('bound', float('nan')):.3f} | {r.get('tp_best', float('nan')) / r.get('bound', float('nan')):.2f} | "
-          f"{f('prefetch')} | {f('accelerate')} |")
+    def f(k):
+        if k in r and "best" in r[k]:
+            return f"{r[k]['best']:.3f} / {r[k]['median']:.3f} / {r[k]['max']:.3f}"
+        return r[k]["text"][:40] if k in r else "-"
+
+    def ratio(k):
+        return f"{r[k]['median'] / r['tp_median']:.2f}" if k in r and "median" in r[k] and "tp_median" in r else "-"
+    tp = f"{r['tp_best']:.3f} / {r['tp_median']:.3f} / {r['tp_max']:.3f}" if "tp_best" in r else "failed"
+    print(f"| {r['T']} | {r['frac']}% ({r['cap'] / 2 ** 30:.2f} GiB) | {tp} | {r.get('bound', float('nan')):.3f} | "
+          f"{r.get('tp_median', float('nan')) / r.get('bound', float('nan')):.2f} | {f('prefetch')} | {f('accelerate')} | "
+          f"{ratio('prefetch')} | {ratio('accelerate')} |")
 if a.csv:
     with open(a.csv, "w") as fcsv:
         fcsv.write("tokens,cap_frac,cap_bytes,turnip_best_s,turnip_median_s,h2d_bytes,d2h_bytes,compute_s,bound_s,prefetch_best_s,accelerate_best_s\n")

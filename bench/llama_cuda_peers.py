@@ -77,7 +77,7 @@ def report(system, a, ts, logits, extra=""):
     peak = torch.cuda.max_memory_allocated() / 2 ** 30
     top = torch.topk(logits.float(), 5).indices.tolist()
     print(f"RESULT system={system} T={a.seq_len} cap_GiB={a.cap / 2 ** 30:.2f} best_s={min(ts):.4f} "
-          f"median_s={sorted(ts)[len(ts) // 2]:.4f} peak_GiB={peak:.2f} top5={top} {extra}", flush=True)
+          f"median_s={sorted(ts)[len(ts) // 2]:.4f} max_s={max(ts):.4f} peak_GiB={peak:.2f} top5={top} {extra}", flush=True)
     if a.out:
         np.save(a.out, logits.float().cpu().numpy())
 
@@ -100,9 +100,9 @@ def prefetch(a):
     norm = f.get_tensor("model.norm.weight").cuda()
     layer_bytes = sum(x.numel() * x.element_size() for x in host[0].values())
     chunk = 4096
-    # activations: x, residual branch, q/k/v/o and attention output, one MLP chunk's three
-    # [chunk, F] tensors, with room for the allocator's rounding
-    act = T * H * 2 * 8 + chunk * cfg["intermediate_size"] * 2 * 4 + (256 << 20)
+    # activations: x, residual branch, q/k/v/o and attention output, RMSNorm's three f32
+    # temporaries, one MLP chunk's three [chunk, F] tensors, with room for the allocator's rounding
+    act = T * H * 2 * 8 + T * H * 4 * 3 + chunk * cfg["intermediate_size"] * 2 * 4 + (256 << 20)
     resident = max(0, min(L, int((a.cap - 2 * layer_bytes - head.numel() * 2 - act) // layer_bytes)))
     dev = [{k: v.cuda() for k, v in host[l].items()} if l < resident else None for l in range(L)]
     bufs = [{k: torch.empty_like(v, device="cuda") for k, v in host[0].items()} for _ in range(2)]

@@ -136,6 +136,9 @@ MLP=$SRC/examples/mlp.json
 expect 2 "is not built in" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend tpu
 expect 2 "--jitter is for --backend cpu or sim" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend cuda --jitter 1
 expect 2 "--completion is for --backend cuda" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --completion poll
+expect 2 "--matmul is for --backend cuda" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --matmul exact
+expect 2 "--matmul is for --backend cuda" "$T" llama --preset tiny --seq-len 4 --device-mem 1MiB --matmul fast
+expect 2 "matmul must be fast or exact" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend cuda --matmul tf32
 backends=$("$T" --version | grep '^backends:')
 case "$backends" in
 *"cuda (no usable GPU"*)

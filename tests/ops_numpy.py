@@ -6,16 +6,18 @@ by `turnip run` under a cap that forces offloads; a second holds larger cases (l
 rows, wide norms, a sum of 20 inputs, mixed-dtype matmul) under a roomy cap. Each output is
 compared with a numpy reference computed in float64 from the storage-rounded inputs. With
 BACKEND cuda both graphs also run on the cpu backend and every output must agree with it.
-usage: ops_numpy.py TURNIP DTYPE [cpu|cuda]"""
+usage: ops_numpy.py TURNIP DTYPE [cpu|cuda|cuda-fast] (cuda-fast: the cuda backend's default tensor-core
+matmuls, checked at 16-bit tolerance)"""
 import json, math, os, sys, tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tputil import store, write_st, read_st, run, need_backend
+from tputil import store, write_st, read_st, run, need_backend, backend_flags
 
 turnip, dtype = sys.argv[1], sys.argv[2]
 backend = sys.argv[3] if len(sys.argv) > 3 else "cpu"
 need_backend(turnip, backend)
+bflags, fast = backend_flags(backend)
 rng = np.random.default_rng({"f32": 1, "f16": 2, "bf16": 3}[dtype])
 tmp = tempfile.mkdtemp(prefix="tp-ops-")
 V, inputs, refs = [], {}, {}
@@ -122,6 +124,7 @@ kern("cast", "cast", [x], (4, 6, 5), X, dt=other)
 
 # relative to the output's scale: f32 compute error, or half an ulp of the 16-bit output
 tol = {"f32": 1e-5, "f16": 1e-3, "bf16": 8e-3}
+MM_FAST_TOL = 1e-2  # cuda-fast matmuls: an operand rounded to bf16 (2^-9 relative) or TF32 (2^-11)
 failures = checks = 0
 
 
@@ -135,7 +138,8 @@ def run_graph(tag, cap, extra):
     outs = {}
     for be in sorted({backend, "cpu"}):
         op = os.path.join(tmp, f"{tag}.{be}.st")
-        r = run(turnip, ["run", gp, "--device-mem", cap, "--inputs", ip, "--out", op, "--backend", be] + extra)
+        r = run(turnip, ["run", gp, "--device-mem", cap, "--inputs", ip, "--out", op] +
+                (bflags if be == backend else ["--backend", be]) + extra)
         outs[be] = read_st(op)[0]
     vals = outs[backend]
     for name, ref in refs.items():
@@ -143,6 +147,8 @@ def run_graph(tag, cap, extra):
         odt = next(v["dtype"] for v in V if v["id"] == name)
         scale = max(1.0, float(np.abs(ref).max()))
         allowed = max(tol[odt], tol[dtype]) * scale
+        if fast and next(v["op"] for v in V if v["id"] == name) == "matmul":
+            allowed = max(allowed, MM_FAST_TOL * scale)
         err = float(np.abs(got - ref).max()) if got.shape == ref.shape else float("inf")
         ok = err <= allowed
         line = f"{'ok  ' if ok else 'FAIL'} {backend} {dtype:4s} {name:22s} max abs err vs numpy {err:.3e} (allowed {allowed:.1e})"

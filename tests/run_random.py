@@ -4,17 +4,19 @@ caps that force offloads: under the fixed order and 10 seeded random orders with
 the outputs must be bit-identical to the unconstrained run, and close to a numpy evaluation.
 With BACKEND cuda the runs are on the GPU (no copy jitter there: the GPU brings its own
 timing noise), and the unconstrained run must also agree with the cpu backend's.
-usage: run_random.py TURNIP FIRST_SEED COUNT [cpu|cuda]"""
+usage: run_random.py TURNIP FIRST_SEED COUNT [cpu|cuda|cuda-fast] (cuda-fast: the cuda backend's default
+tensor-core matmuls, at looser tolerances)"""
 import json, os, sys, tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tputil import store, write_st, read_st, run, need_backend
+from tputil import store, write_st, read_st, run, need_backend, backend_flags
 
 turnip, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 backend = sys.argv[4] if len(sys.argv) > 4 else "cpu"
 need_backend(turnip, backend)
-bflags = ["--backend", backend]
+bflags, fast = backend_flags(backend)
+worst = {}  # dtype: largest relative error seen against numpy
 tmp = tempfile.mkdtemp(prefix="tp-rr-")
 failures = 0
 evicting = 0
@@ -130,9 +132,10 @@ for seed in range(first, first + count):
     run(turnip, ["run", gp, "--device-mem", "64MiB", "--inputs", ip, "--out", base] + bflags)
     bvals, braws = read_st(base)
     # numpy agreement (16-bit: rounding differs in the last place along the way)
-    tol = {"f32": 1e-4, "f16": 2e-2, "bf16": 1.2e-1}[dtype]
+    tol = ({"f32": 3e-2, "f16": 5e-2, "bf16": 1.2e-1} if fast else {"f32": 1e-4, "f16": 2e-2, "bf16": 1.2e-1})[dtype]
     for o, ref in refs.items():
         err = float(np.abs(bvals[o] - ref).max() / max(1.0, np.abs(ref).max()))
+        worst[dtype] = max(worst.get(dtype, 0.0), err)
         if not err <= tol:
             print(f"FAIL seed {seed} ({dtype}): output {o} differs from numpy by {err:.2e} (relative, allowed {tol})")
             failures += 1
@@ -166,5 +169,6 @@ for seed in range(first, first + count):
 if evicting < (count + 1) // 2:
     print(f"FAIL: only {evicting} of {count} graphs evicted anything; the caps are too loose to test offload")
     failures += 1
+print("largest error against numpy (relative to the output's scale): " + ", ".join(f"{k} {v:.2e}" for k, v in sorted(worst.items())))
 print(f"{count - failures if failures < count else 0} passed, {failures} failed")
 sys.exit(1 if failures else 0)

@@ -81,10 +81,22 @@ def run(turnip, args, check=True):
     return r
 
 
+def backend_flags(backend):
+    """the turnip flags of a test's BACKEND argument, and whether it computes matmuls on tensor
+    cores: cpu; cuda (--matmul exact: f32 arithmetic, the tolerances of the cpu backend);
+    cuda-fast (the cuda default: 16-bit/TF32 matmul operands, looser tolerances)"""
+    if backend == "cuda":
+        return ["--backend", "cuda", "--matmul", "exact"], False
+    if backend == "cuda-fast":
+        return ["--backend", "cuda"], True
+    return ["--backend", backend], False
+
+
 def need_backend(turnip, backend):
     """exits 77 (CTest's skip) when `backend` is not built into turnip or has no device"""
     if backend == "cpu":
         return
+    backend = backend.split("-")[0]
     v = subprocess.run([turnip, "--version"], capture_output=True, text=True).stdout
     line = next((l for l in v.splitlines() if l.startswith("backends:")), "")
     if f"{backend} (" not in line:

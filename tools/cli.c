@@ -155,7 +155,8 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
 static const struct {
     const char *flag, *key;
 } backend_flags[] = {{"--link-bandwidth", "link-bandwidth"}, {"--link-latency", "link-latency"},
-                     {"--jitter", "jitter"},                 {"--completion", "completion"}};
+                     {"--jitter", "jitter"},                 {"--completion", "completion"},
+                     {"--matmul", "matmul"}};
 enum { NBFLAGS = sizeof backend_flags / sizeof backend_flags[0] };
 
 static int accepts(const tp_backend_info *bi, const char *key)
@@ -189,6 +190,7 @@ static int backend_opts(const char *cmd, const cli_backend_flags *f, const tp_ba
     if (f->link_latency_us > 0) given[1] = (snprintf(num[1], 32, "%.17g", f->link_latency_us), num[1]);
     if (f->jitter > 0) given[2] = (snprintf(num[2], 32, "%.17g", f->jitter), num[2]);
     given[3] = f->completion;
+    given[4] = f->matmul;
     *n = 0;
     for (int k = 0; k < NBFLAGS; k++) {
         if (!given[k]) continue;

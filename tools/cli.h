@@ -103,6 +103,7 @@ typedef struct cli_backend_flags {
     double link_latency_us;         /* cpu: --link-latency */
     double jitter;                  /* cpu and sim: --jitter */
     const char *completion;         /* cuda: --completion callback|poll */
+    const char *matmul;             /* cuda: --matmul fast|exact */
 } cli_backend_flags;
 
 /* Table entries of the cpu backend's link flags, in its ranges (turnip/backend.h). */

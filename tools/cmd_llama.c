@@ -49,6 +49,7 @@ static const cli_opt opts[] = {
               "cuda: run on GPUs (see turnip run --help); sim: simulate instead: latency,\n"
               "bytes moved, makespan over the lower bound"),
     CLI_O_CHOICE("--completion", "MODE", flags, b.completion, cli_completion_names, "cuda: callback or poll (see turnip run --help)"),
+    CLI_O_CHOICE("--matmul", "MODE", flags, b.matmul, cli_matmul_names, "cuda: fast (default) or exact (see turnip run --help)"),
     CLI_O_STR("--machine", "NAME", flags, machine,
               "sim: profiles/NAME.json (default a100x8); --device-mem defaults to its memory"),
     CLI_O_STR("--sweep-seq", "1024,2048,..", flags, sweep_seq,

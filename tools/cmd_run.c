@@ -30,6 +30,9 @@ static const cli_opt opts[] = {
     CLI_O_CHOICE("--completion", "MODE", flags, b.completion, cli_completion_names,
                  "cuda: how completions reach the executor: callback (cudaLaunchHostFunc)\n"
                  "or poll (a thread polling events, the default: it also reports GPU faults)"),
+    CLI_O_CHOICE("--matmul", "MODE", flags, b.matmul, cli_matmul_names,
+                 "cuda: fast (the default: tensor cores; an f32 operand beside a bf16/f16 one is\n"
+                 "rounded to that type, f32 x f32 runs as TF32) or exact (f32 arithmetic throughout)"),
     CLI_O_INT("--fail-vertex", "V", flags, x.fail_vertex, 0, LLONG_MAX, NULL), /* test hook */
     CLI_O_END,
 };
@@ -41,6 +44,7 @@ static void help(FILE *f)
                    "                  [--host-mem SIZE] [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N]\n"
                    "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F]\n"
                    "                  [--trace FILE] [--no-verify] [--backend cpu|cuda] [--completion callback|poll]\n"
+                   "                  [--matmul fast|exact]\n"
                    "\n"
                    "Plans TASKGRAPH under the caps, verifies the plan (unless --no-verify), runs it on the cpu\n"
                    "backend (emulated GPUs: memory arenas of exactly the cap, worker threads for compute streams\n"

@@ -14,6 +14,7 @@ void cli_opts_init(void)
 }
 const char *const cli_plan_order_names[] = {"topo", "dfs", "greedy", NULL};
 const char *const cli_completion_names[] = {"callback", "poll", NULL};
+const char *const cli_matmul_names[] = {"fast", "exact", NULL};
 
 /* length of the first name of "-o|--output" */
 static size_t first_len(const char *flag)

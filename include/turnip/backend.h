@@ -110,8 +110,16 @@ typedef enum tp_cuda_completion {
     TP_CUDA_CALLBACK,     /* cudaLaunchHostFunc after each vertex */
     TP_CUDA_POLL          /* events after each vertex, polled by a backend thread */
 } tp_cuda_completion;
+/* How matmuls compute (docs/cuda.md, "Matmul precision"). */
+typedef enum tp_cuda_matmul {
+    TP_CUDA_MATMUL_DEFAULT = 0, /* fast */
+    TP_CUDA_MATMUL_FAST,        /* tensor cores: an f32 operand beside a 16-bit one is rounded to
+                                   that type, f32 x f32 runs as TF32; f32 accumulation and output */
+    TP_CUDA_MATMUL_EXACT        /* f32 arithmetic throughout (16-bit operands widened to f32) */
+} tp_cuda_matmul;
 typedef struct tp_cuda_opts {
     tp_cuda_completion completion;
+    tp_cuda_matmul matmul;
 } tp_cuda_opts;
 void tp_cuda_opts_init(tp_cuda_opts *o);
 /* TP_ERR_DEVICE when turnip was built without CUDA or no GPU can be used. */

@@ -157,24 +157,51 @@ static cudaDataType cuda_type(tp_dtype t)
     return t == TP_DT_F16 ? CUDA_R_16F : t == TP_DT_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-/* cuBLAS takes A and B of one type and C of that type or f32; anything else goes through f32 */
+/* cuBLAS takes A and B of one type and C of that type or f32; anything else goes through f32
+ * (exact) or, fast, through the 16-bit type of the one 16-bit operand (docs/cuda.md) */
 static int matmul_direct(tp_dtype a, tp_dtype b, tp_dtype o)
 {
     return a == b && (o == a || o == TP_DT_F32);
 }
 
-/* f32 scratch (floats) kernel v needs on this backend */
-static uint64_t scratch_need(const tp_graph *g, uint32_t vi, const tp__kplan *kp)
+static int is16(tp_dtype t)
+{
+    return t == TP_DT_BF16 || t == TP_DT_F16;
+}
+
+/* fast: A f32 and B 16-bit or the reverse, output f32: the f32 one is rounded to the other's type */
+static int matmul_round16(tp_dtype a, tp_dtype b, tp_dtype o)
+{
+    return o == TP_DT_F32 && ((a == TP_DT_F32 && is16(b)) || (b == TP_DT_F32 && is16(a)));
+}
+
+/* f32 scratch (floats) matmul v needs with f32 arithmetic (exact mode; fast mode's fallback) */
+static uint64_t scratch_f32(const tp_graph *g, const tp_vertex *v)
+{
+    const tp_vertex *a = tp_graph_vertex(g, v->inputs[0]), *b = tp_graph_vertex(g, v->inputs[1]);
+    if (matmul_direct(a->dtype, b->dtype, v->dtype)) return 0;
+    return (a->dtype != TP_DT_F32 ? tp__numel(a) : 0) + (b->dtype != TP_DT_F32 ? tp__numel(b) : 0) +
+           (v->dtype != TP_DT_F32 ? tp__numel(v) : 0);
+}
+
+/* f32 scratch (floats) kernel v needs on this backend, exact mode */
+static uint64_t scratch_need_exact(const tp_graph *g, uint32_t vi, const tp__kplan *kp)
+{
+    const tp_vertex *v = tp_graph_vertex(g, vi);
+    if (kp->op == TP__OP_MATMUL) return scratch_f32(g, v);
+    if (kp->op == TP__OP_SUM && v->ninputs > TP__CU_SUM_MAX) return tp__numel(v);
+    return 0;
+}
+
+/* the same, fast mode: a rounded f32 operand takes half a float per element */
+static uint64_t scratch_need_fast(const tp_graph *g, uint32_t vi, const tp__kplan *kp)
 {
     const tp_vertex *v = tp_graph_vertex(g, vi);
     if (kp->op == TP__OP_MATMUL) {
         const tp_vertex *a = tp_graph_vertex(g, v->inputs[0]), *b = tp_graph_vertex(g, v->inputs[1]);
-        if (matmul_direct(a->dtype, b->dtype, v->dtype)) return 0;
-        return (a->dtype != TP_DT_F32 ? tp__numel(a) : 0) + (b->dtype != TP_DT_F32 ? tp__numel(b) : 0) +
-               (v->dtype != TP_DT_F32 ? tp__numel(v) : 0);
+        if (matmul_round16(a->dtype, b->dtype, v->dtype)) return (tp__numel(a->dtype == TP_DT_F32 ? a : b) + 1) / 2;
     }
-    if (kp->op == TP__OP_SUM && v->ninputs > TP__CU_SUM_MAX) return tp__numel(v);
-    return 0;
+    return scratch_need_exact(g, vi, kp);
 }
 
 static tp_status kerr(cunit *u, int e, const char *what)
@@ -194,7 +221,18 @@ static tp_status run_matmul(cu *c, cunit *u, const tp_vertex *v, const tp__kplan
     tp_dtype ta = A->dtype, tb = B->dtype, to = v->dtype;
     float *sc = u->scratch;
     tp_status s = TP_OK;
-    if (!matmul_direct(ta, tb, to)) { /* through f32 */
+    int fast = c->o.matmul != TP_CUDA_MATMUL_EXACT;
+    cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
+    if (fast && matmul_round16(ta, tb, to)) { /* the f32 operand rounded to the 16-bit type */
+        int ra = ta == TP_DT_F32;
+        tp_dtype t16 = ra ? tb : ta;
+        const tp_vertex *R = ra ? A : B;
+        if ((s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, ra ? a : b, TP_DT_F32, sc, t16, tp__numel(R), 1.0f), "cast")))
+            return s;
+        if (ra) a = sc;
+        else b = sc;
+        ta = tb = t16;
+    } else if (!matmul_direct(ta, tb, to)) { /* through f32 */
         if (ta != TP_DT_F32) {
             if ((s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, a, ta, sc, TP_DT_F32, tp__numel(A), 1.0f), "cast"))) return s;
             a = sc;
@@ -208,6 +246,7 @@ static tp_status run_matmul(cu *c, cunit *u, const tp_vertex *v, const tp__kplan
         if (to != TP_DT_F32) o = sc;
         ta = tb = TP_DT_F32;
     }
+    if (fast && ta == TP_DT_F32) ct = CUBLAS_COMPUTE_32F_FAST_TF32;
     tp_dtype tc = o == out ? to : TP_DT_F32;
     float alpha = kp->alpha, beta = 0.0f;
     /* row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T */
@@ -215,7 +254,7 @@ static tp_status run_matmul(cu *c, cunit *u, const tp_vertex *v, const tp__kplan
         u->blas, kp->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, kp->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)k,
         &alpha, b, cuda_type(tb), kp->trans_b ? (int)k : (int)n, B->ndim == 2 ? 0 : (long long)(k * n), a, cuda_type(ta),
         kp->trans_a ? (int)m : (int)k, (long long)(m * k), &beta, o, cuda_type(tc), (int)n, (long long)(m * n), (int)batch,
-        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        ct, CUBLAS_GEMM_DEFAULT);
     if (bs != CUBLAS_STATUS_SUCCESS)
         return tp__fail(&u->err, TP_ERR_DEVICE, "cuda backend: cublasGemmStridedBatchedEx: %s", blas_str(bs));
     if (o != out) s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, o, TP_DT_F32, out, to, tp__numel(v), 1.0f), "cast");
@@ -537,7 +576,8 @@ static tp_status cu_prepare_inner(cu *c, const tp__plan_info *pi, tp_error *err)
     c->cur_gpu = -1;
     for (int d = 0; d < c->pc.nd; d++) c->phys[d] = d % c->ngpu;
     uint64_t scratch[TP_MAX_DEVICES];
-    tp_status ks = tp__kernels_prepare(mg, &c->kp, scratch, scratch_need, err);
+    tp_status ks = tp__kernels_prepare(mg, &c->kp, scratch,
+                                        c->o.matmul == TP_CUDA_MATMUL_EXACT ? scratch_need_exact : scratch_need_fast, err);
     if (ks) return ks;
     cudaError_t e;
     for (int d = 0; d < c->pc.nd; d++) {

@@ -4,10 +4,12 @@
 #include "backend/common.h"
 #include "io/util.h"
 
-static const char *const cuda_keys[] = {"completion", NULL};
+static const char *const cuda_keys[] = {"completion", "matmul", NULL};
 static const char *const cuda_helps[] = {
     "how completions reach the executor: poll (a thread polling events, the default: it also reports GPU faults) "
     "or callback (cudaLaunchHostFunc)",
+    "matmul arithmetic: fast (the default: tensor cores; an f32 operand beside a 16-bit one is rounded to its type, "
+    "f32 x f32 runs as TF32) or exact (f32 throughout)",
     NULL};
 
 static tp_status cuda_make(const tp_backend_opt *opts, int nopts, tp_backend **out, tp_error *err)
@@ -15,9 +17,14 @@ static tp_status cuda_make(const tp_backend_opt *opts, int nopts, tp_backend **o
     tp_cuda_opts o;
     tp_cuda_opts_init(&o);
     *out = NULL;
-    for (int i = 0; i < nopts; i++) { /* the only key: completion */
-        if (!strcmp(opts[i].value, "poll")) o.completion = TP_CUDA_POLL;
-        else if (!strcmp(opts[i].value, "callback")) o.completion = TP_CUDA_CALLBACK;
+    for (int i = 0; i < nopts; i++) {
+        const char *k = opts[i].key, *v = opts[i].value;
+        if (!strcmp(k, "matmul")) {
+            if (!strcmp(v, "fast")) o.matmul = TP_CUDA_MATMUL_FAST;
+            else if (!strcmp(v, "exact")) o.matmul = TP_CUDA_MATMUL_EXACT;
+            else return tp__fail(err, TP_ERR_ARG, "--matmul must be fast or exact");
+        } else if (!strcmp(v, "poll")) o.completion = TP_CUDA_POLL; /* the other key: completion */
+        else if (!strcmp(v, "callback")) o.completion = TP_CUDA_CALLBACK;
         else return tp__fail(err, TP_ERR_ARG, "--completion must be callback or poll");
     }
     return tp_backend_cuda_new(&o, out, err);
