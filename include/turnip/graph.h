@@ -77,6 +77,18 @@ const uint32_t *tp_graph_consumers(const tp_graph *g, uint32_t i, uint32_t *n);
  * (after finalize), valid until tp_graph_free. */
 const tp_vertex *tp_graph_vertices(const tp_graph *g);
 void tp_graph_consumer_csr(const tp_graph *g, const uint32_t **off, const uint32_t **cons);
+/* Sessions (issue 11). All optional; defaults: not resident, not in place, not kept. */
+/* 1 when input vertex v is declared resident: on its device at [*offset, *offset + bytes) when the
+ * plan starts; *host_copy 1 when the host also holds a valid copy (default). */
+int tp_graph_resident(const tp_graph *g, uint32_t v, uint64_t *offset, int *host_copy);
+/* Kernel v's declared in-place argument (0 <= K < ninputs), or -1. */
+int tp_graph_inplace(const tp_graph *g, uint32_t v);
+/* 1 when v is in the top-level "keep" list. */
+int tp_graph_keep(const tp_graph *g, uint32_t v);
+/* Setters for builders (before finalize), returning TP_ERR_ARG on misuse with err filled. */
+tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int host_copy, tp_error *err);
+tp_status tp_graph_set_inplace(tp_graph *g, uint32_t v, int k, tp_error *err);
+tp_status tp_graph_set_keep(tp_graph *g, uint32_t v, tp_error *err);
 uint32_t tp_graph_num_outputs(const tp_graph *g);
 const uint32_t *tp_graph_outputs(const tp_graph *g);
 /* The device a vertex's inputs are read on: its own device, or the source device of a

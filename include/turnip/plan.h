@@ -25,7 +25,8 @@ typedef enum tp_mkind {
     TP_M_KERNEL,
     TP_M_TRANSFER,
     TP_M_OFFLOAD,
-    TP_M_RELOAD
+    TP_M_RELOAD,
+    TP_M_RESIDENT /* a resident input already on its device at the start (sessions) */
 } tp_mkind;
 const char *tp_mkind_name(tp_mkind k);
 
@@ -50,6 +51,7 @@ typedef struct tp_mvertex {
                               read is the producer's `write` */
     uint32_t ndeps;
     const uint32_t *deps;  /* every incoming edge, data and memory, sorted, no repeats */
+    int inplace;           /* kernels: index into reads whose region this one overwrites, or -1 */
 } tp_mvertex;
 
 typedef struct tp_memgraph tp_memgraph;
@@ -77,6 +79,10 @@ uint64_t tp_memgraph_device_capacity(const tp_memgraph *mg, int device);
 /* Where each TaskGraph output can be read when the run ends: the MemGraph vertex whose write
  * holds it. out_from has tp_graph_num_outputs entries (same order). */
 const uint32_t *tp_memgraph_outputs(const tp_memgraph *mg);
+/* The values declared "keep" (TaskGraph) that are on a device when the run ends: the MemGraph
+ * vertices whose writes hold them (kept outputs always; kept inputs where they stayed). *n
+ * gets the count; the array is owned by the MemGraph (NULL when none). */
+const uint32_t *tp_memgraph_kept(const tp_memgraph *mg, uint32_t *n);
 /* Position of each TaskGraph vertex in the serial order V the plan used (inputs: their
  * position too). Array of tp_graph_size entries. */
 const uint32_t *tp_memgraph_order(const tp_memgraph *mg);
@@ -98,6 +104,7 @@ typedef struct tp_device_stats {
     uint64_t capacity;
     uint64_t peak_bytes;        /* most bytes allocated at once */
     uint64_t load_count, load_bytes;       /* first loads of input tensors */
+    uint64_t resident_count, resident_bytes; /* inputs already on the device (sessions) */
     uint64_t reload_count, reload_bytes;   /* reloads of evicted values */
     uint64_t offload_count, offload_bytes;
     uint64_t drop_count;        /* evictions that needed no offload (host copy still valid) */

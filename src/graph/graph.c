@@ -35,6 +35,10 @@ void tp_graph_free(tp_graph *g)
     free(g->is_out);
     free(g->cons_off);
     free(g->cons);
+    free(g->res_off);
+    free(g->res);
+    free(g->inplace);
+    free(g->keep);
     tp__strmap_free(&g->ids);
     free(g);
 }

@@ -17,6 +17,12 @@ struct tp_graph {
     int finalized;
     uint32_t *cons_off; /* CSR of distinct consumers, n+1 entries */
     uint32_t *cons;
+    /* sessions (NULL until a setter is used): per vertex */
+    uint64_t *res_off;
+    uint8_t *res;     /* 0 not resident, 1 resident with host copy, 2 without */
+    int32_t *inplace; /* -1 none */
+    uint8_t *keep;
+    size_t cap_sess;
 };
 
 /* Adds a vertex without checking that inputs exist yet (the JSON reader resolves names

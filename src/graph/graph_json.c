@@ -221,6 +221,37 @@ tp_status tp_graph_read_string(const char *text, const char *name, tp_graph **ou
             }
         }
     }
+    /* sessions (issue 11): resident inputs, in-place kernels, kept values */
+    for (size_t i = 0; !s && i < json_array_size(jvs); i++) {
+        json_t *jv = json_array_get(jvs, i), *jr = json_object_get(jv, "resident"), *ji = json_object_get(jv, "inplace");
+        tp_error sub;
+        if (jr) {
+            json_t *jo = json_object_get(jr, "offset"), *jh = json_object_get(jr, "host_copy");
+            if (!json_is_object(jr) || !json_is_integer(jo) || json_integer_value(jo) < 0 || (jh && !json_is_boolean(jh)))
+                s = bad(&c, i, g->v[i].id, "field 'resident' must be {\"offset\": N >= 0, \"host_copy\": bool}");
+            else if (tp_graph_set_resident(g, (uint32_t)i, (uint64_t)json_integer_value(jo), !jh || json_is_true(jh), &sub))
+                s = tp__fail(err, TP_ERR_INVALID, "%s: vertices[%zu]: %s", c.name, i, sub.msg);
+        }
+        if (!s && ji) {
+            if (!json_is_integer(ji) || json_integer_value(ji) < 0 || json_integer_value(ji) > INT32_MAX)
+                s = bad(&c, i, g->v[i].id, "field 'inplace' must be an input index");
+            else if (tp_graph_set_inplace(g, (uint32_t)i, (int)json_integer_value(ji), &sub))
+                s = tp__fail(err, TP_ERR_INVALID, "%s: vertices[%zu]: %s", c.name, i, sub.msg);
+        }
+    }
+    json_t *jkeep = json_object_get(root, "keep");
+    if (!s && jkeep) {
+        if (!json_is_array(jkeep)) s = tp__fail(err, TP_ERR_PARSE, "%s: field 'keep' must be an array of vertex ids", c.name);
+        for (size_t k = 0; !s && k < json_array_size(jkeep); k++) {
+            json_t *jo = json_array_get(jkeep, k);
+            uint32_t idx;
+            tp_error sub;
+            if (!json_is_string(jo) || !tp__strmap_get(&g->ids, json_string_value(jo), &idx))
+                s = tp__fail(err, TP_ERR_INVALID, "%s: keep[%zu] must be a vertex id", c.name, k);
+            else if (tp_graph_set_keep(g, idx, &sub))
+                s = tp__fail(err, TP_ERR_INVALID, "%s: keep[%zu]: %s", c.name, k, sub.msg);
+        }
+    }
     if (!s) {
         tp_error sub;
         s = tp_graph_finalize(g, &sub);

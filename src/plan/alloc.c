@@ -191,6 +191,11 @@ uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t own
     return first;
 }
 
+void tp__alloc_reown(tp__alloc *a, uint32_t blk, uint32_t owner)
+{
+    a->b[blk].owner = owner;
+}
+
 void tp__alloc_release(tp__alloc *a, uint32_t blk, uint32_t rel, uint64_t stamp)
 {
     tp__block *x = &a->b[blk];

@@ -62,6 +62,9 @@ int tp__alloc_reserve(tp__alloc *a, size_t k);
 uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t owner,
                         void (*on_rel)(void *ctx, uint32_t rel), void *ctx);
 
+/* Occupied block `blk` now holds `owner`'s value (an in-place update took it over). */
+void tp__alloc_reown(tp__alloc *a, uint32_t blk, uint32_t owner);
+
 /* Frees occupied block `blk`; its bytes must wait for release list `rel`. */
 void tp__alloc_release(tp__alloc *a, uint32_t blk, uint32_t rel, uint64_t stamp);
 

@@ -5,11 +5,11 @@
 #include <string.h>
 #include "plan/plan_internal.h"
 
-static const char *mkind_names[] = {"input", "kernel", "transfer", "offload", "reload"};
+static const char *mkind_names[] = {"input", "kernel", "transfer", "offload", "reload", "resident"};
 
 const char *tp_mkind_name(tp_mkind k)
 {
-    return (unsigned)k < 5 ? mkind_names[k] : "?";
+    return (unsigned)k < sizeof mkind_names / sizeof *mkind_names ? mkind_names[k] : "?";
 }
 
 void tp_memgraph_free(tp_memgraph *mg)
@@ -21,6 +21,7 @@ void tp_memgraph_free(tp_memgraph *mg)
     free(mg->deps_off);
     free(mg->deps);
     free(mg->outputs);
+    free(mg->kept);
     free(mg->order_pos);
     free(mg);
 }
@@ -49,6 +50,7 @@ void tp_memgraph_vertex(const tp_memgraph *mg, uint32_t i, tp_mvertex *out)
     out->reads = m->nreads ? mg->reads + m->reads_off : NULL; /* mg->reads may be NULL */
     out->ndeps = mg->deps_off[i + 1] - mg->deps_off[i];
     out->deps = mg->deps + mg->deps_off[i];
+    out->inplace = m->inplace - 1;
 }
 
 uint64_t tp_memgraph_host_bytes(const tp_memgraph *mg)
@@ -64,6 +66,12 @@ uint64_t tp_memgraph_device_capacity(const tp_memgraph *mg, int device)
 const uint32_t *tp_memgraph_outputs(const tp_memgraph *mg)
 {
     return mg->outputs;
+}
+
+const uint32_t *tp_memgraph_kept(const tp_memgraph *mg, uint32_t *n)
+{
+    *n = mg->nkept;
+    return mg->kept;
 }
 
 const uint32_t *tp_memgraph_order(const tp_memgraph *mg)
@@ -107,7 +115,9 @@ tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err)
         fputs("], \"deps\": [", f);
         for (uint32_t k = mg->deps_off[i]; k < mg->deps_off[i + 1]; k++)
             fprintf(f, "%s%u", k > mg->deps_off[i] ? ", " : "", mg->deps[k]);
-        fprintf(f, "]}%s\n", i + 1 < mg->n ? "," : "");
+        fputc(']', f);
+        if (m->inplace) fprintf(f, ", \"inplace\": %d", m->inplace - 1);
+        fprintf(f, "}%s\n", i + 1 < mg->n ? "," : "");
     }
     fputs(" ],\n \"outputs\": [", f);
     for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) {
@@ -116,9 +126,22 @@ tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err)
         tp__json_str(f, gv[gout[k]].id);
         fprintf(f, ", \"from\": %u, ", mg->outputs[k]);
         write_region(f, m);
-        putc('}', f);
+        fputs(tp_graph_keep(g, gout[k]) ? ", \"keep\": true}" : "}", f);
     }
-    fputs("]}\n", f);
+    putc(']', f);
+    if (mg->nkept) {
+        fputs(",\n \"kept\": [", f);
+        for (uint32_t k = 0; k < mg->nkept; k++) {
+            const tp__mv *m = &mg->v[mg->kept[k]];
+            fputs(k ? ",\n  {\"task\": " : "\n  {\"task\": ", f);
+            tp__json_str(f, gv[m->task].id);
+            fprintf(f, ", \"from\": %u, ", mg->kept[k]);
+            write_region(f, m);
+            putc('}', f);
+        }
+        putc(']', f);
+    }
+    fputs("}\n", f);
     if (ferror(f)) return tp__fail(err, TP_ERR_IO, "write error");
     return TP_OK;
 }

@@ -9,6 +9,7 @@ typedef struct tp__mv {
     uint8_t kind;      /* tp_mkind */
     uint8_t space;     /* tp_space of the write */
     int16_t device;
+    int16_t inplace;   /* kernels: 1 + index of the read overwritten in place, 0: none */
     uint32_t task;
     uint64_t offset, bytes;
     uint32_t reads_off, nreads; /* into mg->reads */
@@ -30,6 +31,8 @@ struct tp_memgraph {
     size_t nmdeps, capmdeps;
     uint32_t *deps_off, *deps; /* final CSR: reads' producers and memory deps, sorted */
     uint32_t *outputs;         /* per TaskGraph output: MemGraph vertex holding it */
+    uint32_t *kept;            /* kept values on a device at the end (NULL: none) */
+    uint32_t nkept;
     uint32_t *order_pos;       /* per TaskGraph vertex: position in V */
     tp_plan_stats counters;    /* the planner's own counts (loads, offloads, peaks, time) */
 };

@@ -47,6 +47,10 @@ typedef struct planner {
     const uint32_t *use_off; /* the graph's consumer offsets (borrowed): x's uses are use_pos[use_off[x]..] */
     uint32_t *use_pos, *use_cur;
     uint8_t *is_out, *loaded, *rdone, *wdone;
+    uint8_t *keep;     /* declared "keep" (sessions): stays on the device at the end */
+    int32_t *inpl;     /* per TaskGraph vertex: the input index it overwrites in place, or -1 */
+    int ending;        /* the loop is done: kept outputs are being placed */
+    size_t capkept;
     uint32_t *dcopy, *dblk, *drd, *hcopy, *hblk, *hrd;
     uint32_t *vmark, vstamp;
     uint32_t *L[TP_MAX_DEVICES], nL[TP_MAX_DEVICES], h[TP_MAX_DEVICES];
@@ -312,7 +316,8 @@ static tp__victim_score score_victim(void *ctx, uint32_t x)
     uint64_t nu = next_use(P, x);
     /* values needed at or before pin_pos stay (a forced step pins e's inputs; a horizon step
      * the inputs of everything it has allocated); so do values nobody will read */
-    s.pinned = nu <= P->pin_pos || (nu == INF_USE && !P->is_out[x]);
+    s.pinned = nu <= P->pin_pos || (nu == INF_USE && !P->is_out[x] && !P->keep[x]) ||
+               (P->ending && P->keep[x] && P->is_out[x]);
     s.next_use = nu;
     s.cost = P->hcopy[x] == TP__NONE ? V_(P, x)->bytes : 0;
     return s;
@@ -379,6 +384,7 @@ static int satisfy(planner *P, int d, uint32_t p, int forced)
         for (uint32_t k = 0; k < v->ninputs && !P->st; k++) {
             uint32_t x = v->inputs[k];
             if (!first_time(P, x, stamp) || P->dcopy[x] != TP__NONE) continue;
+            if (P->hcopy[x] == TP__NONE) return 0; /* made in place by a position not run yet */
             if (!alloc_for(P, d, p, V_(P, x)->bytes, forced, &addr)) {
                 if (forced && !P->st) compact(P, d, p);
                 return forced;
@@ -387,6 +393,7 @@ static int satisfy(planner *P, int d, uint32_t p, int forced)
         }
         P->rdone[p] = 1;
     }
+    if (v->device == d && !P->wdone[p] && P->inpl[t] >= 0) P->wdone[p] = 1; /* region: its input's, at exec */
     if (v->device == d && !P->wdone[p] && !P->st) {
         if (!alloc_for(P, d, p, v->bytes, forced, &addr)) {
             if (forced && !P->st) compact(P, d, p);
@@ -439,7 +446,7 @@ static void compact(planner *P, int d, uint32_t p)
                 nd[nn++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
         }
     }
-    if (v->device == d && !P->wdone[p]) nd[nn++] = (need){t, 1, tp__align_of(v->bytes), v->bytes};
+    if (v->device == d && !P->wdone[p] && P->inpl[t] < 0) nd[nn++] = (need){t, 1, tp__align_of(v->bytes), v->bytes};
     qsort(nd, nn, sizeof *nd, need_cmp);
     for (uint32_t i = 0; i < nn && !P->st; i++) {
         uint64_t addr;
@@ -466,13 +473,28 @@ static void exec(planner *P, uint32_t p)
 {
     uint32_t t = P->V[p];
     const tp_vertex *v = V_(P, t);
-    uint32_t m = P->mgv[t]; /* its copy may already be evicted (offloaded) ahead */
     uint32_t buf[16], *from = v->ninputs <= 16 ? buf : malloc(v->ninputs * sizeof *from);
     if (!from) {
         oom(P);
         return;
     }
     for (uint32_t k = 0; k < v->ninputs; k++) from[k] = P->dcopy[v->inputs[k]];
+    uint32_t ix = P->inpl[t] >= 0 ? v->inputs[P->inpl[t]] : TP__NONE;
+    if (ix != TP__NONE) { /* in place: after every reader of ix's copy, into its region */
+        P->nscr = 0;
+        P->seen_stamp++;
+        collect_rel(P, P->drd[ix]);
+        const tp__mv *src = &P->mg->v[P->dcopy[ix]];
+        uint32_t mk = new_mv(P, TP_M_KERNEL, t, v->device, TP_SPACE_DEVICE, src->offset, src->bytes, from, v->ninputs);
+        if (P->st) {
+            if (from != buf) free(from);
+            return;
+        }
+        P->mg->v[mk].inplace = (int16_t)(P->inpl[t] + 1);
+        P->mgv[t] = mk;
+        P->dirty[v->device] = 1; /* horizons wait for this value */
+    }
+    uint32_t m = P->mgv[t]; /* its copy may already be evicted (offloaded) ahead */
     set_reads(P, m, from, v->ninputs);
     if (from != buf) free(from);
     uint32_t stamp = distinct_begin(P);
@@ -481,15 +503,24 @@ static void exec(planner *P, uint32_t p)
         if (!first_time(P, x, stamp)) continue;
         P->drd[x] = rl_push(P, P->drd[x], m);
         P->use_cur[x]++;
-        if (next_use(P, x) == INF_USE && !P->is_out[x]) {
+        if (x == ix) { /* the block passes to t's value; ix's host copy (if any) is not t's */
+            int d = v->device;
+            tp__alloc_reown(&P->dev[d], P->dblk[x], t);
+            P->dcopy[t] = m;
+            P->dblk[t] = P->dblk[x];
+            P->drd[t] = TP__NONE;
+            P->dcopy[x] = P->dblk[x] = P->drd[x] = TP__NONE;
+        }
+        if (next_use(P, x) == INF_USE && !P->is_out[x] && !P->keep[x]) {
             if (P->dcopy[x] != TP__NONE) free_device_copy(P, x);
-            if (P->hcopy[x] != TP__NONE && V_(P, x)->kind != TP_V_INPUT) {
+            if (P->hcopy[x] != TP__NONE && P->mg->v[P->hcopy[x]].kind == TP_M_OFFLOAD) {
                 tp__alloc_release(&P->host, P->hblk[x], rel_of(P, P->hrd[x], P->hcopy[x]), ++P->relstamp);
                 P->hcopy[x] = P->hblk[x] = P->hrd[x] = TP__NONE;
             }
         }
     }
-    if (P->use_off[t + 1] == P->use_off[t] && !P->is_out[t] && P->dcopy[t] != TP__NONE) free_device_copy(P, t);
+    if (P->use_off[t + 1] == P->use_off[t] && !P->is_out[t] && !P->keep[t] && P->dcopy[t] != TP__NONE)
+        free_device_copy(P, t);
 }
 
 static tp_status precheck(planner *P)
@@ -501,11 +532,12 @@ static tp_status precheck(planner *P)
         uint64_t in;
         tp__vertex_need(P->g, t, P->vmark, distinct_begin(P), &in);
         char b1[32], b2[32];
+        uint64_t out = P->inpl[t] >= 0 ? 0 : v->bytes; /* in place: no new bytes */
         if (rd == v->device) {
-            if (in + v->bytes > P->dev[rd].cap)
+            if (in + out > P->dev[rd].cap)
                 return tp__fail(P->err, TP_ERR_INFEASIBLE,
                                 "vertex '%s': needs %s of inputs and output on device %d, capacity is %s",
-                                v->id, tp_format_size(in + v->bytes, b1, sizeof b1), rd,
+                                v->id, tp_format_size(in + out, b1, sizeof b1), rd,
                                 tp_format_size(P->dev[rd].cap, b2, sizeof b2));
         } else {
             if (in > P->dev[rd].cap)
@@ -577,6 +609,8 @@ static void planner_free(planner *P)
     free(P->loaded);
     free(P->rdone);
     free(P->wdone);
+    free(P->keep);
+    free(P->inpl);
     free(P->dcopy);
     free(P->dblk);
     free(P->drd);
@@ -610,6 +644,8 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     P->loaded = calloc(n + 1, 1);
     P->rdone = calloc(n + 1, 1);
     P->wdone = calloc(n + 1, 1);
+    P->keep = calloc(n + 1, 1);
+    P->inpl = malloc((n + 1) * sizeof *P->inpl);
     P->dcopy = malloc((n + 1) * sizeof *P->dcopy);
     P->dblk = malloc((n + 1) * sizeof *P->dblk);
     P->drd = malloc((n + 1) * sizeof *P->drd);
@@ -620,7 +656,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     P->mgv = malloc((n + 1) * sizeof *P->mgv);
     P->mg->order_pos = malloc((n + 1) * sizeof *P->mg->order_pos);
     if (!order || !P->V || !P->pos || !P->use_cur || !P->is_out || !P->loaded ||
-        !P->rdone || !P->wdone || !P->dcopy || !P->dblk || !P->drd || !P->hcopy || !P->hblk ||
+        !P->rdone || !P->wdone || !P->keep || !P->inpl || !P->dcopy || !P->dblk || !P->drd || !P->hcopy || !P->hblk ||
         !P->hrd || !P->vmark || !P->mgv || !P->mg->order_pos) {
         free(order);
         return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
@@ -655,12 +691,29 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         qsort(P->use_pos + cons_off[x], nc, sizeof *P->use_pos, cmp_u32);
     }
     for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) P->is_out[tp_graph_outputs(g)[k]] = 1;
+    /* sessions: kept values, and in-place kernels where this order allows them (the kernel is
+     * its input's last reader, the input is neither an output nor kept, it is read once, and
+     * the sizes agree); elsewhere the kernel runs out of place */
+    for (uint32_t x = 0; x < n; x++) {
+        P->keep[x] = (uint8_t)tp_graph_keep(g, x);
+        P->inpl[x] = -1;
+    }
+    for (uint32_t t = 0; t < n; t++) {
+        int k = tp_graph_inplace(g, t);
+        if (k < 0) continue;
+        const tp_vertex *v = V_(P, t);
+        uint32_t x = v->inputs[k], reads = 0;
+        for (uint32_t j = 0; j < v->ninputs; j++) reads += v->inputs[j] == x;
+        if (reads == 1 && !P->is_out[x] && !P->keep[x] && V_(P, x)->bytes == v->bytes &&
+            P->use_pos[cons_off[x + 1] - 1] == P->pos[t])
+            P->inpl[t] = k;
+    }
     /* bytes dying at each position, per device (a value dies after its last use) */
     P->dies = calloc((size_t)P->nd * (P->npos + 1), sizeof *P->dies);
     if (!P->dies) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
     for (uint32_t x = 0; x < n; x++) {
         uint32_t nu = P->use_off[x + 1] - P->use_off[x];
-        if (!nu || P->is_out[x]) continue;
+        if (!nu || P->is_out[x] || P->keep[x]) continue;
         uint32_t last = P->use_pos[P->use_off[x + 1] - 1];
         if (last + 1 <= P->npos) P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + last + 1] += V_(P, x)->bytes;
     }
@@ -683,6 +736,95 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     }
     P->host_cap = opts->host_mem ? opts->host_mem : UINT64_MAX / 4;
     return TP_OK;
+}
+
+static int res_cmp(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b; /* {device, offset, vertex} */
+    for (int i = 0; i < 3; i++)
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+/* Sessions: resident inputs are on their devices before anything runs, at the regions they
+ * declare (checked here: inside the device, aligned, not overlapping). They count as loaded;
+ * under pressure they are dropped (host copy valid) or offloaded like any value. */
+static tp_status place_resident(planner *P)
+{
+    size_t nr = 0;
+    uint64_t (*r)[3] = malloc(((size_t)P->nv + 1) * sizeof *r);
+    if (!r) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t x = 0; x < P->nv; x++) {
+        uint64_t off;
+        if (V_(P, x)->kind != TP_V_INPUT || !tp_graph_resident(P->g, x, &off, NULL)) continue;
+        r[nr][0] = (uint64_t)V_(P, x)->device;
+        r[nr][1] = off;
+        r[nr][2] = x;
+        nr++;
+    }
+    qsort(r, nr, sizeof *r, res_cmp);
+    tp_status s = TP_OK;
+    char b1[32], b2[32];
+    for (size_t i = 0; i < nr && !s; i++) {
+        int d = (int)r[i][0];
+        uint64_t off = r[i][1];
+        uint32_t x = (uint32_t)r[i][2];
+        uint64_t bytes = V_(P, x)->bytes, cap = P->dev[d].cap;
+        if (off > cap || bytes > cap - off)
+            s = tp__fail(P->err, TP_ERR_INFEASIBLE, "resident input '%s': [%llu, +%s) lies outside device %d's %s", V_(P, x)->id,
+                         (unsigned long long)off, tp_format_size(bytes, b1, sizeof b1), d, tp_format_size(cap, b2, sizeof b2));
+        else if (off % tp__align_of(bytes))
+            s = tp__fail(P->err, TP_ERR_INVALID, "resident input '%s': offset %llu is not a multiple of its alignment %llu",
+                         V_(P, x)->id, (unsigned long long)off, (unsigned long long)tp__align_of(bytes));
+        else if (i > 0 && (int)r[i - 1][0] == d && r[i - 1][1] + V_(P, (uint32_t)r[i - 1][2])->bytes > off)
+            s = tp__fail(P->err, TP_ERR_INVALID, "resident inputs '%s' and '%s' overlap on device %d",
+                         V_(P, (uint32_t)r[i - 1][2])->id, V_(P, x)->id, d);
+        if (s) break;
+        uint32_t blk = take(P, &P->dev[d], off, bytes, x);
+        uint32_t m = new_mv(P, TP_M_RESIDENT, x, d, TP_SPACE_DEVICE, off, bytes, NULL, 0);
+        if ((s = P->st)) break;
+        P->dcopy[x] = m;
+        P->dblk[x] = blk;
+        P->drd[x] = TP__NONE;
+        P->loaded[x] = 1;
+        P->mg->counters.dev[d].resident_count++;
+        P->mg->counters.dev[d].resident_bytes += bytes;
+        if (P->use_off[x + 1] == P->use_off[x] && !P->is_out[x] && !P->keep[x]) free_device_copy(P, x);
+    }
+    free(r);
+    return s;
+}
+
+/* Sessions: after the last position, kept outputs that were evicted come back (everything
+ * else may make room), and the kept values on a device are listed. */
+static tp_status place_kept(planner *P)
+{
+    tp_memgraph *mg = P->mg;
+    P->ending = 1;
+    P->e = P->npos;
+    for (uint32_t x = 0; x < P->nv && !P->st; x++) {
+        if (!P->keep[x] || !P->is_out[x] || P->dcopy[x] != TP__NONE) continue;
+        int d = V_(P, x)->device;
+        uint64_t addr;
+        if (!tp__alloc_find(&P->dev[d], V_(P, x)->bytes, TP__FIT_LOWEST, &addr) &&
+            !evict_window(P, d, V_(P, x)->bytes, P->npos, &addr)) {
+            if (!P->st) {
+                char b1[32], b2[32];
+                P->st = tp__fail(P->err, TP_ERR_INFEASIBLE,
+                                 "kept output '%s' (%s) finds no room on device %d (%s) beside the other kept outputs",
+                                 V_(P, x)->id, tp_format_size(V_(P, x)->bytes, b1, sizeof b1), d,
+                                 tp_format_size(P->dev[d].cap, b2, sizeof b2));
+            }
+            break;
+        }
+        if (!P->st) do_reload(P, x, d, addr);
+    }
+    for (uint32_t x = 0; x < P->nv && !P->st; x++) {
+        if (!P->keep[x] || P->dcopy[x] == TP__NONE) continue;
+        if (!TP__GROW(mg->kept, P->capkept, mg->nkept + 1)) return oom(P), P->st;
+        mg->kept[mg->nkept++] = P->dcopy[x];
+    }
+    return P->st;
 }
 
 tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, tp_error *err)
@@ -715,8 +857,12 @@ tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out
         uint32_t nin = 0;
         need *ins = malloc(((size_t)P->nv + 1) * sizeof *ins);
         if (!ins) P->st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
-        for (uint32_t x = 0; x < P->nv && !P->st; x++)
-            if (V_(P, x)->kind == TP_V_INPUT) ins[nin++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
+        for (uint32_t x = 0; x < P->nv && !P->st; x++) {
+            int host_copy = 1;
+            tp_graph_resident(g, x, NULL, &host_copy);
+            if (V_(P, x)->kind == TP_V_INPUT && host_copy)
+                ins[nin++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
+        }
         if (!P->st) qsort(ins, nin, sizeof *ins, need_cmp);
         uint64_t in_end = 0;
         for (uint32_t i = 0; i < nin && !P->st; i++) {
@@ -740,6 +886,7 @@ tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out
         P->host_end = in_end;
         if (!tp__alloc_init(&P->host, P->host_cap - in_end)) oom(P);
     }
+    if (!P->st) P->st = place_resident(P);
     for (P->e = 0; P->e < P->npos && !P->st; P->e++) {
         for (int d = 0; d < P->nd && !P->st; d++)
             while (P->dirty[d] && !P->st) {
@@ -761,6 +908,7 @@ tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out
         }
         exec(P, p);
     }
+    if (!P->st) P->st = place_kept(P);
     tp_memgraph *mg = P->mg;
     if (!P->st) P->st = build_deps(P);
     if (!P->st) {
@@ -769,7 +917,7 @@ tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out
         if (!mg->outputs) P->st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
         for (uint32_t k = 0; k < no && !P->st; k++) {
             uint32_t x = tp_graph_outputs(g)[k];
-            mg->outputs[k] = P->hcopy[x] != TP__NONE ? P->hcopy[x] : P->dcopy[x];
+            mg->outputs[k] = P->hcopy[x] != TP__NONE && !P->keep[x] ? P->hcopy[x] : P->dcopy[x];
         }
     }
     if (P->st) {
