@@ -151,6 +151,21 @@ tp_status cli_exec_new(const tp_memgraph *mg, tp_backend *be, const cli_exec_fla
  * when asked. *sum is the last run's. */
 tp_status cli_exec_run(tp_exec *x, const cli_exec_flags *f, tp_run_summary *sum, tp_error *e);
 
+/* ---- sessions (cli_session.c) ----------------------------------------------------------- */
+
+/* Loads a run's inputs into x (the checkpoint, a safetensors file, random weights). */
+typedef tp_status (*cli_load_fn)(tp_exec *x, void *ctx, tp_error *e);
+/* Declares every input of g "keep" (before planning the first of repeated runs). */
+void cli_keep_inputs(tp_graph *g);
+/* f->repeat runs of g in one session on be: *mg (planned under po with cli_keep_inputs) is the
+ * first run's plan; each later run is planned with what the last one left on the devices
+ * resident (*mg replaced, the caller frees the last; each verified when check is set). Prints each run's makespan and bytes
+ * moved beside the input bytes that were not resident at its start. *sess and *x (the last
+ * run's executor) are the caller's to free, x first; *sum is the last run's. */
+tp_status cli_session_runs(tp_graph *g, tp_memgraph **mg, const tp_plan_opts *po, tp_backend *be, const cli_exec_flags *f,
+                           int check, cli_load_fn load, void *ctx, tp_session **sess, tp_exec **x, tp_run_summary *sum,
+                           tp_error *e);
+
 /* Runs mg on the sim backend (machine prof, bf's jitter) under xf and prints the summary;
  * returns 0, or the exit code after printing why ("turnip CMD: ..."; cmd may be NULL). */
 int cli_sim_run(const char *cmd, const tp_memgraph *mg, const tp_sim_profile *prof, const cli_exec_flags *xf,

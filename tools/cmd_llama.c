@@ -44,7 +44,8 @@ static const cli_opt opts[] = {
               "cpu: copy times (F at most 4), sim: kernel times and copy sizes\nx exp(F x N(0,1))"),
     CLI_O_SWITCH("--no-data", flags, no_data, "plan only (for the big presets): graph sizes and plan statistics"),
     CLI_O_INT("--repeat", "N", flags, x.repeat, 0, LLONG_MAX,
-              "run the plan N times (weights stay loaded), print each makespan and the best"),
+              "N runs in one session: what fits of the weights stays on the devices from one\n"
+              "run to the next (each run prints the bytes it moved), print each makespan and the best"),
     CLI_O_STR("--backend", "cpu|cuda|sim", flags, b.name,
               "cuda: run on GPUs (see turnip run --help); sim: simulate instead: latency,\n"
               "bytes moved, makespan over the lower bound"),
@@ -248,6 +249,20 @@ static tp_status print_next_tokens(tp_exec *x, const tp_memgraph *mg, int64_t vo
     return s;
 }
 
+/* the weights and prompt of a run: from the checkpoint, or the preset's random weights */
+typedef struct {
+    const tp_llama_config *c;
+    const char *model;
+    const int32_t *ids;
+    uint64_t seed;
+} loader;
+
+static tp_status load(tp_exec *x, void *ctx, tp_error *e)
+{
+    const loader *l = ctx;
+    return l->model ? tp_llama_load(x, l->c, l->model, l->ids, e) : tp_llama_random(x, l->c, l->seed, l->ids, e);
+}
+
 static int run(int argc, char **argv)
 {
     flags fl = {.x = {.streams = 1, .fail_vertex = -1, .repeat = 1}, .devices = 1};
@@ -277,6 +292,7 @@ static int run(int argc, char **argv)
     tp_graph *g = NULL;
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
+    tp_session *sess = NULL;
     if (fl.prompt_ids) rc = parse_prompt(fl.prompt_ids, c.vocab, &ids, &T);
     tp_plan_opts o;
     tp_plan_opts_init(&o, (int)fl.devices, use_sim ? prof.device_mem : 0);
@@ -309,6 +325,8 @@ static int run(int argc, char **argv)
     printf("TaskGraph: %llu non-input vertices, %llu input vertices, %llu edges (built in %.2f s)\n",
            (unsigned long long)(gn.vertices - gn.inputs), (unsigned long long)gn.inputs, (unsigned long long)gn.edges,
            tp_now_seconds() - t0);
+    int session = fl.x.repeat > 1 && !use_sim && !fl.no_data;
+    if (session) cli_keep_inputs(g); /* what fits stays for the next run */
     if ((s = tp_plan(g, &o, &mg, &e))) goto done;
     print_plan(g, mg, &o);
     if (fl.no_data) goto done;
@@ -320,10 +338,15 @@ static int run(int argc, char **argv)
     }
     fl.x.progress = isatty(2);
     printf("running on the %s backend\n", tp_backend_name(be));
-    s = cli_exec_new(mg, be, &fl.x, &x, &e);
-    if (!s) s = fl.model ? tp_llama_load(x, &c, fl.model, ids, &e) : tp_llama_random(x, &c, (uint64_t)fl.x.seed, ids, &e);
+    loader ld = {&c, fl.model, ids, (uint64_t)fl.x.seed};
     tp_run_summary sum;
-    if (!s) s = cli_exec_run(x, &fl.x, &sum, &e);
+    if (session) {
+        s = cli_session_runs(g, &mg, &o, be, &fl.x, 0, load, &ld, &sess, &x, &sum, &e);
+    } else {
+        s = cli_exec_new(mg, be, &fl.x, &x, &e);
+        if (!s) s = load(x, &ld, &e);
+        if (!s) s = cli_exec_run(x, &fl.x, &sum, &e);
+    }
     if (!s) {
         tp_run_summary_print(&sum, stdout);
         s = print_next_tokens(x, mg, c.vocab, &e);
@@ -333,6 +356,7 @@ static int run(int argc, char **argv)
 done:
     if (s && !rc) rc = cli_fail("llama", s, &e);
     tp_exec_free(x);
+    tp_session_free(sess);
     tp_backend_free(be);
     tp_memgraph_free(mg);
     tp_graph_free(g);

@@ -24,6 +24,10 @@ static const cli_opt opts[] = {
     CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, TP_CPU_JITTER_MAX, "copy time x exp(F x N(0,1)), seeded by --seed and the vertex"),
     CLI_O_TRACE(flags, x),
     CLI_O_SWITCH("--no-verify", flags, no_verify, "skip the independent check of the plan"),
+    CLI_O_INT("--repeat", "N", flags, x.repeat, 0, 1000000,
+              "N runs in one session: the inputs that fit stay on the devices from one run to\n"
+              "the next (each later plan declares them resident and is verified too); each run\n"
+              "prints the bytes it moved; the outputs are the last run's"),
     CLI_O_STR("--backend", "cpu|cuda", flags, b.name,
               "cuda: run on GPUs: MemGraph device d on GPU d mod (GPUs visible); the link\n"
               "and jitter flags are cpu-backend only"),
@@ -43,7 +47,7 @@ static void help(FILE *f)
                    "usage: turnip run TASKGRAPH --device-mem SIZE[,SIZE...] --inputs IN.safetensors --out OUT.safetensors\n"
                    "                  [--host-mem SIZE] [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N]\n"
                    "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F]\n"
-                   "                  [--trace FILE] [--no-verify] [--backend cpu|cuda] [--completion callback|poll]\n"
+                   "                  [--trace FILE] [--no-verify] [--repeat N] [--backend cpu|cuda] [--completion callback|poll]\n"
                    "                  [--matmul fast|exact]\n"
                    "\n"
                    "Plans TASKGRAPH under the caps, verifies the plan (unless --no-verify), runs it on the cpu\n"
@@ -64,6 +68,11 @@ static tp_status verify(const tp_memgraph *mg, const tp_graph *g, tp_error *e)
     s = tp_verify_json(text, len, "plan", g, e);
     free(text);
     return s;
+}
+
+static tp_status load_file(tp_exec *x, void *path, tp_error *e)
+{
+    return tp_exec_load_inputs(x, path, e);
 }
 
 static int run(int argc, char **argv)
@@ -89,8 +98,11 @@ static int run(int argc, char **argv)
     tp_plan_opts_init(&o, tp_graph_devices(g), 0);
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
+    tp_session *sess = NULL;
     if ((rc = cli_plan_opts("run", &fl.p, o.ndevices, &o))) goto done;
     double t0 = tp_now_seconds();
+    int session = fl.x.repeat > 1;
+    if (session) cli_keep_inputs(g);
     if ((s = tp_plan(g, &o, &mg, &e))) {
         rc = cli_fail_file("run", in, s, &e);
         goto done;
@@ -105,14 +117,19 @@ static int run(int argc, char **argv)
         if (s == TP_ERR_CHECK) rc = 3; /* a planner bug, not the user's input */
         else if (!s) printf("plan verified\n");
     }
-    if (!s) s = cli_exec_new(mg, be, &fl.x, &x, &e);
-    if (!s) s = tp_exec_load_inputs(x, fl.inputs, &e);
     tp_run_summary sum;
     if (!s) {
         printf("running on %s backend: %d device%s, %lld stream%s each, order %s\n", tp_backend_name(be), o.ndevices,
                o.ndevices > 1 ? "s" : "", fl.x.streams, fl.x.streams > 1 ? "s" : "", fl.x.order ? fl.x.order : "any");
         fflush(stdout);
-        s = cli_exec_run(x, &fl.x, &sum, &e);
+        if (session) {
+            s = cli_session_runs(g, &mg, &o, be, &fl.x, !fl.no_verify, load_file, (void *)fl.inputs, &sess, &x, &sum, &e);
+            if (s == TP_ERR_CHECK) rc = 3;
+        } else {
+            s = cli_exec_new(mg, be, &fl.x, &x, &e);
+            if (!s) s = load_file(x, (void *)fl.inputs, &e);
+            if (!s) s = cli_exec_run(x, &fl.x, &sum, &e);
+        }
         if (!s) tp_run_summary_print(&sum, stdout);
     }
     if (!s) s = tp_exec_save_outputs(x, fl.out, &e);
@@ -120,6 +137,7 @@ static int run(int argc, char **argv)
     if (s) rc = rc ? cli_errorf("run", rc, "%s", e.msg) : cli_fail("run", s, &e);
 done:
     tp_exec_free(x);
+    tp_session_free(sess);
     tp_backend_free(be);
     tp_memgraph_free(mg);
     tp_graph_free(g);

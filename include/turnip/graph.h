@@ -85,10 +85,13 @@ int tp_graph_resident(const tp_graph *g, uint32_t v, uint64_t *offset, int *host
 int tp_graph_inplace(const tp_graph *g, uint32_t v);
 /* 1 when v is in the top-level "keep" list. */
 int tp_graph_keep(const tp_graph *g, uint32_t v);
-/* Setters for builders (before finalize), returning TP_ERR_ARG on misuse with err filled. */
+/* Setters (before or after finalize: they change no structure), returning TP_ERR_ARG on misuse
+ * with err filled; tp_graph_clear_resident undeclares every resident input (a session plans
+ * the same graph again with what the last run left on the devices). */
 tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int host_copy, tp_error *err);
 tp_status tp_graph_set_inplace(tp_graph *g, uint32_t v, int k, tp_error *err);
 tp_status tp_graph_set_keep(tp_graph *g, uint32_t v, tp_error *err);
+void tp_graph_clear_resident(tp_graph *g);
 uint32_t tp_graph_num_outputs(const tp_graph *g);
 const uint32_t *tp_graph_outputs(const tp_graph *g);
 /* The device a vertex's inputs are read on: its own device, or the source device of a

@@ -83,6 +83,11 @@ const uint32_t *tp_memgraph_outputs(const tp_memgraph *mg);
  * vertices whose writes hold them (kept outputs always; kept inputs where they stayed). *n
  * gets the count; the array is owned by the MemGraph (NULL when none). */
 const uint32_t *tp_memgraph_kept(const tp_memgraph *mg, uint32_t *n);
+/* Sessions: declares resident in g (mg's TaskGraph, which the caller owns and may change) each
+ * input mg leaves on a device, at that region, with a host copy where mg had one, and no other
+ * input; *resident_bytes (may be NULL) gets their total. The next plan of g in the same
+ * session then starts with them loaded. */
+tp_status tp_plan_carry_inputs(tp_graph *g, const tp_memgraph *mg, uint64_t *resident_bytes, tp_error *err);
 /* Position of each TaskGraph vertex in the serial order V the plan used (inputs: their
  * position too). Array of tp_graph_size entries. */
 const uint32_t *tp_memgraph_order(const tp_memgraph *mg);

@@ -51,7 +51,6 @@ int tp_graph_keep(const tp_graph *g, uint32_t v)
 
 static tp_status check(tp_graph *g, uint32_t v, tp_error *err)
 {
-    if (g->finalized) return tp__fail(err, TP_ERR_ARG, "graph already finalized");
     if (v >= g->n) return tp__fail(err, TP_ERR_ARG, "vertex %u out of range", v);
     if (!grow(g)) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     return TP_OK;
@@ -83,4 +82,9 @@ tp_status tp_graph_set_keep(tp_graph *g, uint32_t v, tp_error *err)
     if (s) return s;
     g->keep[v] = 1;
     return TP_OK;
+}
+
+void tp_graph_clear_resident(tp_graph *g)
+{
+    if (g->res) memset(g->res, 0, g->cap_sess);
 }

@@ -49,8 +49,9 @@ typedef struct planner {
     uint8_t *is_out, *loaded, *rdone, *wdone;
     uint8_t *keep;     /* declared "keep" (sessions): stays on the device at the end */
     int32_t *inpl;     /* per TaskGraph vertex: the input index it overwrites in place, or -1 */
-    int ending;        /* the loop is done: kept outputs are being placed */
+    int ending;        /* the loop is done: 1 kept outputs are being placed, 2 kept inputs trimmed */
     size_t capkept;
+    uint64_t need_max[TP_MAX_DEVICES]; /* largest inputs-plus-output need of one position */
     uint32_t *dcopy, *dblk, *drd, *hcopy, *hblk, *hrd;
     uint32_t *vmark, vstamp;
     uint32_t *L[TP_MAX_DEVICES], nL[TP_MAX_DEVICES], h[TP_MAX_DEVICES];
@@ -317,7 +318,7 @@ static tp__victim_score score_victim(void *ctx, uint32_t x)
     /* values needed at or before pin_pos stay (a forced step pins e's inputs; a horizon step
      * the inputs of everything it has allocated); so do values nobody will read */
     s.pinned = nu <= P->pin_pos || (nu == INF_USE && !P->is_out[x] && !P->keep[x]) ||
-               (P->ending && P->keep[x] && P->is_out[x]);
+               (P->ending && P->keep[x] && P->is_out[x]) || (P->ending == 2 && !P->keep[x]);
     s.next_use = nu;
     s.cost = P->hcopy[x] == TP__NONE ? V_(P, x)->bytes : 0;
     return s;
@@ -533,6 +534,12 @@ static tp_status precheck(planner *P)
         tp__vertex_need(P->g, t, P->vmark, distinct_begin(P), &in);
         char b1[32], b2[32];
         uint64_t out = P->inpl[t] >= 0 ? 0 : v->bytes; /* in place: no new bytes */
+        if (rd == v->device) {
+            if (in + out > P->need_max[rd]) P->need_max[rd] = in + out;
+        } else {
+            if (in > P->need_max[rd]) P->need_max[rd] = in;
+            if (v->bytes > P->need_max[v->device]) P->need_max[v->device] = v->bytes;
+        }
         if (rd == v->device) {
             if (in + out > P->dev[rd].cap)
                 return tp__fail(P->err, TP_ERR_INFEASIBLE,
@@ -818,6 +825,14 @@ static tp_status place_kept(planner *P)
             break;
         }
         if (!P->st) do_reload(P, x, d, addr);
+    }
+    /* kept inputs leave a window as large as the largest single need, so that a next run of
+     * the same graph can stream what is not resident without displacing what is */
+    P->ending = 2; /* only kept inputs may go */
+    for (int d = 0; d < P->nd && !P->st; d++) {
+        uint64_t addr;
+        if (P->need_max[d] && !tp__alloc_find(&P->dev[d], P->need_max[d], TP__FIT_LOWEST, &addr))
+            evict_window(P, d, P->need_max[d], P->npos, &addr); /* none: kept outputs fill it, fine */
     }
     for (uint32_t x = 0; x < P->nv && !P->st; x++) {
         if (!P->keep[x] || P->dcopy[x] == TP__NONE) continue;

@@ -1,0 +1,307 @@
+/* test_session.c - sessions (issue 11): random graphs of real ops run as sequences of plans in
+ * one session, with resident inputs carried from run to run, kept values and in-place kernels,
+ * under tight caps and in every dispatch order; every plan verifies and every run's outputs
+ * are bit-identical to a fresh, unconstrained run of the same graph. And a value updated in
+ * place, evicted and kept is read by the next plan as its new value, never a stale host copy. */
+#include <string.h>
+#include "turnip/turnip.h"
+#include "harness.h"
+
+enum { N = 8 }; /* every value is an N x N f32 matrix (256 B) */
+
+static uint64_t rng(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 33;
+}
+
+/* A random DAG of matmul/add/mul/silu on 1 or 2 devices (values cross by transfers), with
+ * random "keep" declarations on inputs and outputs and "inplace" on elementwise kernels. */
+static tp_graph *random_graph(uint64_t seed)
+{
+    uint64_t s = seed * 7919 + 17;
+    int nd = 1 + (int)(rng(&s) % 2), nin = 3 + (int)(rng(&s) % 4), nk = 8 + (int)(rng(&s) % 12);
+    tp_graph *g = tp_graph_new(nd);
+    tp_error e;
+    int64_t shp[2] = {N, N};
+    uint32_t val[64], nval = 0, consumers[64] = {0};
+    char id[32];
+    static const char *ops[] = {"matmul", "add", "mul", "silu"};
+    for (int i = 0; i < nin; i++) {
+        snprintf(id, sizeof id, "in%d", i);
+        CHECK(tp_graph_add_input(g, id, (int)(rng(&s) % (uint64_t)nd), TP_DT_F32, 2, shp, 0, &val[nval++], &e) == TP_OK);
+    }
+    for (int k = 0; k < nk; k++) {
+        int d = (int)(rng(&s) % (uint64_t)nd);
+        const char *op = ops[rng(&s) % 4];
+        int ar = strcmp(op, "silu") ? 2 : 1;
+        uint32_t in[2];
+        for (int a = 0; a < ar; a++) {
+            uint32_t v = val[rng(&s) % nval];
+            if (tp_graph_vertex(g, v)->device != d) { /* bring it over */
+                snprintf(id, sizeof id, "x%d_%d", k, a);
+                CHECK(tp_graph_add_transfer(g, id, d, v, &v, &e) == TP_OK);
+                val[nval++] = v;
+            }
+            in[a] = v;
+            consumers[v]++;
+        }
+        snprintf(id, sizeof id, "k%d", k);
+        uint32_t out;
+        CHECK(tp_graph_add_kernel(g, id, d, op, (uint32_t)ar, in, TP_DT_F32, 2, shp, 0, NULL, 0, &out, &e) == TP_OK);
+        if (strcmp(op, "matmul") && rng(&s) % 2) CHECK(tp_graph_set_inplace(g, out, 0, &e) == TP_OK);
+        val[nval++] = out;
+        if (nval > 56) break;
+    }
+    /* outputs: every kernel nobody reads, and a few more; keep some outputs and inputs */
+    for (uint32_t v = 0; v < nval; v++) {
+        const tp_vertex *x = tp_graph_vertex(g, val[v]);
+        if (x->kind == TP_V_KERNEL && (!consumers[val[v]] || rng(&s) % 5 == 0)) {
+            CHECK(tp_graph_add_output(g, val[v], &e) == TP_OK);
+            if (rng(&s) % 2) CHECK(tp_graph_set_keep(g, val[v], &e) == TP_OK);
+        }
+        if (x->kind == TP_V_INPUT && rng(&s) % 3) CHECK(tp_graph_set_keep(g, val[v], &e) == TP_OK);
+    }
+    CHECKF(tp_graph_finalize(g, &e) == TP_OK, "%s", e.msg);
+    return g;
+}
+
+/* the input values: a function of the input's id */
+static void input_values(const char *id, float *buf, uint64_t n)
+{
+    uint64_t s = 1469598103934665603ull;
+    for (const char *c = id; *c; c++) s = (s ^ (uint8_t)*c) * 1099511628211ull;
+    for (uint64_t k = 0; k < n; k++) buf[k] = (float)(rng(&s) % 2001) / 2000.0f - 0.5f;
+}
+
+static tp_status write_inputs(tp_exec *x, const tp_memgraph *mg, tp_error *e)
+{
+    const tp_graph *g = tp_memgraph_taskgraph(mg);
+    float buf[N * N];
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind != TP_M_INPUT) continue;
+        input_values(tp_graph_vertex(g, v.task)->id, buf, N * N);
+        tp_status s = tp_exec_write(x, &v.write, buf, e);
+        if (s) return s;
+    }
+    return TP_OK;
+}
+
+/* every output's bytes, in output order (caller frees) */
+static float *read_outputs(tp_exec *x, const tp_memgraph *mg, tp_error *e)
+{
+    uint32_t no = tp_graph_num_outputs(tp_memgraph_taskgraph(mg));
+    float *o = malloc((size_t)no * N * N * sizeof *o + 1);
+    for (uint32_t k = 0; k < no; k++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, tp_memgraph_outputs(mg)[k], &v);
+        CHECKF(tp_exec_read(x, &v.write, o + (size_t)k * N * N, e) == TP_OK, "%s", e->msg);
+    }
+    return o;
+}
+
+static void verify(const tp_memgraph *mg, const tp_graph *g)
+{
+    char *text;
+    size_t len;
+    tp_error e;
+    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &text, &len, &e), e);
+    ASSERT_OK_ERR(tp_verify_json(text, len, "plan", g, &e), e);
+    free(text);
+}
+
+static int count_kind(const tp_memgraph *mg, tp_mkind k)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        n += v.kind == k;
+    }
+    return n;
+}
+
+TEST(session_random_sequences_match_fresh_runs)
+{
+    int resident_runs = 0, inplace_plans = 0, evicting = 0;
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        tp_graph *g = random_graph(seed);
+        int nd = tp_graph_devices(g);
+        tp_error e;
+        /* the reference: a fresh run with room for everything */
+        tp_plan_opts po;
+        tp_plan_opts_init(&po, nd, 1 << 20);
+        tp_memgraph *mg;
+        ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+        tp_backend *be;
+        ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        tp_exec *x;
+        ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+        ASSERT_OK_ERR(write_inputs(x, mg, &e), e);
+        tp_run_summary sum;
+        ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+        float *ref = read_outputs(x, mg, &e);
+        tp_exec_free(x);
+        tp_memgraph_free(mg);
+        /* the session: 2-5 runs at a tight cap */
+        uint64_t minf[TP_MAX_DEVICES];
+        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_DEFAULT, minf, NULL, &e), e);
+        uint64_t s = seed;
+        for (int d = 0; d < nd; d++) po.device_mem[d] = minf[d] + (rng(&s) % 3) * N * N * 4;
+        tp_session *ss;
+        ASSERT_OK_ERR(tp_session_new(be, nd, po.device_mem, 1 << 20, &ss, &e), e);
+        po.host_mem = 1 << 20;
+        int runs = 2 + (int)(rng(&s) % 4);
+        for (int r = 0; r < runs; r++) {
+            ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+            verify(mg, g);
+            resident_runs += count_kind(mg, TP_M_RESIDENT) > 0;
+            evicting += count_kind(mg, TP_M_OFFLOAD) > 0;
+            for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+                tp_mvertex v;
+                tp_memgraph_vertex(mg, i, &v);
+                inplace_plans += v.inplace >= 0 && r == 0;
+            }
+            static const char *pol[] = {"fixed", "any", "random"};
+            ro.policy = pol[(seed + (uint64_t)r) % 3];
+            ro.seed = seed * 10 + (uint64_t)r;
+            ro.streams = 1 + r % 2;
+            ASSERT_OK_ERR(tp_exec_new_in(ss, mg, &ro, &x, &e), e);
+            ASSERT_OK_ERR(write_inputs(x, mg, &e), e);
+            ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+            float *got = read_outputs(x, mg, &e);
+            CHECKF(!memcmp(got, ref, (size_t)tp_graph_num_outputs(g) * N * N * sizeof *got),
+                   "seed %llu run %d (%s order): outputs differ from the fresh run", (unsigned long long)seed, r + 1,
+                   ro.policy);
+            free(got);
+            tp_exec_free(x);
+            ASSERT_OK_ERR(tp_plan_carry_inputs(g, mg, NULL, &e), e);
+            tp_memgraph_free(mg);
+        }
+        tp_session_free(ss);
+        tp_backend_free(be);
+        free(ref);
+        tp_graph_free(g);
+    }
+    /* the property must have been exercised */
+    CHECKF(resident_runs >= 40, "only %d runs started with resident inputs", resident_runs);
+    CHECKF(inplace_plans >= 20, "only %d in-place kernels planned", inplace_plans);
+    CHECKF(evicting >= 10, "only %d plans offloaded anything", evicting);
+}
+
+static tp_graph *load(const char *json)
+{
+    tp_graph *g;
+    tp_error e;
+    ASSERT_OK_ERR(tp_graph_read_string(json, "t", &g, &e), e);
+    return g;
+}
+
+/* An optimizer-like step: w2 = w + g written over w, then evicted by a kernel that needs the
+ * whole device (w2 has no valid host copy: it must be offloaded, not dropped), kept at the end
+ * (reloaded). The next plan reads it as a resident input without a host copy. */
+TEST(session_inplace_value_evicted_and_kept_is_never_stale)
+{
+    const char *g1 = "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+                     "{\"id\": \"w\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [8, 8]},"
+                     "{\"id\": \"g\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [8, 8]},"
+                     "{\"id\": \"big\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [16, 8]},"
+                     "{\"id\": \"w2\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"add\", \"inputs\": [\"w\", \"g\"],"
+                     " \"dtype\": \"f32\", \"shape\": [8, 8], \"inplace\": 0},"
+                     "{\"id\": \"b2\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"silu\", \"inputs\": [\"big\"],"
+                     " \"dtype\": \"f32\", \"shape\": [16, 8]}],"
+                     " \"outputs\": [\"w2\", \"b2\"], \"keep\": [\"w2\"]}";
+    tp_graph *g = load(g1);
+    tp_error e;
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, 1, 1024); /* b2 needs all of it: w2 must leave, then come back */
+    po.order = TP_ORDER_TOPO;
+    tp_memgraph *mg;
+    ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+    verify(mg, g);
+    ASSERT_EQ(count_kind(mg, TP_M_OFFLOAD), 1); /* w2 offloaded: its only valid copy */
+    uint32_t nk;
+    const uint32_t *kept = tp_memgraph_kept(mg, &nk);
+    ASSERT_EQ(nk, 1u);
+    tp_mvertex kv;
+    tp_memgraph_vertex(mg, kept[0], &kv);
+    ASSERT_EQ(kv.kind, TP_M_RELOAD);
+    ASSERT_EQ(kv.write.space, TP_SPACE_DEVICE);
+    tp_backend *be;
+    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+    tp_session *ss;
+    ASSERT_OK_ERR(tp_session_new(be, 1, po.device_mem, 1 << 16, &ss, &e), e);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new_in(ss, mg, &ro, &x, &e), e);
+    ASSERT_OK_ERR(write_inputs(x, mg, &e), e);
+    tp_run_summary sum;
+    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+    tp_exec_free(x);
+    /* the next plan: y = w2 * w2, w2 resident where the last plan kept it, no host copy */
+    char g2[1024];
+    snprintf(g2, sizeof g2,
+             "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+             "{\"id\": \"w2\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [8, 8],"
+             " \"resident\": {\"offset\": %llu, \"host_copy\": false}},"
+             "{\"id\": \"y\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"mul\", \"inputs\": [\"w2\", \"w2\"],"
+             " \"dtype\": \"f32\", \"shape\": [8, 8]}], \"outputs\": [\"y\"]}",
+             (unsigned long long)kv.write.offset);
+    tp_graph *h = load(g2);
+    tp_memgraph *mh;
+    ASSERT_OK_ERR(tp_plan(h, &po, &mh, &e), e);
+    verify(mh, h);
+    ASSERT_EQ(count_kind(mh, TP_M_INPUT), 0);
+    ASSERT_EQ(count_kind(mh, TP_M_RESIDENT), 1);
+    ASSERT_OK_ERR(tp_exec_new_in(ss, mh, &ro, &x, &e), e);
+    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+    float *y = read_outputs(x, mh, &e);
+    float w[N * N], gg[N * N];
+    input_values("w", w, N * N);
+    input_values("g", gg, N * N);
+    for (int k = 0; k < N * N; k++) {
+        float w2 = w[k] + gg[k];
+        CHECKF(y[k] == w2 * w2, "y[%d] = %g, want (w + g)^2 = %g (w^2 = %g: a stale copy)", k, y[k], w2 * w2, w[k] * w[k]);
+    }
+    free(y);
+    tp_exec_free(x);
+    tp_memgraph_free(mh);
+    tp_graph_free(h);
+    tp_session_free(ss);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* A resident input needs a session: a plain executor refuses the plan. */
+TEST(session_resident_plan_needs_a_session)
+{
+    tp_graph *g = load("{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+                       "{\"id\": \"w\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [8, 8],"
+                       " \"resident\": {\"offset\": 256}},"
+                       "{\"id\": \"y\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"silu\", \"inputs\": [\"w\"],"
+                       " \"dtype\": \"f32\", \"shape\": [8, 8]}], \"outputs\": [\"y\"]}");
+    tp_error e;
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, 1, 1024);
+    tp_memgraph *mg;
+    ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+    tp_backend *be;
+    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_exec *x = NULL;
+    ASSERT_EQ(tp_exec_new(mg, be, &ro, &x, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "session"), "message: %s", e.msg);
+    /* and a resident region outside the device is refused by the planner */
+    tp_memgraph_free(mg);
+    tp_plan_opts_init(&po, 1, 300);
+    ASSERT_EQ(tp_plan(g, &po, &mg, &e), TP_ERR_INFEASIBLE);
+    tp_backend_free(be);
+    tp_graph_free(g);
+}
