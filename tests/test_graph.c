@@ -130,6 +130,200 @@ TEST(graph_builder_api)
     tp_graph_free(g);
 }
 
+/* writes g to a string (caller frees) */
+static char *graph_text(const tp_graph *g)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    tp_error e;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(f != NULL);
+    ASSERT_OK_ERR(tp_graph_write(g, f, &e), e);
+    fclose(f);
+    return buf;
+}
+
+#define IN0(id, b) "{\"id\":\"" id "\",\"kind\":\"input\",\"device\":0,\"bytes\":" #b
+
+TEST(graph_sessions_read_and_write)
+{
+    const char *src = HDR
+        IN0("w", 1024) ",\"resident\":{\"offset\":4096}},"
+        IN0("x", 12) ",\"resident\":{\"offset\":8,\"host_copy\":false,\"future\":1}},"
+        IN0("h", 12) ",\"resident\":{\"offset\":20,\"host_copy\":true}},"
+        "{\"id\":\"y\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"w\",\"x\",\"h\"],\"bytes\":12,\"inplace\":1},"
+        "{\"id\":\"t\",\"kind\":\"transfer\",\"device\":1,\"inputs\":[\"y\"]}"
+        "], \"outputs\":[\"t\",\"y\"], \"keep\":[\"y\",\"w\"]}";
+    tp_graph *g, *g2;
+    tp_error e;
+    ASSERT_OK_ERR(tp_graph_read_string(src, "g", &g, &e), e);
+    uint64_t off = 7;
+    int hc = 7;
+    ASSERT_EQ(tp_graph_resident(g, 0, &off, &hc), 1);
+    ASSERT_EQ(off, 4096);
+    ASSERT_EQ(hc, 1);
+    ASSERT_EQ(tp_graph_resident(g, 1, &off, &hc), 1);
+    ASSERT_EQ(off, 8);
+    ASSERT_EQ(hc, 0);
+    ASSERT_EQ(tp_graph_resident(g, 2, &off, &hc), 1);
+    ASSERT_EQ(off, 20);
+    ASSERT_EQ(hc, 1);
+    ASSERT_EQ(tp_graph_resident(g, 3, &off, &hc), 0); /* defaults when not resident */
+    ASSERT_EQ(off, 0);
+    ASSERT_EQ(hc, 1);
+    ASSERT_EQ(tp_graph_resident(g, 99, NULL, NULL), 0);
+    ASSERT_EQ(tp_graph_inplace(g, 3), 1);
+    ASSERT_EQ(tp_graph_inplace(g, 0), -1);
+    ASSERT_EQ(tp_graph_inplace(g, 4), -1);
+    ASSERT_EQ(tp_graph_inplace(g, 99), -1);
+    ASSERT_EQ(tp_graph_keep(g, 3), 1);
+    ASSERT_EQ(tp_graph_keep(g, 0), 1);
+    ASSERT_EQ(tp_graph_keep(g, 1), 0);
+    ASSERT_EQ(tp_graph_keep(g, 4), 0);
+    ASSERT_EQ(tp_graph_keep(g, 99), 0);
+    /* written back only where set, in the order given, and read back the same */
+    char *t1 = graph_text(g);
+    CHECKF(strstr(t1, "\"resident\": {\"offset\": 4096}") != NULL, "%s", t1);
+    CHECKF(strstr(t1, "\"resident\": {\"offset\": 8, \"host_copy\": false}") != NULL, "%s", t1);
+    CHECKF(strstr(t1, "\"resident\": {\"offset\": 20}") != NULL, "%s", t1);
+    CHECKF(strstr(t1, "\"inplace\": 1") != NULL, "%s", t1);
+    CHECKF(strstr(t1, "\"keep\": [\"y\", \"w\"]") != NULL, "%s", t1);
+    ASSERT_OK_ERR(tp_graph_read_string(t1, "rt", &g2, &e), e);
+    for (uint32_t i = 0; i < tp_graph_size(g); i++) {
+        uint64_t o1, o2;
+        int h1, h2;
+        ASSERT_EQ(tp_graph_resident(g, i, &o1, &h1), tp_graph_resident(g2, i, &o2, &h2));
+        ASSERT_EQ(o1, o2);
+        ASSERT_EQ(h1, h2);
+        ASSERT_EQ(tp_graph_inplace(g, i), tp_graph_inplace(g2, i));
+        ASSERT_EQ(tp_graph_keep(g, i), tp_graph_keep(g2, i));
+    }
+    char *t2 = graph_text(g2);
+    ASSERT_STR_EQ(t1, t2);
+    free(t1);
+    free(t2);
+    tp_graph_free(g);
+    tp_graph_free(g2);
+    /* a graph with none of them writes exactly as before */
+    ASSERT_OK_ERR(tp_graph_read_string(HDR IN0("x", 4) "}], \"outputs\":[\"x\"]}", "g", &g, &e), e);
+    t1 = graph_text(g);
+    ASSERT_STR_EQ(t1, "{\"format\": \"turnip.taskgraph/1\", \"devices\": 2,\n \"vertices\": [\n"
+                      "  {\"id\": \"x\", \"kind\": \"input\", \"device\": 0, \"bytes\": 4}\n ],\n \"outputs\": [\"x\"]}\n");
+    free(t1);
+    tp_graph_free(g);
+}
+
+TEST(graph_sessions_rejected)
+{
+    /* resident: the JSON form, alignment, overflow, kind, overlap */
+    expect_err(HDR IN0("w", 1024) ",\"resident\":{\"offset\":128}}]}", TP_ERR_INVALID,
+               "'w': resident offset 128 is not a multiple of 256");
+    expect_err(HDR IN0("x", 12) ",\"resident\":{\"offset\":6}}]}", TP_ERR_INVALID, "'x': resident offset 6 is not a multiple of 4");
+    expect_err(HDR "{\"id\":\"x\",\"kind\":\"input\",\"device\":0,\"dtype\":\"u8\",\"shape\":[4611686018427387904,3],"
+                   "\"resident\":{\"offset\":4611686018427387904}}]}",
+               TP_ERR_INVALID, "'x': resident offset 4611686018427387904 plus 13835058055282163712 bytes overflows");
+    expect_err(HDR IN0("x", 4) "},{\"id\":\"y\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"x\"],\"bytes\":4,"
+                   "\"resident\":{\"offset\":0}}]}",
+               TP_ERR_INVALID, "'y': 'resident' is only for input vertices");
+    expect_err(HDR IN0("x", 4) "},{\"id\":\"t\",\"kind\":\"transfer\",\"device\":1,\"inputs\":[\"x\"],"
+                   "\"resident\":{\"offset\":0}}]}",
+               TP_ERR_INVALID, "'t': 'resident' is only for input vertices");
+    expect_err(HDR IN0("a", 256) ",\"resident\":{\"offset\":0}}," IN0("b", 256) ",\"resident\":{\"offset\":512}},"
+                   IN0("c", 16) ",\"resident\":{\"offset\":240}}]}",
+               TP_ERR_INVALID, "'c': resident region [240, 256) on device 0 overlaps that of 'a' [0, 256)");
+    expect_err(HDR IN0("x", 4) ",\"resident\":{\"offset\":-4}}]}", TP_ERR_PARSE, "(id 'x'): field 'resident'");
+    expect_err(HDR IN0("x", 4) ",\"resident\":4}]}", TP_ERR_PARSE, "(id 'x'): field 'resident'");
+    expect_err(HDR IN0("x", 4) ",\"resident\":{}}]}", TP_ERR_PARSE, "(id 'x'): field 'resident'");
+    expect_err(HDR IN0("x", 4) ",\"resident\":{\"offset\":0,\"host_copy\":0}}]}", TP_ERR_PARSE, "'host_copy'");
+    /* inplace: range, kind, size, a repeated argument, the JSON form */
+    expect_err(HDR IN0("x", 4) "},{\"id\":\"y\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"x\"],\"bytes\":4,\"inplace\":1}]}",
+               TP_ERR_INVALID, "'y': in-place argument 1 is out of range (the kernel has 1 inputs)");
+    expect_err(HDR "{\"id\":\"y\",\"kind\":\"kernel\",\"device\":0,\"bytes\":4,\"inplace\":0}]}", TP_ERR_INVALID,
+               "'y': in-place argument 0 is out of range");
+    expect_err(HDR IN0("x", 4) ",\"inplace\":0}]}", TP_ERR_INVALID, "'x': 'inplace' is only for kernels");
+    expect_err(HDR IN0("x", 4) "},{\"id\":\"t\",\"kind\":\"transfer\",\"device\":1,\"inputs\":[\"x\"],\"inplace\":0}]}",
+               TP_ERR_INVALID, "'t': 'inplace' is only for kernels");
+    expect_err(HDR IN0("x", 4) "},{\"id\":\"y\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"x\"],\"bytes\":8,\"inplace\":0}]}",
+               TP_ERR_INVALID, "'y': in-place argument 0 ('x', 4 bytes) is not the size of the output (8 bytes)");
+    expect_err(HDR IN0("x", 4) "},{\"id\":\"y\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"x\",\"x\"],\"bytes\":4,\"inplace\":0}]}",
+               TP_ERR_INVALID, "'y': in-place argument 0 ('x') is also argument 1");
+    expect_err(HDR IN0("x", 4) "},{\"id\":\"y\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"x\"],\"bytes\":4,\"inplace\":-1}]}",
+               TP_ERR_PARSE, "(id 'y'): field 'inplace'");
+    expect_err(HDR IN0("x", 4) "},{\"id\":\"y\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"x\"],\"bytes\":4,\"inplace\":\"0\"}]}",
+               TP_ERR_PARSE, "(id 'y'): field 'inplace'");
+    expect_err(HDR IN0("x", 4) "},{\"id\":\"y\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"x\"],\"bytes\":4,\"inplace\":4294967296}]}",
+               TP_ERR_PARSE, "(id 'y'): field 'inplace'");
+    /* keep: an output or an input, named once, an array of ids */
+    expect_err(HDR IN0("x", 4) "},{\"id\":\"y\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"x\"],\"bytes\":4},"
+                   "{\"id\":\"z\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"y\"],\"bytes\":4}], \"outputs\":[\"z\"], \"keep\":[\"y\"]}",
+               TP_ERR_INVALID, "'y': in 'keep' but neither an output nor an input");
+    expect_err(HDR IN0("x", 4) "}], \"keep\":[\"q\"]}", TP_ERR_INVALID, "keep[0]: 'q' is not a vertex id");
+    expect_err(HDR IN0("x", 4) "}], \"keep\":[\"x\",\"x\"]}", TP_ERR_INVALID, "keep[1]: vertex 'x' is in 'keep' twice");
+    expect_err(HDR IN0("x", 4) "}], \"keep\":\"x\"}", TP_ERR_PARSE, "'keep' must be an array");
+    expect_err(HDR IN0("x", 4) "}], \"keep\":[0]}", TP_ERR_PARSE, "keep[0] must be a vertex id");
+}
+
+TEST(graph_sessions_builder_api)
+{
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    uint32_t x, w, y, z;
+    ASSERT_OK_ERR(tp_graph_add_input(g, "x", 0, TP_DT_NONE, -1, NULL, 512, &x, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_input(g, "w", 0, TP_DT_NONE, -1, NULL, 512, &w, &e), e);
+    uint32_t xw[2] = {x, w};
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "y", 0, "add", 2, xw, TP_DT_NONE, -1, NULL, 512, NULL, 0, &y, &e), e);
+    /* misuse the setters see */
+    ASSERT_STATUS(tp_graph_set_resident(g, 9, 0, 1, &e), TP_ERR_ARG);
+    ASSERT_STATUS(tp_graph_set_inplace(g, 9, 0, &e), TP_ERR_ARG);
+    ASSERT_STATUS(tp_graph_set_inplace(g, y, -1, &e), TP_ERR_ARG);
+    ASSERT_STATUS(tp_graph_set_keep(g, 9, &e), TP_ERR_ARG);
+    ASSERT_OK_ERR(tp_graph_set_keep(g, x, &e), e);
+    ASSERT_STATUS(tp_graph_set_keep(g, x, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "'x'") != NULL, "%s", e.msg);
+    ASSERT_EQ(tp_graph_inplace(g, y), -1);
+    /* what finalize rejects: an offset whose end overflows, in place on an input */
+    ASSERT_OK_ERR(tp_graph_set_resident(g, w, UINT64_MAX - 255, 0, &e), e);
+    ASSERT_STATUS(tp_graph_finalize(g, &e), TP_ERR_INVALID);
+    CHECKF(strstr(e.msg, "'w': resident offset") && strstr(e.msg, "overflows"), "%s", e.msg);
+    ASSERT_OK_ERR(tp_graph_set_resident(g, w, 1024, 0, &e), e); /* a later call replaces */
+    ASSERT_OK_ERR(tp_graph_set_inplace(g, x, 0, &e), e);
+    ASSERT_STATUS(tp_graph_finalize(g, &e), TP_ERR_INVALID);
+    CHECKF(strstr(e.msg, "'x': 'inplace' is only for kernels") != NULL, "%s", e.msg);
+    tp_graph_free(g);
+
+    g = tp_graph_new(1);
+    ASSERT_OK_ERR(tp_graph_add_input(g, "x", 0, TP_DT_NONE, -1, NULL, 512, &x, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_input(g, "w", 0, TP_DT_NONE, -1, NULL, 512, &w, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "y", 0, "add", 2, xw, TP_DT_NONE, -1, NULL, 512, NULL, 0, &y, &e), e);
+    ASSERT_OK_ERR(tp_graph_set_resident(g, w, 1024, 0, &e), e);
+    ASSERT_OK_ERR(tp_graph_set_inplace(g, y, 1, &e), e);
+    ASSERT_OK_ERR(tp_graph_set_keep(g, y, &e), e); /* not an output yet */
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "z", 0, "relu", 1, &y, TP_DT_NONE, -1, NULL, 512, NULL, 0, &z, &e), e);
+    ASSERT_STATUS(tp_graph_finalize(g, &e), TP_ERR_INVALID);
+    CHECKF(strstr(e.msg, "'y': in 'keep' but neither") != NULL, "%s", e.msg);
+    ASSERT_OK_ERR(tp_graph_add_output(g, y, &e), e);
+    ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+    uint64_t off;
+    int hc;
+    ASSERT_EQ(tp_graph_resident(g, w, &off, &hc), 1);
+    ASSERT_EQ(off, 1024);
+    ASSERT_EQ(hc, 0);
+    ASSERT_EQ(tp_graph_inplace(g, y), 1);
+    ASSERT_EQ(tp_graph_keep(g, y), 1);
+    ASSERT_EQ(tp_graph_keep(g, z), 0); /* a vertex added after the record grew */
+    ASSERT_EQ(tp_graph_inplace(g, z), -1);
+    ASSERT_STATUS(tp_graph_set_keep(g, z, &e), TP_ERR_ARG); /* finalized: checked at once */
+    CHECKF(strstr(e.msg, "neither an output nor an input") != NULL, "%s", e.msg);
+    ASSERT_STATUS(tp_graph_set_inplace(g, z, 0, &e), TP_ERR_ARG); /* structure: never after finalize */
+    CHECKF(strstr(e.msg, "finalized") != NULL, "%s", e.msg);
+    ASSERT_STATUS(tp_graph_set_resident(g, w, 1000, 1, &e), TP_ERR_ARG); /* misaligned, at once */
+    ASSERT_EQ(tp_graph_resident(g, w, &off, &hc), 1);
+    ASSERT_EQ(off, 1024); /* unchanged */
+    tp_graph_clear_resident(g);
+    ASSERT_EQ(tp_graph_resident(g, w, NULL, NULL), 0);
+    tp_graph_free(g);
+}
+
 TEST(sizes_parse_and_format)
 {
     uint64_t v;

@@ -1,6 +1,6 @@
 /* turnip/graph.h - the TaskGraph: what the user wants computed.
  *
- * A TaskGraph is a DAG whose vertices are input tensors (host-resident at the start),
+ * A TaskGraph is a DAG whose vertices are input tensors (on the host at the start, or resident),
  * kernel calls pinned to a device, and device-to-device transfers. It is built with the
  * tp_graph_add_* calls or read from "turnip.taskgraph/1" JSON (docs/formats.md), then
  * finalized: tp_graph_finalize validates it and derives sizes and consumer lists. Every
@@ -77,6 +77,12 @@ const uint32_t *tp_graph_consumers(const tp_graph *g, uint32_t i, uint32_t *n);
  * (after finalize), valid until tp_graph_free. */
 const tp_vertex *tp_graph_vertices(const tp_graph *g);
 void tp_graph_consumer_csr(const tp_graph *g, const uint32_t **off, const uint32_t **cons);
+uint32_t tp_graph_num_outputs(const tp_graph *g);
+const uint32_t *tp_graph_outputs(const tp_graph *g);
+/* The device a vertex's inputs are read on: its own device, or the source device of a
+ * transfer. */
+int tp_graph_read_device(const tp_graph *g, uint32_t i);
+
 /* Sessions (issue 11). All optional; defaults: not resident, not in place, not kept. */
 /* 1 when input vertex v is declared resident: on its device at [*offset, *offset + bytes) when the
  * plan starts; *host_copy 1 when the host also holds a valid copy (default). */
@@ -85,18 +91,20 @@ int tp_graph_resident(const tp_graph *g, uint32_t v, uint64_t *offset, int *host
 int tp_graph_inplace(const tp_graph *g, uint32_t v);
 /* 1 when v is in the top-level "keep" list. */
 int tp_graph_keep(const tp_graph *g, uint32_t v);
-/* Setters (before or after finalize: they change no structure), returning TP_ERR_ARG on misuse
- * with err filled; tp_graph_clear_resident undeclares every resident input (a session plans
- * the same graph again with what the last run left on the devices). */
+/* Setters, returning TP_ERR_ARG on misuse with err filled. inplace only before finalize;
+ * resident and keep also after it (a session plans the same graph again with what the last run
+ * left on the devices; tp_graph_clear_resident undeclares every resident input first), then
+ * checked at once. */
 tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int host_copy, tp_error *err);
 tp_status tp_graph_set_inplace(tp_graph *g, uint32_t v, int k, tp_error *err);
 tp_status tp_graph_set_keep(tp_graph *g, uint32_t v, tp_error *err);
 void tp_graph_clear_resident(tp_graph *g);
-uint32_t tp_graph_num_outputs(const tp_graph *g);
-const uint32_t *tp_graph_outputs(const tp_graph *g);
-/* The device a vertex's inputs are read on: its own device, or the source device of a
- * transfer. */
-int tp_graph_read_device(const tp_graph *g, uint32_t i);
+/* Before finalize the setters check only that v exists, k >= 0 and that v is not
+ * kept twice; tp_graph_finalize checks the rest (TP_ERR_INVALID, naming the vertex): resident
+ * only on inputs, offset a multiple of the alignment of the input's bytes (docs/formats.md)
+ * and offset + bytes within 64 bits, no two resident regions overlapping on one device;
+ * in-place only on kernels, K < ninputs, input K of the kernel's size and device and not also
+ * another argument; kept vertices outputs or inputs. */
 
 /* JSON ("turnip.taskgraph/1"). `name` names the source in error messages. */
 tp_status tp_graph_read_file(const char *path, tp_graph **out, tp_error *err);

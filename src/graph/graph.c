@@ -35,10 +35,8 @@ void tp_graph_free(tp_graph *g)
     free(g->is_out);
     free(g->cons_off);
     free(g->cons);
-    free(g->res_off);
-    free(g->res);
-    free(g->inplace);
-    free(g->keep);
+    free(g->sess);
+    free(g->keeps);
     tp__strmap_free(&g->ids);
     free(g);
 }
@@ -224,6 +222,93 @@ static tp_status derive_size(tp_graph *g, tp_vertex *v, tp_error *err)
     return TP_OK;
 }
 
+/* Alignment of a region of b > 0 bytes (docs/formats.md): the largest power of two dividing
+ * b, at most 256. */
+static uint64_t region_align(uint64_t b)
+{
+    uint64_t a = b & (0 - b);
+    return a < 256 ? a : 256;
+}
+
+typedef struct {
+    int device;
+    uint64_t a, b; /* [a, b) */
+    uint32_t v;
+} res_span;
+
+static int cmp_span(const void *x, const void *y)
+{
+    const res_span *p = x, *q = y;
+    if (p->device != q->device) return p->device < q->device ? -1 : 1;
+    if (p->a != q->a) return p->a < q->a ? -1 : 1;
+    return p->v < q->v ? -1 : p->v > q->v;
+}
+
+/* Sessions (issue 11): what the setters recorded, checked once sizes and placement are. */
+static tp_status check_sessions(const tp_graph *g, tp_error *err)
+{
+    size_t ns = g->cap_sess < g->n ? g->cap_sess : g->n, nres = 0;
+    for (size_t i = 0; i < ns; i++) {
+        const tp__sess *s = &g->sess[i];
+        const tp_vertex *v = &g->v[i];
+        if (s->resident) {
+            if (v->kind != TP_V_INPUT)
+                return tp__fail(err, TP_ERR_INVALID, "vertex '%s': 'resident' is only for input vertices, not %s vertices",
+                                v->id, kind_name(v->kind));
+            if (s->res_off > UINT64_MAX - v->bytes)
+                return tp__fail(err, TP_ERR_INVALID, "vertex '%s': resident offset %llu plus %llu bytes overflows 64 bits",
+                                v->id, (unsigned long long)s->res_off, (unsigned long long)v->bytes);
+            uint64_t al = region_align(v->bytes);
+            if (s->res_off % al)
+                return tp__fail(err, TP_ERR_INVALID,
+                                "vertex '%s': resident offset %llu is not a multiple of %llu (the alignment of %llu bytes)",
+                                v->id, (unsigned long long)s->res_off, (unsigned long long)al, (unsigned long long)v->bytes);
+            nres++;
+        }
+        if (s->inplace1) {
+            uint32_t k = s->inplace1 - 1;
+            if (v->kind != TP_V_KERNEL)
+                return tp__fail(err, TP_ERR_INVALID, "vertex '%s': 'inplace' is only for kernels, not %s vertices", v->id,
+                                kind_name(v->kind));
+            if (k >= v->ninputs)
+                return tp__fail(err, TP_ERR_INVALID, "vertex '%s': in-place argument %u is out of range (the kernel has %u inputs)",
+                                v->id, k, v->ninputs);
+            const tp_vertex *in = &g->v[v->inputs[k]];
+            if (in->bytes != v->bytes)
+                return tp__fail(err, TP_ERR_INVALID,
+                                "vertex '%s': in-place argument %u ('%s', %llu bytes) is not the size of the output (%llu bytes)",
+                                v->id, k, in->id, (unsigned long long)in->bytes, (unsigned long long)v->bytes);
+            if (in->device != v->device)
+                return tp__fail(err, TP_ERR_INVALID, "vertex '%s': in-place argument %u ('%s') lives on device %d, the kernel on %d",
+                                v->id, k, in->id, in->device, v->device);
+            for (uint32_t j = 0; j < v->ninputs; j++)
+                if (j != k && v->inputs[j] == v->inputs[k])
+                    return tp__fail(err, TP_ERR_INVALID,
+                                    "vertex '%s': in-place argument %u ('%s') is also argument %u; the kernel would read what it overwrites",
+                                    v->id, k, in->id, j);
+        }
+        if (s->keep && v->kind != TP_V_INPUT && !(i < g->cap_is_out && g->is_out[i]))
+            return tp__fail(err, TP_ERR_INVALID, "vertex '%s': in 'keep' but neither an output nor an input", v->id);
+    }
+    if (nres < 2) return TP_OK;
+    /* no two resident inputs may start out on the same bytes of one device */
+    res_span *sp = malloc(nres * sizeof *sp);
+    if (!sp) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    size_t m = 0;
+    for (size_t i = 0; i < ns; i++)
+        if (g->sess[i].resident)
+            sp[m++] = (res_span){g->v[i].device, g->sess[i].res_off, g->sess[i].res_off + g->v[i].bytes, (uint32_t)i};
+    qsort(sp, m, sizeof *sp, cmp_span);
+    tp_status st = TP_OK;
+    for (size_t k = 1; k < m && !st; k++)
+        if (sp[k].device == sp[k - 1].device && sp[k].a < sp[k - 1].b)
+            st = tp__fail(err, TP_ERR_INVALID, "vertex '%s': resident region [%llu, %llu) on device %d overlaps that of '%s' [%llu, %llu)",
+                          g->v[sp[k].v].id, (unsigned long long)sp[k].a, (unsigned long long)sp[k].b, sp[k].device,
+                          g->v[sp[k - 1].v].id, (unsigned long long)sp[k - 1].a, (unsigned long long)sp[k - 1].b);
+    free(sp);
+    return st;
+}
+
 tp_status tp_graph_finalize(tp_graph *g, tp_error *err)
 {
     if (g->finalized) return TP_OK;
@@ -319,6 +404,8 @@ tp_status tp_graph_finalize(tp_graph *g, tp_error *err)
                                 v->id, v->device);
         }
     }
+    st = check_sessions(g, err);
+    if (st) return st;
     g->finalized = 1;
     return TP_OK;
 }
@@ -375,4 +462,95 @@ int tp_graph_read_device(const tp_graph *g, uint32_t i)
 {
     const tp_vertex *v = &g->v[i];
     return v->kind == TP_V_TRANSFER ? g->v[v->inputs[0]].device : v->device;
+}
+
+/* Sessions (issue 11) */
+
+static const tp__sess *sess_get(const tp_graph *g, uint32_t v)
+{
+    return v < g->n && v < g->cap_sess ? &g->sess[v] : NULL;
+}
+
+int tp_graph_resident(const tp_graph *g, uint32_t v, uint64_t *offset, int *host_copy)
+{
+    const tp__sess *s = sess_get(g, v);
+    int r = s && s->resident;
+    if (offset) *offset = r ? s->res_off : 0;
+    if (host_copy) *host_copy = r ? !s->no_host : 1;
+    return r;
+}
+
+int tp_graph_inplace(const tp_graph *g, uint32_t v)
+{
+    const tp__sess *s = sess_get(g, v);
+    return s && s->inplace1 ? (int)(s->inplace1 - 1) : -1;
+}
+
+int tp_graph_keep(const tp_graph *g, uint32_t v)
+{
+    const tp__sess *s = sess_get(g, v);
+    return s && s->keep;
+}
+
+/* v's record for a setter, grown (zero-filled) to hold it; TP_ERR_ARG when v does not exist
+ * or, for what a finalized graph's checks depend on ("inplace"), when it is finalized */
+static tp_status sess_set(tp_graph *g, uint32_t v, const char *what, tp__sess **out, tp_error *err)
+{
+    if (g->finalized && !strcmp(what, "inplace")) return tp__fail(err, TP_ERR_ARG, "'%s' set on a finalized graph", what);
+    if (v >= g->n) return tp__fail(err, TP_ERR_ARG, "'%s': vertex %u does not exist", what, v);
+    if (v >= g->cap_sess) {
+        size_t old = g->cap_sess;
+        if (!TP__GROW(g->sess, g->cap_sess, (size_t)v + 1)) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        memset(g->sess + old, 0, (g->cap_sess - old) * sizeof *g->sess);
+    }
+    *out = &g->sess[v];
+    return TP_OK;
+}
+
+tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int host_copy, tp_error *err)
+{
+    tp__sess *s;
+    tp_status st = sess_set(g, v, "resident", &s, err);
+    if (st) return st;
+    tp__sess old = *s;
+    s->resident = 1;
+    s->res_off = offset;
+    s->no_host = !host_copy;
+    if (g->finalized && (st = check_sessions(g, err))) { /* after finalize: checked at once */
+        *s = old;
+        return TP_ERR_ARG;
+    }
+    return TP_OK;
+}
+
+tp_status tp_graph_set_inplace(tp_graph *g, uint32_t v, int k, tp_error *err)
+{
+    tp__sess *s;
+    tp_status st = sess_set(g, v, "inplace", &s, err);
+    if (st) return st;
+    if (k < 0) return tp__fail(err, TP_ERR_ARG, "vertex '%s': in-place argument %d is negative", g->v[v].id, k);
+    s->inplace1 = (uint32_t)k + 1;
+    return TP_OK;
+}
+
+void tp_graph_clear_resident(tp_graph *g)
+{
+    for (size_t i = 0; i < g->cap_sess; i++) {
+        g->sess[i].resident = g->sess[i].no_host = 0;
+        g->sess[i].res_off = 0;
+    }
+}
+
+tp_status tp_graph_set_keep(tp_graph *g, uint32_t v, tp_error *err)
+{
+    tp__sess *s;
+    tp_status st = sess_set(g, v, "keep", &s, err);
+    if (st) return st;
+    if (s->keep) return tp__fail(err, TP_ERR_ARG, "vertex '%s' is in 'keep' twice", g->v[v].id);
+    if (g->finalized && g->v[v].kind != TP_V_INPUT && !(v < g->cap_is_out && g->is_out[v]))
+        return tp__fail(err, TP_ERR_ARG, "vertex '%s': in 'keep' but neither an output nor an input", g->v[v].id);
+    if (!TP__GROW(g->keeps, g->capkeep, g->nkeep + 1)) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    s->keep = 1;
+    g->keeps[g->nkeep++] = v;
+    return TP_OK;
 }

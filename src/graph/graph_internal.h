@@ -5,6 +5,15 @@
 #include "turnip/graph.h"
 #include "io/util.h"
 
+/* What a vertex declares for sessions; all zero is "nothing declared". */
+typedef struct tp__sess {
+    uint64_t res_off;   /* resident: offset on the input's device */
+    uint8_t resident;   /* 1: the input is on its device when the plan starts */
+    uint8_t no_host;    /* 1: resident with "host_copy": false (no valid host copy) */
+    uint8_t keep;       /* 1: in the top-level "keep" list */
+    uint32_t inplace1;  /* in-place argument K + 1; 0 when none */
+} tp__sess;
+
 struct tp_graph {
     int ndevices;
     tp_vertex *v; /* public views; strings and input arrays owned here */
@@ -17,12 +26,12 @@ struct tp_graph {
     int finalized;
     uint32_t *cons_off; /* CSR of distinct consumers, n+1 entries */
     uint32_t *cons;
-    /* sessions (NULL until a setter is used): per vertex */
-    uint64_t *res_off;
-    uint8_t *res;     /* 0 not resident, 1 resident with host copy, 2 without */
-    int32_t *inplace; /* -1 none */
-    uint8_t *keep;
+    /* sessions (issue 11), all optional: per vertex, grown on the first setter call that
+     * names it (vertices past cap_sess have nothing set); the keep list in the order given */
+    tp__sess *sess;
     size_t cap_sess;
+    uint32_t *keeps;
+    size_t nkeep, capkeep;
 };
 
 /* Adds a vertex without checking that inputs exist yet (the JSON reader resolves names

@@ -95,6 +95,21 @@ static tp_status read_vertex(rctx *c, tp_graph *g, size_t i, json_t *jv, json_t 
             return bad(c, i, id, "field 'flops' must be a non-negative number");
         flops = json_number_value(jf);
     }
+    /* sessions (issue 11); which kinds may carry them is checked by tp_graph_finalize */
+    int resident = 0, host_copy = 1;
+    int64_t res_off = 0, inplace = -1;
+    json_t *jr = json_object_get(jv, "resident");
+    if (jr) {
+        json_t *jh = json_object_get(jr, "host_copy");
+        if (!json_is_object(jr) || !get_int(json_object_get(jr, "offset"), &res_off) || res_off < 0)
+            return bad(c, i, id, "field 'resident' must be {\"offset\": N} with N a non-negative integer");
+        if (jh && !json_is_boolean(jh)) return bad(c, i, id, "field 'resident': 'host_copy' must be true or false");
+        resident = 1;
+        host_copy = !jh || json_is_true(jh);
+    }
+    json_t *jp = json_object_get(jv, "inplace");
+    if (jp && (!get_int(jp, &inplace) || inplace < 0 || inplace > INT32_MAX))
+        return bad(c, i, id, "field 'inplace' must be a non-negative integer (an argument index)");
     char *attrs = NULL;
     json_t *ja = json_object_get(jv, "attrs");
     if (ja) {
@@ -137,6 +152,8 @@ static tp_status read_vertex(rctx *c, tp_graph *g, size_t i, json_t *jv, json_t 
     tp_status s = tp__graph_add(g, id, kind, (int)device, op, (uint32_t)nin, in, dtype, ndim,
                                 shape, bytes, attrs, flops, &idx, &sub);
     free(attrs);
+    if (!s && resident) s = tp_graph_set_resident(g, idx, (uint64_t)res_off, host_copy, &sub);
+    if (!s && inplace >= 0) s = tp_graph_set_inplace(g, idx, (int)inplace, &sub);
     if (s) return tp__fail(c->err, s == TP_ERR_NOMEM ? s : TP_ERR_INVALID, "%s: vertices[%zu]: %s",
                            c->name, i, sub.msg);
     *inputs_out = jin;
@@ -221,35 +238,25 @@ tp_status tp_graph_read_string(const char *text, const char *name, tp_graph **ou
             }
         }
     }
-    /* sessions (issue 11): resident inputs, in-place kernels, kept values */
-    for (size_t i = 0; !s && i < json_array_size(jvs); i++) {
-        json_t *jv = json_array_get(jvs, i), *jr = json_object_get(jv, "resident"), *ji = json_object_get(jv, "inplace");
-        tp_error sub;
-        if (jr) {
-            json_t *jo = json_object_get(jr, "offset"), *jh = json_object_get(jr, "host_copy");
-            if (!json_is_object(jr) || !json_is_integer(jo) || json_integer_value(jo) < 0 || (jh && !json_is_boolean(jh)))
-                s = bad(&c, i, g->v[i].id, "field 'resident' must be {\"offset\": N >= 0, \"host_copy\": bool}");
-            else if (tp_graph_set_resident(g, (uint32_t)i, (uint64_t)json_integer_value(jo), !jh || json_is_true(jh), &sub))
-                s = tp__fail(err, TP_ERR_INVALID, "%s: vertices[%zu]: %s", c.name, i, sub.msg);
-        }
-        if (!s && ji) {
-            if (!json_is_integer(ji) || json_integer_value(ji) < 0 || json_integer_value(ji) > INT32_MAX)
-                s = bad(&c, i, g->v[i].id, "field 'inplace' must be an input index");
-            else if (tp_graph_set_inplace(g, (uint32_t)i, (int)json_integer_value(ji), &sub))
-                s = tp__fail(err, TP_ERR_INVALID, "%s: vertices[%zu]: %s", c.name, i, sub.msg);
-        }
-    }
     json_t *jkeep = json_object_get(root, "keep");
     if (!s && jkeep) {
-        if (!json_is_array(jkeep)) s = tp__fail(err, TP_ERR_PARSE, "%s: field 'keep' must be an array of vertex ids", c.name);
-        for (size_t k = 0; !s && k < json_array_size(jkeep); k++) {
-            json_t *jo = json_array_get(jkeep, k);
+        if (!json_is_array(jkeep)) {
+            s = tp__fail(err, TP_ERR_PARSE, "%s: field 'keep' must be an array of vertex ids", c.name);
+            goto done;
+        }
+        for (size_t k = 0; k < json_array_size(jkeep) && !s; k++) {
+            json_t *jk = json_array_get(jkeep, k);
             uint32_t idx;
-            tp_error sub;
-            if (!json_is_string(jo) || !tp__strmap_get(&g->ids, json_string_value(jo), &idx))
-                s = tp__fail(err, TP_ERR_INVALID, "%s: keep[%zu] must be a vertex id", c.name, k);
-            else if (tp_graph_set_keep(g, idx, &sub))
-                s = tp__fail(err, TP_ERR_INVALID, "%s: keep[%zu]: %s", c.name, k, sub.msg);
+            if (!json_is_string(jk)) {
+                s = tp__fail(err, TP_ERR_PARSE, "%s: keep[%zu] must be a vertex id (string)", c.name, k);
+            } else if (!tp__strmap_get(&g->ids, json_string_value(jk), &idx)) {
+                s = tp__fail(err, TP_ERR_INVALID, "%s: keep[%zu]: '%s' is not a vertex id", c.name, k,
+                             json_string_value(jk));
+            } else {
+                tp_error sub;
+                tp_status t = tp_graph_set_keep(g, idx, &sub);
+                if (t) s = tp__fail(err, t == TP_ERR_NOMEM ? t : TP_ERR_INVALID, "%s: keep[%zu]: %s", c.name, k, sub.msg);
+            }
         }
     }
     if (!s) {
@@ -315,6 +322,11 @@ tp_status tp_graph_write(const tp_graph *g, FILE *f, tp_error *err)
         }
         if (v->attrs_json) fprintf(f, ", \"attrs\": %s", v->attrs_json);
         if (v->flops > 0) fprintf(f, ", \"flops\": %.17g", v->flops);
+        const tp__sess *ss = i < g->cap_sess ? &g->sess[i] : NULL; /* sessions: only what was set */
+        if (ss && ss->resident)
+            fprintf(f, ", \"resident\": {\"offset\": %llu%s}", (unsigned long long)ss->res_off,
+                    ss->no_host ? ", \"host_copy\": false" : "");
+        if (ss && ss->inplace1) fprintf(f, ", \"inplace\": %u", ss->inplace1 - 1);
         fprintf(f, "}%s\n", i + 1 < g->n ? "," : "");
     }
     fputs(" ],\n \"outputs\": [", f);
@@ -322,7 +334,16 @@ tp_status tp_graph_write(const tp_graph *g, FILE *f, tp_error *err)
         if (k) fputs(", ", f);
         tp__json_str(f, g->v[g->outputs[k]].id);
     }
-    fputs("]}\n", f);
+    putc(']', f);
+    if (g->nkeep) {
+        fputs(",\n \"keep\": [", f);
+        for (size_t k = 0; k < g->nkeep; k++) {
+            if (k) fputs(", ", f);
+            tp__json_str(f, g->v[g->keeps[k]].id);
+        }
+        putc(']', f);
+    }
+    fputs("}\n", f);
     if (ferror(f)) return tp__fail(err, TP_ERR_IO, "write error");
     return TP_OK;
 }

@@ -42,6 +42,7 @@ tp_status tp_dot_json(const char *text, size_t len, const char *name, FILE *out,
             else if (!strcmp(kind, "transfer")) style = "shape=hexagon";
             else if (!strcmp(kind, "offload")) style = "shape=box, style=\"filled,bold\", fillcolor=\"#ffd6d6\"";
             else if (!strcmp(kind, "reload")) style = "shape=box, style=\"filled,bold\", fillcolor=\"#d6f5d6\"";
+            else if (!strcmp(kind, "resident")) style = "shape=box, style=filled, fillcolor=\"#d6e4ff\"";
             char label[512];
             snprintf(label, sizeof label, "%zu: %s%s%.400s", i,
                      strcmp(kind, "kernel") ? kind : "", strcmp(kind, "kernel") ? " " : "", task);

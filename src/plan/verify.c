@@ -17,6 +17,14 @@
  *      p's region must happen before w. By transitivity along the chain this is exactly
  *      "every other writer of R is before p or after r" for every read;
  *   5. outputs: each is listed, holds its task's value, and its bytes are never rewritten.
+ * Sessions (issue 11, all optional): a `resident` vertex is the value of a TaskGraph input
+ * declared resident, on its device at the declared offset from the start (no reads, no
+ * deps), a source like an `input` vertex; exactly one per such input, and no `input` vertex
+ * when the TaskGraph says the host holds no copy. A kernel with `"inplace": K` (declared so
+ * by the TaskGraph) writes exactly the region of its read K: the one exception to "a writer
+ * never overlaps what it reads"; every other reader of the overwritten value is still
+ * ordered before it (4). `kept` entries, like outputs, hold their task's value intact at the
+ * end, on a device; every TaskGraph output in "keep" is among them.
  * Reachability queries use the direct edge first, then a backward search pruned by rank. */
 #include <jansson.h>
 #include <stdlib.h>
@@ -24,8 +32,9 @@
 #include "turnip/plan.h"
 #include "io/util.h"
 
-enum { K_INPUT, K_KERNEL, K_TRANSFER, K_OFFLOAD, K_RELOAD };
-static const char *kname[] = {"input", "kernel", "transfer", "offload", "reload"};
+enum { K_INPUT, K_KERNEL, K_TRANSFER, K_OFFLOAD, K_RELOAD, K_RESIDENT, NKINDS };
+static const char *kname[NKINDS] = {"input", "kernel", "transfer", "offload", "reload", "resident"};
+static const char *tkname[] = {"input", "kernel", "transfer"}; /* TaskGraph kinds */
 
 typedef struct {
     int space; /* -1 host, else device */
@@ -42,6 +51,7 @@ typedef struct {
     uint32_t *from;
     reg *rr;
     uint32_t *deps; /* sorted */
+    int inplace;    /* kernels: the read whose region it overwrites, or -1 */
 } vx;
 
 typedef struct {
@@ -154,7 +164,7 @@ static tp_status parse(V *c, json_t *root)
         json_t *k = json_object_get(j, "kind");
         if (!json_is_string(k)) return unusable(c, "vertex %2$lld: 'kind' must be a string%1$s", "", (long long)i);
         x->kind = -1;
-        for (int q = 0; q < 5; q++)
+        for (int q = 0; q < NKINDS; q++)
             if (!strcmp(json_string_value(k), kname[q])) x->kind = q;
         if (x->kind < 0) {
             if (!strcmp(json_string_value(k), "accumulate") || !strcmp(json_string_value(k), "join"))
@@ -204,6 +214,18 @@ static tp_status parse(V *c, json_t *root)
             x->deps[r] = (uint32_t)dd;
         }
         qsort(x->deps, x->ndeps, sizeof *x->deps, cmp_u32);
+        x->inplace = -1;
+        json_t *ip = json_object_get(j, "inplace");
+        if (ip) {
+            uint64_t kk;
+            if (!get_u64(ip, &kk))
+                return unusable(c, "vertex %2$lld (%1$s): 'inplace' must be a non-negative integer (a read index)", x->tname,
+                                (long long)i);
+            if (x->kind != K_KERNEL) return VIOL("vertex %zu (%s %s): only a kernel may write in place", i, kname[x->kind], x->tname);
+            if (kk >= x->nreads)
+                return VIOL("vertex %zu (kernel %s): 'inplace' is %llu, it has %u reads", i, x->tname, (unsigned long long)kk, x->nreads);
+            x->inplace = (int)kk;
+        }
     }
     return TP_OK;
 }
@@ -238,6 +260,9 @@ static tp_status check_form(V *c)
                 return VIOL("vertex %zu (%s %s): reads from vertex %u but does not list it in deps", i, kname[x->kind],
                             x->tname, x->from[r]);
         }
+        if (x->inplace >= 0 && !same_reg(&x->w, &x->rr[x->inplace]))
+            return VIOL("vertex %zu (kernel %s): writes %s in place of read %d, which is %s; an in-place write is exactly that region",
+                        i, x->tname, rname(c, &x->w, b1, sizeof b1), x->inplace, rname(c, &x->rr[x->inplace], b2, sizeof b2));
     }
     return TP_OK;
 }
@@ -245,7 +270,7 @@ static tp_status check_form(V *c)
 static tp_status check_tasks(V *c)
 {
     uint32_t nt = tp_graph_size(c->tg);
-    uint32_t *seen = calloc(nt + 1, sizeof *seen);
+    uint32_t *seen = calloc(2 * (size_t)nt + 1, sizeof *seen), *rseen = seen + nt; /* rseen: resident vertices */
     if (!seen) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
     tp_status s = TP_OK;
     for (size_t i = 0; i < c->n && !s; i++) {
@@ -253,13 +278,47 @@ static tp_status check_tasks(V *c)
         const tp_vertex *t = tp_graph_vertex(c->tg, (uint32_t)x->task);
         uint32_t want_reads = 0;
         int want_space = x->dev; /* region the vertex must write */
-        int tkind = x->kind == K_INPUT ? TP_V_INPUT : x->kind == K_KERNEL ? TP_V_KERNEL : x->kind == K_TRANSFER ? TP_V_TRANSFER : -1;
+        int tkind = x->kind == K_INPUT || x->kind == K_RESIDENT ? TP_V_INPUT
+                    : x->kind == K_KERNEL                       ? TP_V_KERNEL
+                    : x->kind == K_TRANSFER                     ? TP_V_TRANSFER
+                                                                : -1;
         if (tkind >= 0 && (int)t->kind != tkind) {
-            s = VIOL("vertex %zu: a %s vertex for task '%s', which is not a TaskGraph %s", i, kname[x->kind], x->tname, kname[x->kind]);
+            s = VIOL("vertex %zu: a %s vertex for task '%s', which is not a TaskGraph %s", i, kname[x->kind], x->tname, tkname[tkind]);
             break;
         }
-        if (tkind >= 0 && seen[x->task]++) {
+        if (tkind >= 0 && (x->kind == K_RESIDENT ? rseen : seen)[x->task]++) {
             s = VIOL("task '%s' appears as %s more than once (again at vertex %zu)", x->tname, kname[x->kind], i);
+            break;
+        }
+        uint64_t roff = 0;
+        int hcopy = 1;
+        int resident = t->kind == TP_V_INPUT && tp_graph_resident(c->tg, (uint32_t)x->task, &roff, &hcopy);
+        if (x->kind == K_RESIDENT && !resident) {
+            s = VIOL("vertex %zu (resident %s): the TaskGraph does not declare input '%s' resident", i, x->tname, x->tname);
+            break;
+        }
+        if (x->kind == K_INPUT && resident && !hcopy) {
+            s = VIOL("vertex %zu (input %s): the TaskGraph declares '%s' resident with no host copy (host_copy false); it has no input vertex",
+                     i, x->tname, x->tname);
+            break;
+        }
+        if (x->kind == K_RESIDENT && x->dev != t->device) {
+            s = VIOL("vertex %zu (resident %s): on device %d, but the input lives on device %d", i, x->tname, x->dev, t->device);
+            break;
+        }
+        if (x->kind == K_RESIDENT && x->ndeps) {
+            s = VIOL("vertex %zu (resident %s): has %u deps; a resident value is there when the plan starts and has none", i,
+                     x->tname, x->ndeps);
+            break;
+        }
+        if (x->inplace >= 0 && tp_graph_inplace(c->tg, (uint32_t)x->task) != x->inplace) {
+            int k = tp_graph_inplace(c->tg, (uint32_t)x->task);
+            if (k < 0)
+                s = VIOL("vertex %zu (kernel %s): writes in place of read %d, but the TaskGraph kernel declares no in-place argument",
+                         i, x->tname, x->inplace);
+            else
+                s = VIOL("vertex %zu (kernel %s): writes in place of read %d, but the TaskGraph kernel declares argument %d", i,
+                         x->tname, x->inplace, k);
             break;
         }
         if (x->kind == K_INPUT || x->kind == K_OFFLOAD) want_space = -1;
@@ -281,8 +340,14 @@ static tp_status check_tasks(V *c)
                      (unsigned long long)x->w.bytes, (unsigned long long)t->bytes);
             break;
         }
+        if (x->kind == K_RESIDENT && x->w.off != roff) {
+            s = VIOL("vertex %zu (resident %s): writes offset %llu, the TaskGraph declares it resident at offset %llu", i, x->tname,
+                     (unsigned long long)x->w.off, (unsigned long long)roff);
+            break;
+        }
         switch (x->kind) {
-        case K_INPUT: want_reads = 0; break;
+        case K_INPUT:
+        case K_RESIDENT: want_reads = 0; break;
         case K_KERNEL: want_reads = t->ninputs; break;
         default: want_reads = 1; break;
         }
@@ -309,6 +374,8 @@ static tp_status check_tasks(V *c)
         const tp_vertex *tv = tp_graph_vertex(c->tg, t);
         if (tv->kind != TP_V_INPUT && !seen[t])
             s = VIOL("TaskGraph %s '%s' is missing from the MemGraph", tv->kind == TP_V_KERNEL ? "kernel" : "transfer", tv->id);
+        else if (tv->kind == TP_V_INPUT && !rseen[t] && tp_graph_resident(c->tg, t, NULL, NULL))
+            s = VIOL("TaskGraph input '%s' is declared resident, but the MemGraph has no resident vertex for it", tv->id);
     }
     free(seen);
     return s;
@@ -443,6 +510,14 @@ static tp_status check_overwrite(V *c, uint32_t p, uint32_t w, uint64_t oa, uint
                     p, kname[P->kind], P->tname, w, kname[W->kind], W->tname, rname(c, &r, b1, sizeof b1));
     for (uint32_t k = c->rd_off[p]; k < c->rd_off[p + 1]; k++) {
         uint32_t rdr = c->rd[k];
+        if (rdr == w && W->inplace >= 0 && W->from[W->inplace] == p) {
+            /* the one exception: an in-place kernel replaces the value of its read K */
+            for (uint32_t q = 0; q < W->nreads; q++)
+                if ((int)q != W->inplace && W->from[q] == p)
+                    return VIOL("race: vertex %u (kernel %s) overwrites %s in place of read %d, and also reads it as read %u", w,
+                                W->tname, rname(c, &r, b1, sizeof b1), W->inplace, q);
+            continue;
+        }
         if (rdr == w)
             return VIOL("race: vertex %u (%s %s) overwrites %s, which it reads from vertex %u", w, kname[W->kind], W->tname,
                         rname(c, &r, b1, sizeof b1), p);
@@ -490,6 +565,15 @@ static tp_status check_races(V *c)
     return TP_OK;
 }
 
+/* a vertex other than `from` that last wrote bytes of r, or UINT32_MAX (after the sweep) */
+static uint32_t other_writer(const V *c, const reg *r, uint32_t from)
+{
+    const imap *m = &c->maps[r->space < 0 ? c->ndev : r->space];
+    for (size_t i = imap_lower(m, r->off); i < m->n && m->s[i].a < r->off + r->bytes; i++)
+        if (m->s[i].writer != from) return m->s[i].writer;
+    return UINT32_MAX;
+}
+
 static tp_status check_outputs(V *c, json_t *root)
 {
     char b1[96];
@@ -514,15 +598,71 @@ static tp_status check_outputs(V *c, json_t *root)
         if (strcmp(x->tname, want)) return VIOL("output '%s': vertex %llu holds '%s'", want, (unsigned long long)from, x->tname);
         if (!same_reg(&r, &x->w))
             return VIOL("output '%s': region %s is not what vertex %llu wrote", want, rname(c, &r, b1, sizeof b1), (unsigned long long)from);
-        const imap *m = &c->maps[r.space < 0 ? c->ndev : r.space];
-        for (size_t i = imap_lower(m, r.off); i < m->n && m->s[i].a < r.off + r.bytes; i++)
-            if (m->s[i].writer != from) {
-                uint32_t w = m->s[i].writer;
-                return VIOL("output '%s' (vertex %llu) is overwritten by vertex %u (%s %s)", want, (unsigned long long)from, w,
-                            kname[c->v[w].kind], c->v[w].tname);
-            }
+        uint32_t w = other_writer(c, &r, (uint32_t)from);
+        if (w != UINT32_MAX)
+            return VIOL("output '%s' (vertex %llu) is overwritten by vertex %u (%s %s)", want, (unsigned long long)from, w,
+                        kname[c->v[w].kind], c->v[w].tname);
+        json_t *kp = json_object_get(hit, "keep");
+        if (kp && !json_is_boolean(kp)) return unusable(c, "output '%s': 'keep' must be true or false", want, 0);
+        if (json_is_true(kp) && !tp_graph_keep(c->tg, tp_graph_outputs(c->tg)[k]))
+            return VIOL("output '%s' is marked keep, but the TaskGraph does not keep it", want);
+        if (json_is_true(kp) && r.space < 0)
+            return VIOL("output '%s' is marked keep but is in host memory; a kept value stays on a device", want);
     }
     return TP_OK;
+}
+
+/* Every TaskGraph output in "keep" is listed; each entry is a kept task's value, on a device,
+ * where its vertex wrote it and nothing wrote since. */
+static tp_status check_kept(V *c, json_t *root)
+{
+    char b1[96], b2[96];
+    json_t *kept = json_object_get(root, "kept");
+    if (kept && !json_is_array(kept)) return unusable(c, "field 'kept' must be an array%s", "", 0);
+    uint32_t nt = tp_graph_size(c->tg);
+    uint8_t *listed = calloc((size_t)nt + 1, 1);
+    if (!listed) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    tp_status s = TP_OK;
+    for (size_t q = 0; q < json_array_size(kept) && !s; q++) {
+        json_t *e = json_array_get(kept, q), *t = json_object_get(e, "task");
+        if (!json_is_string(t)) {
+            s = unusable(c, "kept[%2$lld] must be an object with a string 'task'%1$s", "", (long long)q);
+            break;
+        }
+        const char *name = json_string_value(t);
+        int64_t ti = tp_graph_find(c->tg, name);
+        uint64_t from;
+        reg r;
+        if (ti < 0) {
+            s = VIOL("kept[%zu]: task '%s' is not a TaskGraph vertex", q, name);
+        } else if (!tp_graph_keep(c->tg, (uint32_t)ti)) {
+            s = VIOL("kept[%zu]: task '%s' is not in the TaskGraph's 'keep' list", q, name);
+        } else if (listed[ti]++) {
+            s = VIOL("kept[%zu]: task '%s' is listed twice", q, name);
+        } else if (!get_u64(json_object_get(e, "from"), &from) || from >= c->n) {
+            s = VIOL("kept[%zu] ('%s'): 'from' must name a MemGraph vertex", q, name);
+        } else if (!(s = parse_reg(c, e, &r, (size_t)from, "kept"))) {
+            const vx *x = &c->v[from];
+            uint32_t w;
+            if (r.space < 0)
+                s = VIOL("kept[%zu] ('%s'): is in host memory; a kept value stays on a device", q, name);
+            else if (strcmp(x->tname, name))
+                s = VIOL("kept[%zu] ('%s'): vertex %llu holds '%s'", q, name, (unsigned long long)from, x->tname);
+            else if (!same_reg(&r, &x->w))
+                s = VIOL("kept[%zu] ('%s'): region %s is not what vertex %llu wrote (%s)", q, name, rname(c, &r, b1, sizeof b1),
+                         (unsigned long long)from, rname(c, &x->w, b2, sizeof b2));
+            else if ((w = other_writer(c, &r, (uint32_t)from)) != UINT32_MAX)
+                s = VIOL("kept '%s' (vertex %llu) is overwritten by vertex %u (%s %s) before the run ends", name,
+                         (unsigned long long)from, w, kname[c->v[w].kind], c->v[w].tname);
+        }
+    }
+    for (uint32_t k = 0; k < tp_graph_num_outputs(c->tg) && !s; k++) {
+        uint32_t o = tp_graph_outputs(c->tg)[k];
+        if (tp_graph_keep(c->tg, o) && !listed[o])
+            s = VIOL("TaskGraph output '%s' is in 'keep', but not in the MemGraph's 'kept'", tp_graph_vertex(c->tg, o)->id);
+    }
+    free(listed);
+    return s;
 }
 
 tp_status tp_verify_json(const char *text, size_t len, const char *name, const tp_graph *tg, tp_error *err)
@@ -541,6 +681,7 @@ tp_status tp_verify_json(const char *text, size_t len, const char *name, const t
     if (!s) s = topo(c);
     if (!s) s = check_races(c);
     if (!s) s = check_outputs(c, root);
+    if (!s) s = check_kept(c, root);
     json_decref(root);
     for (size_t i = 0; i < c->n; i++) {
         free(c->v[i].from);
