@@ -25,7 +25,8 @@ typedef enum tp_mkind {
     TP_M_KERNEL,
     TP_M_TRANSFER,
     TP_M_OFFLOAD,
-    TP_M_RELOAD
+    TP_M_RELOAD,
+    TP_M_RESIDENT
 } tp_mkind;
 const char *tp_mkind_name(tp_mkind k);
 

@@ -5,11 +5,11 @@
 #include <string.h>
 #include "plan/plan_internal.h"
 
-static const char *mkind_names[] = {"input", "kernel", "transfer", "offload", "reload"};
+static const char *mkind_names[] = {"input", "kernel", "transfer", "offload", "reload", "resident"};
 
 const char *tp_mkind_name(tp_mkind k)
 {
-    return (unsigned)k < 5 ? mkind_names[k] : "?";
+    return (unsigned)k < 6 ? mkind_names[k] : "?";
 }
 
 void tp_memgraph_free(tp_memgraph *mg)
