@@ -607,3 +607,441 @@ TEST(exec_failed_completion_keeps_its_own_message)
     tp_memgraph_free(mg);
     tp_graph_free(g);
 }
+
+/* ---- sessions: memory kept across executors (issue 11) ------------------------------------ */
+
+/* the bytes the session tests give input vertex i of mg: f32 seeded by i, weights scaled
+ * down (caller frees) */
+static float *input_data(const tp_memgraph *mg, uint32_t i)
+{
+    tp_mvertex v;
+    tp_memgraph_vertex(mg, i, &v);
+    float *buf = malloc(v.write.bytes + 4);
+    rs = 1000 + i;
+    int w = tp_graph_vertex(tp_memgraph_taskgraph(mg), v.task)->id[0] == 'w';
+    for (uint64_t k = 0; k < v.write.bytes / 4; k++) buf[k] = frand() * (w ? 0.3f : 1.0f);
+    return buf;
+}
+
+/* writes every input (not the resident ones), runs once, returns output 0 (caller frees) */
+static uint8_t *inputs_run_output(tp_exec *x, tp_run_summary *sum)
+{
+    const tp_memgraph *mg = tp_exec_memgraph(x);
+    tp_error e;
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind != TP_M_INPUT) continue;
+        float *buf = input_data(mg, i);
+        ASSERT_OK_ERR(tp_exec_write(x, &v.write, buf, &e), e);
+        free(buf);
+    }
+    tp_run_summary s;
+    ASSERT_OK_ERR(tp_exec_run(x, sum ? sum : &s, &e), e);
+    uint8_t *out = malloc(out_bytes(mg));
+    tp_mvertex v;
+    tp_memgraph_vertex(mg, tp_memgraph_outputs(mg)[0], &v);
+    ASSERT_OK_ERR(tp_exec_read(x, &v.write, out, &e), e);
+    return out;
+}
+
+/* output 0 of mg run without a session on a fresh cpu backend (caller frees) */
+static uint8_t *reference_output(const tp_memgraph *mg)
+{
+    tp_backend *be = NULL;
+    tp_error e;
+    ASSERT_OK(tp_backend_cpu_new(NULL, &be, &e));
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+    uint8_t *out = inputs_run_output(x, NULL);
+    tp_exec_free(x);
+    tp_backend_free(be);
+    return out;
+}
+
+/* session sizes that fit each of the n plans: per device the largest capacity plus `extra` */
+static void session_sizes(const tp_memgraph *const *mgs, int n, uint64_t extra, uint64_t cap[TP_MAX_DEVICES], uint64_t *host)
+{
+    memset(cap, 0, TP_MAX_DEVICES * sizeof *cap);
+    *host = 0;
+    for (int k = 0; k < n; k++) {
+        for (int d = 0; d < tp_graph_devices(tp_memgraph_taskgraph(mgs[k])); d++)
+            if (tp_memgraph_device_capacity(mgs[k], d) + extra > cap[d]) cap[d] = tp_memgraph_device_capacity(mgs[k], d) + extra;
+        if (tp_memgraph_host_bytes(mgs[k]) > *host) *host = tp_memgraph_host_bytes(mgs[k]);
+    }
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
+/* (a) bytes one executor leaves on a device and in the host block are there for the next
+ * executor of another plan in the same session; plans run in a session give the results they
+ * give alone; and the no-session path still starts from zeroed memory */
+TEST(exec_session_keeps_memory_across_executors)
+{
+    tp_graph *g1 = mlp_chain(2, 2, 8), *g2 = mlp_chain(5, 2, 8);
+    tp_memgraph *m1 = plan_at(g1, 4 * 8 * 8 * 4), *m2 = plan_at(g2, 5 * 8 * 8 * 4);
+    uint8_t *ref1 = reference_output(m1), *ref2 = reference_output(m2);
+    const tp_memgraph *mgs[2] = {m1, m2};
+    uint64_t cap[TP_MAX_DEVICES], host;
+    session_sizes(mgs, 2, 0, cap, &host);
+    tp_backend *be = NULL;
+    tp_error e;
+    ASSERT_OK(tp_backend_cpu_new(NULL, &be, &e));
+    tp_session *s;
+    ASSERT_OK_ERR(tp_session_new(be, 2, cap, host, &s, &e), e);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    ro.streams = 2;
+
+    /* executor 1: runs its plan, then leaves a pattern on device 1 and in the host block */
+    tp_exec *x1;
+    ASSERT_OK_ERR(tp_exec_new_in(s, m1, &ro, &x1, &e), e);
+    uint8_t *o1 = inputs_run_output(x1, NULL);
+    CHECK(!memcmp(o1, ref1, out_bytes(m1)));
+    tp_region rd = {TP_SPACE_DEVICE, 1, 100, 300}, rh = {TP_SPACE_HOST, -1, 8, 64};
+    uint8_t pat[300], back[300];
+    for (int i = 0; i < 300; i++) pat[i] = (uint8_t)(i * 7 + 1);
+    ASSERT_OK_ERR(tp_exec_write(x1, &rd, pat, &e), e);
+    ASSERT_OK_ERR(tp_exec_write(x1, &rh, pat + 5, &e), e);
+    tp_exec_free(x1);
+
+    /* executor 2, another plan: the bytes are still there, and its plan runs as alone */
+    tp_exec *x2;
+    ASSERT_OK_ERR(tp_exec_new_in(s, m2, &ro, &x2, &e), e);
+    memset(back, 0, sizeof back);
+    ASSERT_OK_ERR(tp_exec_read(x2, &rd, back, &e), e);
+    CHECK(!memcmp(back, pat, 300));
+    ASSERT_OK_ERR(tp_exec_read(x2, &rh, back, &e), e);
+    CHECK(!memcmp(back, pat + 5, 64));
+    uint8_t *o2 = inputs_run_output(x2, NULL);
+    CHECK(!memcmp(o2, ref2, out_bytes(m2)));
+    tp_exec_free(x2);
+    tp_session_free(s);
+
+    /* no session on the same backend: fresh memory, zeroed */
+    tp_exec *x3;
+    ASSERT_OK_ERR(tp_exec_new(m2, be, &ro, &x3, &e), e);
+    memset(back, 0xAB, sizeof back);
+    ASSERT_OK_ERR(tp_exec_read(x3, &rd, back, &e), e);
+    CHECK(all_zero(back, 300));
+    ASSERT_OK_ERR(tp_exec_read(x3, &rh, back, &e), e);
+    CHECK(all_zero(back, 64));
+    tp_exec_free(x3);
+
+    tp_backend_free(be);
+    free(o1);
+    free(o2);
+    free(ref1);
+    free(ref2);
+    tp_memgraph_free(m1);
+    tp_memgraph_free(m2);
+    tp_graph_free(g1);
+    tp_graph_free(g2);
+}
+
+/* (b) a plan bigger than the session (a device, the host block, the device count) is refused
+ * naming what does not fit; one executor at a time; a backend in a session makes no executor
+ * outside it, and opens no second session; a backend with a live executor opens none */
+TEST(exec_session_refuses_what_does_not_fit)
+{
+    tp_graph *g = mlp_chain(4, 2, 8);
+    tp_memgraph *mg = plan_at(g, 4 * 8 * 8 * 4);
+    const tp_memgraph *mgs[1] = {mg};
+    uint64_t cap[TP_MAX_DEVICES], host;
+    session_sizes(mgs, 1, 0, cap, &host);
+    tp_backend *be = NULL;
+    tp_error e;
+    ASSERT_OK(tp_backend_cpu_new(NULL, &be, &e));
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_session *s;
+    tp_exec *x, *y;
+    char want[128];
+
+    uint64_t small[TP_MAX_DEVICES];
+    memcpy(small, cap, sizeof small);
+    small[1] = cap[1] - 1;
+    ASSERT_OK_ERR(tp_session_new(be, 2, small, host, &s, &e), e);
+    ASSERT_STATUS(tp_exec_new_in(s, mg, &ro, &x, &e), TP_ERR_ARG);
+    snprintf(want, sizeof want, "(%llu bytes), the session has", (unsigned long long)cap[1]);
+    CHECKF(strstr(e.msg, "device 1") && strstr(e.msg, want), "%s", e.msg);
+    snprintf(want, sizeof want, "(%llu bytes)", (unsigned long long)small[1]);
+    CHECKF(strstr(e.msg, want), "%s", e.msg);
+    tp_session_free(s);
+
+    ASSERT_OK_ERR(tp_session_new(be, 2, cap, host - 1, &s, &e), e);
+    ASSERT_STATUS(tp_exec_new_in(s, mg, &ro, &x, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "host memory") && strstr(e.msg, "session"), "%s", e.msg);
+    tp_session_free(s);
+
+    ASSERT_OK_ERR(tp_session_new(be, 3, cap, host, &s, &e), e); /* cap[2] is 0 */
+    ASSERT_STATUS(tp_exec_new_in(s, mg, &ro, &x, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "2 devices") && strstr(e.msg, "session 3"), "%s", e.msg);
+    tp_session_free(s);
+
+    ASSERT_OK_ERR(tp_session_new(be, 2, cap, host, &s, &e), e);
+    ASSERT_OK_ERR(tp_exec_new_in(s, mg, &ro, &x, &e), e);
+    ASSERT_STATUS(tp_exec_new_in(s, mg, &ro, &y, &e), TP_ERR_ARG); /* a second live executor */
+    CHECKF(strstr(e.msg, "another executor"), "%s", e.msg);
+    tp_exec_free(x);
+    ASSERT_STATUS(tp_exec_new(mg, be, &ro, &y, &e), TP_ERR_ARG); /* outside the open session */
+    CHECKF(strstr(e.msg, "tp_exec_new_in"), "%s", e.msg);
+    tp_session *s2;
+    ASSERT_STATUS(tp_session_new(be, 2, cap, host, &s2, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "already open"), "%s", e.msg);
+    ASSERT_OK_ERR(tp_exec_new_in(s, mg, &ro, &x, &e), e); /* the first is gone: the next may come */
+    tp_run_summary sum;
+    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+    tp_exec_free(x);
+    tp_session_free(s);
+
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e); /* no session: a live executor */
+    ASSERT_STATUS(tp_session_new(be, 2, cap, host, &s, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "executor is using it"), "%s", e.msg);
+    tp_exec_free(x);
+
+    ASSERT_STATUS(tp_session_new(be, 0, cap, host, &s, &e), TP_ERR_ARG);
+    ASSERT_STATUS(tp_session_new(be, TP_MAX_DEVICES + 1, cap, host, &s, &e), TP_ERR_ARG);
+    ASSERT_STATUS(tp_session_new(be, 2, NULL, host, &s, &e), TP_ERR_ARG);
+    ASSERT_STATUS(tp_session_new(NULL, 2, cap, host, &s, &e), TP_ERR_ARG);
+    fake *f = calloc(1, sizeof *f); /* a backend with no sessions */
+    f->base.ops = &fake_real_ops;
+    ASSERT_STATUS(tp_session_new(&f->base, 2, cap, host, &s, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "no sessions"), "%s", e.msg);
+    tp_backend_free(&f->base);
+
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* mg with input `id` made resident: its region on `device` at `offset` (planners make such
+ * vertices; the MemGraph record is changed here, as drop_dep does); returns its vertex */
+static uint32_t make_resident(tp_memgraph *mg, const char *id, int device, uint64_t offset)
+{
+    const tp_graph *g = tp_memgraph_taskgraph(mg);
+    for (uint32_t i = 0; i < mg->n; i++)
+        if (mg->v[i].kind == TP_M_INPUT && !strcmp(tp_graph_vertex(g, mg->v[i].task)->id, id)) {
+            mg->v[i].kind = TP_M_RESIDENT;
+            mg->v[i].space = TP_SPACE_DEVICE;
+            mg->v[i].device = (int16_t)device;
+            mg->v[i].offset = offset;
+            return i;
+        }
+    CHECKF(0, "no input '%s'", id);
+    return 0;
+}
+
+/* (c) tp_exec_new refuses resident inputs; in a session an executor of the same plan runs
+ * on the bytes an earlier executor left on the device (a region past the plan's own arena) */
+TEST(exec_resident_inputs_need_a_session)
+{
+    tp_graph *g = mlp_chain(3, 2, 8);
+    tp_memgraph *plain = plan_at(g, 4 * 8 * 8 * 4), *res = plan_at(g, 4 * 8 * 8 * 4);
+    uint64_t at = tp_memgraph_device_capacity(res, 1); /* past the plan's arena on device 1 */
+    uint32_t rv = make_resident(res, "w1", 1, at);
+    ASSERT_STR_EQ(tp_mkind_name(TP_M_RESIDENT), "resident");
+    uint8_t *ref = reference_output(plain);
+    tp_backend *be = NULL;
+    tp_error e;
+    ASSERT_OK(tp_backend_cpu_new(NULL, &be, &e));
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_exec *x;
+    ASSERT_STATUS(tp_exec_new(res, be, &ro, &x, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "resident") && strstr(e.msg, "session") && strstr(e.msg, "tp_exec_new_in"), "%s", e.msg);
+
+    const tp_memgraph *mgs[1] = {plain};
+    uint64_t cap[TP_MAX_DEVICES], host;
+    tp_mvertex v;
+    tp_memgraph_vertex(res, rv, &v);
+    session_sizes(mgs, 1, v.write.bytes, cap, &host);
+    tp_session *s;
+    ASSERT_OK_ERR(tp_session_new(be, 2, cap, host, &s, &e), e);
+    /* an earlier executor puts w1 on device 1 (the plain plan's input vertex of w1 has its bytes) */
+    ASSERT_OK_ERR(tp_exec_new_in(s, plain, &ro, &x, &e), e);
+    float *w1 = input_data(plain, rv);
+    ASSERT_OK_ERR(tp_exec_write(x, &v.write, w1, &e), e);
+    free(w1);
+    tp_exec_free(x);
+    /* the plan with w1 resident runs on it */
+    ASSERT_OK_ERR(tp_exec_new_in(s, res, &ro, &x, &e), e);
+    tp_run_summary sum;
+    uint8_t *o = inputs_run_output(x, &sum);
+    CHECK(!memcmp(o, ref, out_bytes(res)));
+    tp__run_record rr;
+    CHECK(tp__exec_record(x, &rr));
+    ASSERT_EQ(rr.v[rv].engine, TP__NO_ENGINE); /* done at the start, like an input */
+    ASSERT_EQ(rr.v[rv].device, 1);
+    CHECK(rr.v[rv].t1 == rr.start);
+    tp_exec_free(x);
+    tp_session_free(s);
+
+    /* a resident vertex whose region is not on a device is a broken MemGraph */
+    res->v[rv].space = TP_SPACE_HOST;
+    ASSERT_OK_ERR(tp_session_new(be, 2, cap, host, &s, &e), e);
+    ASSERT_STATUS(tp_exec_new_in(s, res, &ro, &x, &e), TP_ERR_INVALID);
+    CHECKF(strstr(e.msg, "not in the memory of a device"), "%s", e.msg);
+    tp_session_free(s);
+
+    free(o);
+    free(ref);
+    tp_backend_free(be);
+    tp_memgraph_free(plain);
+    tp_memgraph_free(res);
+    tp_graph_free(g);
+}
+
+/* (d) the sim backend in a session: two plans in a row, each timed as it is alone; a plan
+ * bigger than the session refused; a session bigger than the machine refused */
+TEST(exec_session_sim_runs_plans_in_a_row)
+{
+    tp_graph *g1 = mlp_chain(4, 2, 16), *g2 = mlp_chain(6, 2, 16);
+    tp_memgraph *m1 = plan_at(g1, 4 * 16 * 16 * 4), *m2 = plan_at(g2, 5 * 16 * 16 * 4);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_error e;
+    tp_sim_profile p = test_sim_profile("two", 2, 0.5, 1e11, 5e-6, 1e9, 1e9);
+    double alone[2];
+    const tp_memgraph *mgs[2] = {m1, m2};
+    for (int k = 0; k < 2; k++) {
+        tp_backend *b = NULL;
+        ASSERT_OK(tp_backend_sim_new(&p, 0, &b, &e));
+        tp_exec *x;
+        ASSERT_OK_ERR(tp_exec_new(mgs[k], b, &ro, &x, &e), e);
+        tp_run_summary sum;
+        ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+        alone[k] = sum.makespan;
+        tp_exec_free(x);
+        tp_backend_free(b);
+    }
+    uint64_t cap[TP_MAX_DEVICES], host;
+    session_sizes(mgs, 2, 0, cap, &host);
+    tp_backend *be = NULL;
+    ASSERT_OK(tp_backend_sim_new(&p, 0, &be, &e));
+    tp_session *s;
+    uint64_t huge[2] = {cap[0], p.device_mem + 1};
+    ASSERT_STATUS(tp_session_new(be, 2, huge, host, &s, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "device 1") && strstr(e.msg, "machine"), "%s", e.msg);
+    ASSERT_STATUS(tp_session_new(be, 3, cap, host, &s, &e), TP_ERR_ARG);
+
+    ASSERT_OK_ERR(tp_session_new(be, 2, cap, host, &s, &e), e);
+    for (int k = 0; k < 2; k++) {
+        tp_exec *x;
+        ASSERT_OK_ERR(tp_exec_new_in(s, mgs[k], &ro, &x, &e), e);
+        tp_run_summary sum;
+        ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+        CHECKF(sum.makespan == alone[k], "plan %d: %.9g s in the session, %.9g s alone", k, sum.makespan, alone[k]);
+        tp_exec_free(x);
+    }
+    tp_session_free(s);
+    /* m2 is bigger than a session sized for m1 */
+    session_sizes(mgs, 1, 0, cap, &host);
+    ASSERT_OK_ERR(tp_session_new(be, 2, cap, host, &s, &e), e);
+    tp_exec *x;
+    ASSERT_STATUS(tp_exec_new_in(s, m2, &ro, &x, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "the session has"), "%s", e.msg);
+    tp_session_free(s);
+
+    tp_backend_free(be);
+    tp_memgraph_free(m1);
+    tp_memgraph_free(m2);
+    tp_graph_free(g1);
+    tp_graph_free(g2);
+}
+
+/* every run's summary counts that run alone: the bytes its copies moved, and on the sim
+ * backend its lower bound, the same in each of three runs of one executor */
+TEST(exec_summary_counts_each_run_on_its_own)
+{
+    tp_graph *g = mlp_chain(6, 2, 16);
+    tp_memgraph *mg = plan_at(g, 4 * 16 * 16 * 4);
+    uint64_t copies = 0; /* bytes of every copy vertex */
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind == TP_M_TRANSFER || v.kind == TP_M_OFFLOAD || v.kind == TP_M_RELOAD) copies += v.write.bytes;
+    }
+    ASSERT_GT(copies, 0);
+    tp_sim_profile p = test_sim_profile("two", 2, 0.5, 1e11, 5e-6, 1e9, 1e9);
+    tp_error e;
+    for (int sim = 0; sim < 2; sim++) {
+        tp_backend *be = NULL;
+        if (sim) ASSERT_OK(tp_backend_sim_new(&p, 0, &be, &e));
+        else ASSERT_OK(tp_backend_cpu_new(NULL, &be, &e));
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        tp_exec *x;
+        ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+        tp_run_summary first;
+        for (int r = 0; r < 3; r++) {
+            tp_run_summary sum;
+            ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+            ASSERT_EQ(sum.bytes_moved, copies);
+            uint64_t summed = 0;
+            for (int d = 0; d < sum.ndevices; d++)
+                for (int k = 0; k < sum.nengines; k++) summed += sum.dev[d].bytes[k];
+            ASSERT_EQ(summed, copies);
+            if (!r) first = sum;
+            for (int d = 0; d < sum.ndevices; d++) CHECK(!memcmp(sum.dev[d].bytes, first.dev[d].bytes, sizeof sum.dev[d].bytes));
+            if (sim) {
+                CHECK(sum.lower_bound > 0);
+                CHECKF(sum.lower_bound == first.lower_bound, "run %d: bound %.9g, first run %.9g", r, sum.lower_bound,
+                       first.lower_bound);
+                ASSERT_NEAR(sum.makespan, first.makespan, 1e-9 * first.makespan); /* later on the clock: rounding */
+            }
+        }
+        tp_exec_free(x);
+        tp_backend_free(be);
+    }
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* (e) a session freed while its executor lives stops it: the executor refuses to run, read or
+ * write until it is freed, nothing leaks (ASan), and the backend is free for more */
+TEST(exec_session_freed_before_its_executor)
+{
+    tp_graph *g = mlp_chain(3, 2, 8);
+    tp_memgraph *mg = plan_at(g, 4 * 8 * 8 * 4);
+    const tp_memgraph *mgs[1] = {mg};
+    uint64_t cap[TP_MAX_DEVICES], host;
+    session_sizes(mgs, 1, 0, cap, &host);
+    tp_backend *be = NULL;
+    tp_error e;
+    ASSERT_OK(tp_backend_cpu_new(NULL, &be, &e));
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_session *s;
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_session_new(be, 2, cap, host, &s, &e), e);
+    ASSERT_OK_ERR(tp_exec_new_in(s, mg, &ro, &x, &e), e);
+    uint8_t *o = inputs_run_output(x, NULL);
+    free(o);
+    tp_session_free(s);
+    tp_run_summary sum;
+    ASSERT_STATUS(tp_exec_run(x, &sum, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "session was freed"), "%s", e.msg);
+    tp_region r = {TP_SPACE_DEVICE, 0, 0, 4};
+    uint8_t b[4] = {0};
+    ASSERT_STATUS(tp_exec_read(x, &r, b, &e), TP_ERR_ARG);
+    ASSERT_STATUS(tp_exec_write(x, &r, b, &e), TP_ERR_ARG);
+    tp_exec_free(x);
+    /* the backend takes a new session, and an executor without one after it */
+    ASSERT_OK_ERR(tp_session_new(be, 2, cap, host, &s, &e), e);
+    tp_session_free(s);
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+    o = inputs_run_output(x, NULL);
+    free(o);
+    tp_exec_free(x);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}

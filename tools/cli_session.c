@@ -69,7 +69,7 @@ tp_status cli_session_runs(tp_graph *g, tp_memgraph **mg, const tp_plan_opts *po
     tp_plan_opts o = *po;
     o.host_mem = host;
     uint64_t *off1 = malloc(((size_t)nv + 1) * sizeof *off1);
-    if (!off1) return tp__fail(e, TP_ERR_NOMEM, "out of memory");
+    if (!off1) return cli_set_error(e, TP_ERR_NOMEM, "out of memory");
     for (uint32_t i = 0; i < tp_memgraph_size(*mg); i++) {
         tp_mvertex v;
         tp_memgraph_vertex(*mg, i, &v);

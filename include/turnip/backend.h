@@ -8,7 +8,8 @@
  * {{"link-bandwidth", "12"}}, ...). The typed constructors below do the same from C structs.
  *
  * Ownership: the caller owns a backend (tp_backend_free) and must keep it alive while an
- * executor made on it lives. Every constructor says why it failed in err. */
+ * executor or a session (turnip/exec.h, tp_session_new) made on it lives. Every constructor
+ * says why it failed in err. */
 #ifndef TURNIP_BACKEND_H
 #define TURNIP_BACKEND_H
 
@@ -99,11 +100,12 @@ tp_status tp_backend_sim_new(const tp_sim_profile *p, double jitter, tp_backend 
 
 /* ---- cuda: NVIDIA GPUs -----------------------------------------------------------------
  * One cudaMalloc per device of exactly its capacity, one pinned host block (cudaHostAlloc) of
- * host_bytes, per device non-blocking compute streams (each with its own cuBLAS handle and
- * workspace) and dedicated host-to-device, device-to-host and peer-in copy streams. MemGraph
- * device d runs on GPU d mod (GPUs visible), so a multi-device plan also runs on one GPU (its
- * peer copies become device-to-device copies). Completions reach the executor from
- * cudaLaunchHostFunc callbacks or from a thread polling CUDA events (docs/cuda.md). */
+ * host_bytes (in a session: of the session's sizes, once, when it opens), per device
+ * non-blocking compute streams (each with its own cuBLAS handle and workspace) and dedicated
+ * host-to-device, device-to-host and peer-in copy streams. MemGraph device d runs on GPU d
+ * mod (GPUs visible), so a multi-device plan also runs on one GPU (its peer copies become
+ * device-to-device copies). Completions reach the executor from cudaLaunchHostFunc callbacks
+ * or from a thread polling CUDA events (docs/cuda.md). */
 typedef enum tp_cuda_completion {
     TP_CUDA_DEFAULT = 0,  /* polling: it also reports device faults (CUDA runs no host function
                              after one, so callbacks would leave the executor waiting) */

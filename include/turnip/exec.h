@@ -10,7 +10,11 @@
  * host_bytes before the first vertex starts.
  *
  * Use: tp_exec_new (prepares the backend: memory, threads, kernel checks), tp_exec_write for
- * each input, tp_exec_run, tp_exec_read for each output, tp_exec_free. */
+ * each input, tp_exec_run, tp_exec_read for each output, tp_exec_free.
+ *
+ * Sessions keep device memory and the host block across executors: tp_session_new takes them
+ * once (zeroed), each tp_exec_new_in runs a plan in them without clearing them, so what one
+ * plan left on a device is there for the next (a plan's resident inputs, TP_M_RESIDENT). */
 #ifndef TURNIP_EXEC_H
 #define TURNIP_EXEC_H
 
@@ -65,6 +69,8 @@ typedef struct tp_run_summary {
                             on a simulating backend) */
     double lower_bound;  /* the backend's lower bound on the makespan, 0 if it has none */
     double loop_seconds; /* executor's own time handling completions and launching */
+    uint64_t bytes_moved; /* by every copy engine of every device in this run (each run of an
+                             executor counts its own, as every field here does) */
     struct {
         double compute_busy;     /* summed kernel time on the device's compute engines */
         double stall_mem;        /* compute idle while a kernel waited only on memory deps */
@@ -83,7 +89,8 @@ typedef struct tp_backend tp_backend; /* turnip/backend.h makes them; owned by t
 typedef struct tp_exec tp_exec;
 
 /* Prepares mg (whose TaskGraph must outlive the executor) on be: checks every kernel's op and
- * shapes, allocates device and host memory, starts the backend's threads. */
+ * shapes, allocates device memory (zeroed) and host memory, starts the backend's threads. A MemGraph
+ * with resident inputs (TP_M_RESIDENT) needs a session: TP_ERR_ARG (see tp_exec_new_in). */
 tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *o, tp_exec **out, tp_error *err);
 /* The MemGraph the executor runs (borrowed). */
 const tp_memgraph *tp_exec_memgraph(const tp_exec *x);
@@ -101,6 +108,31 @@ tp_status tp_exec_run(tp_exec *x, tp_run_summary *sum, tp_error *err);
  * TP_ERR_ARG before any run. */
 tp_status tp_exec_trace_write(const tp_exec *x, const char *path, tp_error *err);
 void tp_exec_free(tp_exec *x);
+
+/* ---- sessions: memory kept across executors -------------------------------------------- */
+
+typedef struct tp_session tp_session;
+/* Opens, on backend be (which the session borrows; it must outlive the session), device arenas
+ * of device_cap[d] bytes for devices 0..ndevices-1 (1..TP_MAX_DEVICES) and a host block of
+ * host_bytes, zeroed once, kept until tp_session_free. One executor at a time may use a
+ * session; while it is open, be makes no executor outside it (tp_exec_new: TP_ERR_ARG).
+ * TP_ERR_ARG for bad arguments, a backend with no sessions, or one already in a session or
+ * used by an executor; the backend's status (TP_ERR_NOMEM, TP_ERR_DEVICE) when the memory
+ * cannot be had. The sim backend keeps sizes only (it holds no data) and checks them against
+ * its machine. */
+tp_status tp_session_new(tp_backend *be, int ndevices, const uint64_t *device_cap, uint64_t host_bytes,
+                         tp_session **out, tp_error *err);
+/* Frees the memory. Free the session's executor first; one still live is stopped by this (its
+ * backend released) and then refuses runs, reads and writes until tp_exec_free. NULL: nothing. */
+void tp_session_free(tp_session *s);
+/* Like tp_exec_new, but in session s: mg's device count must equal the session's, each of its
+ * device capacities and its host_bytes must be at most the session's (TP_ERR_ARG naming the
+ * device or host memory, the plan's size and the session's); the arenas and the host block
+ * are used as they are (not cleared), and freeing the executor frees neither. TP_ERR_ARG while
+ * another executor made in s is live. Only an executor made here may run a MemGraph with
+ * resident inputs (TP_M_RESIDENT: done when a run starts, their bytes already on the device;
+ * tp_exec_new refuses them with TP_ERR_ARG). */
+tp_status tp_exec_new_in(tp_session *s, const tp_memgraph *mg, const tp_run_opts *o, tp_exec **out, tp_error *err);
 
 /* Convenience for the command line and tests: loads every TaskGraph input of mg from a
  * safetensors file (names = input ids; dtype and shape must agree with the graph), and

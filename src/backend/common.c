@@ -5,6 +5,7 @@
 #include <string.h>
 #include "backend/common.h"
 #include "io/util.h"
+#include "turnip/io.h"
 
 void tp__plan_ctx_set(tp__plan_ctx *c, const tp__plan_info *pi)
 {
@@ -43,6 +44,106 @@ tp_status tp__mem_check(const tp__mem *m, const tp_region *r, tp_error *err)
     uint64_t lim = r->space == TP_SPACE_HOST ? m->host_bytes : (r->device >= 0 && r->device < m->nd ? m->cap[r->device] : 0);
     if (r->offset > lim || r->bytes > lim - r->offset) return tp__fail(err, TP_ERR_ARG, "region outside its memory");
     return TP_OK;
+}
+
+void tp__mem_init(tp__mem *m, const char *backend, const tp__mem_alloc *a, void *ctx)
+{
+    memset(m, 0, sizeof *m);
+    m->backend = backend;
+    m->alloc = a;
+    m->ctx = ctx;
+}
+
+/* frees every block and forgets the sizes */
+static void mem_free(tp__mem *m)
+{
+    const tp__mem_alloc *a = m->alloc;
+    for (int d = 0; d < TP_MAX_DEVICES; d++) {
+        if (a && m->dev[d]) a->dev_free(m->ctx, d, m->dev[d]);
+        m->dev[d] = NULL;
+        m->cap[d] = 0;
+    }
+    if (a && m->host) a->host_free(m->ctx, m->host);
+    m->host = NULL;
+    m->host_bytes = 0;
+    m->nd = 0;
+}
+
+/* records the sizes and allocates the blocks; on failure what was taken is in m */
+static tp_status mem_take(tp__mem *m, int nd, const uint64_t *cap, uint64_t host_bytes, int zero_host, const char *what,
+                          tp_error *err)
+{
+    const tp__mem_alloc *a = m->alloc;
+    m->nd = nd;
+    for (int d = 0; d < nd; d++) m->cap[d] = cap[d];
+    m->host_bytes = host_bytes;
+    if (!a) return TP_OK;
+    tp_status s = a->fits ? a->fits(m->ctx, nd, cap, host_bytes, what, err) : TP_OK;
+    for (int d = 0; d < nd && !s; d++) s = a->dev(m->ctx, d, cap[d], &m->dev[d], err);
+    return s ? s : a->host(m->ctx, host_bytes, zero_host, &m->host, err);
+}
+
+tp_status tp__mem_open(tp__mem *m, int nd, const uint64_t *cap, uint64_t host_bytes, tp_error *err)
+{
+    if (m->session) return tp__fail(err, TP_ERR_ARG, "%s backend: a session is already open on it", m->backend);
+    if (m->plan)
+        return tp__fail(err, TP_ERR_ARG, "%s backend: an executor is using it (free it before opening a session)", m->backend);
+    tp_status s = mem_take(m, nd, cap, host_bytes, 1, "the session", err);
+    if (s) mem_free(m);
+    else m->session = 1;
+    return s;
+}
+
+/* the plan's size and the session's for a message: "2.0 MiB (2097152 bytes)" */
+static void size_words(uint64_t b, char *buf, size_t len)
+{
+    char t[32];
+    snprintf(buf, len, "%s (%llu bytes)", tp_format_size(b, t, sizeof t), (unsigned long long)b);
+}
+
+tp_status tp__mem_prepare(tp__mem *m, const tp_memgraph *mg, int session, tp_error *err)
+{
+    const tp_graph *g = tp_memgraph_taskgraph(mg);
+    int nd = tp_graph_devices(g);
+    if (session && !m->session) return tp__fail(err, TP_ERR_ARG, "%s backend: no session is open on it", m->backend);
+    if (!session && m->session)
+        return tp__fail(err, TP_ERR_ARG, "%s backend: a session is open on it: make its executors with tp_exec_new_in",
+                        m->backend);
+    m->plan = 1;
+    char a[64], b[64];
+    if (session) {
+        if (nd != m->nd)
+            return tp__fail(err, TP_ERR_ARG, "%s backend: the plan has %d devices, the session %d", m->backend, nd, m->nd);
+        for (int d = 0; d < nd; d++)
+            if (tp_memgraph_device_capacity(mg, d) > m->cap[d]) {
+                size_words(tp_memgraph_device_capacity(mg, d), a, sizeof a);
+                size_words(m->cap[d], b, sizeof b);
+                return tp__fail(err, TP_ERR_ARG, "%s backend: the plan gives device %d %s, the session has %s", m->backend, d,
+                                a, b);
+            }
+        if (tp_memgraph_host_bytes(mg) > m->host_bytes) {
+            size_words(tp_memgraph_host_bytes(mg), a, sizeof a);
+            size_words(m->host_bytes, b, sizeof b);
+            return tp__fail(err, TP_ERR_ARG, "%s backend: the plan needs %s of host memory, the session has %s", m->backend, a,
+                            b);
+        }
+        return TP_OK;
+    }
+    uint64_t cap[TP_MAX_DEVICES];
+    for (int d = 0; d < nd; d++) cap[d] = tp_memgraph_device_capacity(mg, d);
+    return mem_take(m, nd, cap, tp_memgraph_host_bytes(mg), m->alloc && m->alloc->zero_host, "the plan", err);
+}
+
+void tp__mem_release(tp__mem *m)
+{
+    if (!m->session) mem_free(m);
+    m->plan = 0;
+}
+
+void tp__mem_close(tp__mem *m)
+{
+    m->session = 0;
+    mem_free(m);
 }
 
 const void **tp__gather_inputs(const tp__mem *m, const tp_memgraph *mg, const tp_mvertex *mv, const void **inb, uint32_t room,

@@ -38,14 +38,50 @@ int tp__lane_engine(const tp__plan_ctx *c, int k);
 int tp__engines_gpu_like(const tp_run_opts *o, tp__engine *out);
 enum { TP__ENG_COMPUTE = 0, TP__ENG_H2D, TP__ENG_D2H, TP__ENG_PEER, TP__ENG_GPU_LIKE };
 
-/* Device and host memory as base pointers and sizes. */
+/* How a backend takes and gives back its memory (tp__mem). The allocators set *out to what
+ * they allocated even when they then fail (NULL if nothing), so it is freed. */
+typedef struct tp__mem_alloc {
+    /* before anything is allocated (NULL: no check): whether the machine can back nd arenas
+     * of cap[] and a host block; `what` names the asker in messages ("the plan", "the session") */
+    tp_status (*fits)(void *ctx, int nd, const uint64_t *cap, uint64_t host_bytes, const char *what, tp_error *err);
+    tp_status (*dev)(void *ctx, int d, uint64_t bytes, uint8_t **out, tp_error *err); /* zeroed */
+    tp_status (*host)(void *ctx, uint64_t bytes, int zero, uint8_t **out, tp_error *err);
+    void (*dev_free)(void *ctx, int d, uint8_t *p);
+    void (*host_free)(void *ctx, uint8_t *p);
+    int zero_host; /* memory per plan: the host block is zeroed too (a session's always is) */
+} tp__mem_alloc;
+
+/* Device and host memory as base pointers and sizes, and whose it is: a plan's (prepare to
+ * release) or an open session's (open to close; plans are checked against it). */
 typedef struct tp__mem {
     uint8_t *dev[TP_MAX_DEVICES];
     uint64_t cap[TP_MAX_DEVICES];
     uint8_t *host;
     uint64_t host_bytes;
     int nd;
+    int session;  /* a session is open: the memory is kept across plans */
+    int plan;     /* a plan is prepared on it */
+    const char *backend;         /* for messages ("cpu") */
+    const tp__mem_alloc *alloc;  /* NULL: a backend with no data (sim) keeps sizes only */
+    void *ctx;                   /* the allocators' */
 } tp__mem;
+/* Once, when the backend is made. */
+void tp__mem_init(tp__mem *m, const char *backend, const tp__mem_alloc *a, void *ctx);
+/* Opens a session: nd arenas of cap[] bytes and a host block, zeroed, kept until
+ * tp__mem_close. TP_ERR_ARG while a session is open or a plan prepared; on failure nothing is
+ * kept. */
+tp_status tp__mem_open(tp__mem *m, int nd, const uint64_t *cap, uint64_t host_bytes, tp_error *err);
+/* The memory of plan mg. In a session (session: the executor says it runs in one; it must
+ * agree with the backend, TP_ERR_ARG otherwise) checks that mg fits: the same number of
+ * devices, each capacity and the host bytes at most the session's (TP_ERR_ARG naming the
+ * device or host memory, the plan's size and the session's); nothing is allocated or cleared.
+ * Otherwise allocates arenas of exactly mg's capacities, zeroed, and its host block; after a
+ * failure tp__mem_release frees what was taken. */
+tp_status tp__mem_prepare(tp__mem *m, const tp_memgraph *mg, int session, tp_error *err);
+/* The plan is done: frees its memory, unless a session keeps it. */
+void tp__mem_release(tp__mem *m);
+/* Closes the session (after tp__mem_release of any plan): frees everything. */
+void tp__mem_close(tp__mem *m);
 static inline uint8_t *tp__mem_ptr(const tp__mem *m, const tp_region *r)
 {
     return r->space == TP_SPACE_HOST ? m->host + r->offset : m->dev[r->device] + r->offset;

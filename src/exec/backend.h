@@ -16,7 +16,12 @@
  *   sink empty while vertices are in flight fails the run naming one. What the executor cannot
  *   detect is a real backend that never posts a completion: that run waits.
  * - A completion carries its own error (tp__done.err, owned by the completion; the executor
- *   frees it), so a backend may reuse its unit's storage at once. */
+ *   frees it), so a backend may reuse its unit's storage at once.
+ * - Sessions (exec/session.c): open() takes device arenas and a host block once, zeroed, and
+ *   keeps them until close(); while a backend is open, prepare() allocates and clears neither,
+ *   only checks that the plan fits them (and that its executor is the session's:
+ *   tp__plan_info.session), and release() keeps them. Without a session, prepare() allocates
+ *   memory of exactly the plan's sizes, zeroed, and release() frees it. */
 #ifndef TP__BACKEND_H
 #define TP__BACKEND_H
 
@@ -59,6 +64,8 @@ typedef struct tp__plan_info {
     const tp__engine *engines; /* the backend's own table, as engines() gave it */
     const uint8_t *engine;     /* per MemGraph vertex: index into engines, or TP__NO_ENGINE */
     const int16_t *device;     /* per MemGraph vertex: device whose engine runs it */
+    int session;               /* 1: the executor runs in the session open on the backend
+                                  (tp_exec_new_in): its memory is the session's */
 } tp__plan_info;
 
 typedef struct tp__backend_ops {
@@ -66,16 +73,27 @@ typedef struct tp__backend_ops {
     /* fills out[0..TP_MAX_ENGINES-1] with the engines of one device for a run with options o;
      * returns how many */
     int (*engines)(tp_backend *be, const tp_run_opts *o, tp__engine *out);
-    /* allocates memory, checks kernels, starts threads */
+    /* allocates memory (or, in a session, checks that the plan fits the session's), checks
+     * kernels, starts threads */
     tp_status (*prepare)(tp_backend *be, const tp__plan_info *pi, tp_error *err);
     /* starts vertex v on unit `unit` of its engine; completes through the sink */
     void (*launch)(tp_backend *be, uint32_t v, int unit);
     tp_status (*write)(tp_backend *be, const tp_region *r, const void *src, tp_error *err);
     tp_status (*read)(tp_backend *be, const tp_region *r, void *dst, tp_error *err);
-    /* stops threads (letting what they run finish), frees memory; normally every launch has
-     * completed, but after a broken run some may still be running */
+    /* stops threads (letting what they run finish), frees memory (not a session's); normally
+     * every launch has completed, but after a broken run some may still be running */
     void (*release)(tp_backend *be);
+    /* closes an open session (frees its memory), then frees the backend */
     void (*destroy)(tp_backend *be);
+    /* Sessions (NULL: the backend has none). open: device arenas of cap[d] bytes for devices
+     * 0..ndevices-1 (1..TP_MAX_DEVICES, checked by the caller) and a host block of host_bytes,
+     * zeroed once, kept until close; TP_ERR_ARG while a session is open or an executor is
+     * prepared on the backend. close: frees them; nothing may be prepared then. */
+    tp_status (*open)(tp_backend *be, int ndevices, const uint64_t *cap, uint64_t host_bytes, tp_error *err);
+    void (*close)(tp_backend *be);
+    /* a run starts (NULL: nothing to do): a backend resets what it counts per run (the
+     * lower bound's sums), so every run of one executor is reported on its own */
+    void (*begin)(tp_backend *be);
     /* Simulating backends only (NULL otherwise): the clock the executor should use, and a
      * step that moves virtual time to the next event and posts the completions due then;
      * returns 0 when it posted nothing (nothing in flight, or a backend that lost track: the

@@ -67,11 +67,15 @@ struct tp_exec {
     double start;
     int ran;    /* a run has finished: the record is there */
     int broken; /* a backend broke the completion contract: vertices may still be running */
+    /* in a session (exec/session.c): its slot for its one live executor, cleared on free */
+    tp_exec **holder;
+    int detached; /* its session was freed first: the backend is released */
 };
 
 void tp_exec_free(tp_exec *x)
 {
     if (!x) return;
+    if (x->holder) *x->holder = NULL;
     if (x->prepared) x->be->ops->release(x->be);
     if (x->sink_ok) tp__sink_destroy(&x->sink);
     if (x->policy && x->pstate) x->policy->free(x->pstate);
@@ -115,7 +119,23 @@ static tp_status describe_engines(tp_exec *x, tp_error *err)
     return TP_OK;
 }
 
-/* engine, device, queue and bytes of every vertex; successor lists */
+/* a resident input: allowed in a session only, its write a region of one of the devices, no
+ * reads and no deps */
+static tp_status check_resident(const tp_exec *x, uint32_t i, const tp_mvertex *v, tp_error *err)
+{
+    const char *id = tp_graph_vertex(x->g, v->task)->id;
+    if (!x->holder)
+        return tp__fail(err, TP_ERR_ARG, "vertex %u (resident '%s'): resident inputs need a session (tp_exec_new_in)", i, id);
+    if (v->write.space != TP_SPACE_DEVICE || v->write.device < 0 || v->write.device >= x->nd)
+        return tp__fail(err, TP_ERR_INVALID, "vertex %u (resident '%s'): its region is not in the memory of a device", i, id);
+    if (v->nreads || v->ndeps)
+        return tp__fail(err, TP_ERR_INVALID, "vertex %u (resident '%s'): a resident input reads nothing and waits on nothing", i,
+                        id);
+    return TP_OK;
+}
+
+/* engine, device, queue and bytes of every vertex; successor lists. Inputs and resident
+ * inputs (already on their device) run on no engine: they are done when a run starts. */
 static tp_status index_vertices(tp_exec *x, tp_error *err)
 {
     uint32_t n = x->n;
@@ -127,7 +147,11 @@ static tp_status index_vertices(tp_exec *x, tp_error *err)
         x->device[i] = 0;
         x->queue[i] = TP__NO_QUEUE;
         x->bytes[i] = v.write.bytes;
-        if (v.kind != TP_M_INPUT) {
+        if (v.kind == TP_M_RESIDENT) {
+            tp_status s = check_resident(x, i, &v, err);
+            if (s) return s;
+            x->device[i] = (int16_t)v.write.device;
+        } else if (v.kind != TP_M_INPUT) {
             for (int e = 0; e < x->ne && x->engine[i] == TP__NO_ENGINE; e++)
                 if (x->eng[e].kinds & (1u << v.kind)) x->engine[i] = (uint8_t)e;
             if (x->engine[i] == TP__NO_ENGINE)
@@ -165,7 +189,8 @@ static tp_status index_vertices(tp_exec *x, tp_error *err)
     return TP_OK;
 }
 
-tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *o, tp_exec **out, tp_error *err)
+tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *o, tp_exec **holder, tp_exec **out,
+                       tp_error *err)
 {
     if (o->streams < 1 || o->streams > TP_MAX_STREAMS)
         return tp__fail(err, TP_ERR_ARG, "streams must be 1..%d, not %d", TP_MAX_STREAMS, o->streams);
@@ -180,6 +205,7 @@ tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *
     x->be = be;
     x->o = *o;
     x->policy = pol;
+    x->holder = holder;
     x->n = tp_memgraph_size(mg);
     x->nd = tp_graph_devices(x->g);
     tp_status s = describe_engines(x, err);
@@ -235,14 +261,29 @@ tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *
         goto fail;
     }
     x->sink_ok = 1;
-    tp__plan_info pi = {mg, &x->o, &x->sink, x->ne, x->eng, x->engine, x->device};
+    tp__plan_info pi = {mg, &x->o, &x->sink, x->ne, x->eng, x->engine, x->device, holder != NULL};
     if ((s = be->ops->prepare(be, &pi, err))) goto fail;
     x->prepared = 1;
+    if (holder) *holder = x;
     *out = x;
     return TP_OK;
 fail:
+    x->holder = NULL; /* never the session's */
     tp_exec_free(x);
     return s;
+}
+
+tp_status tp_exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *o, tp_exec **out, tp_error *err)
+{
+    return tp__exec_new(mg, be, o, NULL, out, err);
+}
+
+void tp__exec_detach(tp_exec *x)
+{
+    if (x->prepared) x->be->ops->release(x->be);
+    x->prepared = 0;
+    x->detached = 1;
+    x->holder = NULL;
 }
 
 const tp_memgraph *tp_exec_memgraph(const tp_exec *x)
@@ -250,20 +291,23 @@ const tp_memgraph *tp_exec_memgraph(const tp_exec *x)
     return x->mg;
 }
 
+/* an executor that can no longer run, read or write: its backend broke the contract, or its
+ * session was freed before it */
 static tp_status broken(const tp_exec *x, tp_error *err)
 {
+    if (x->detached) return tp__fail(err, TP_ERR_ARG, "this executor's session was freed: free the executor");
     return tp__fail(err, TP_ERR_INVALID, "backend %s broke the completion contract in the last run: free this executor",
                     x->be->ops->name);
 }
 
 tp_status tp_exec_write(tp_exec *x, const tp_region *r, const void *src, tp_error *err)
 {
-    return x->broken ? broken(x, err) : x->be->ops->write(x->be, r, src, err);
+    return x->broken || x->detached ? broken(x, err) : x->be->ops->write(x->be, r, src, err);
 }
 
 tp_status tp_exec_read(tp_exec *x, const tp_region *r, void *dst, tp_error *err)
 {
-    return x->broken ? broken(x, err) : x->be->ops->read(x->be, r, dst, err);
+    return x->broken || x->detached ? broken(x, err) : x->be->ops->read(x->be, r, dst, err);
 }
 
 int tp__exec_record(const tp_exec *x, tp__run_record *out)
@@ -349,11 +393,12 @@ static void phase_start(run *r)
     }
     x->ndirty = 0;
     memset(x->busy, 0, n);
+    if (x->be->ops->begin) x->be->ops->begin(x->be); /* the backend's counts too are this run's */
     r->clock = x->be->ops->now;
     x->start = r->now = run_clock(r);
     r->last_progress = tp__now();
     for (int d = 0; d < x->nd; d++) r->last[d] = x->start;
-    /* inputs complete at once; the rest wait for their deps */
+    /* inputs (and resident inputs) complete at once; the rest wait for their deps */
     for (uint32_t i = 0; i < n; i++) {
         x->left[i] = x->ndeps[i];
         x->dleft[i] = x->ndata[i];
@@ -470,6 +515,7 @@ static void phase_complete(run *r, tp__done *c, size_t nc)
         } else {
             sum->dev[d].count[e]++;
             sum->dev[d].bytes[e] += x->bytes[v];
+            sum->bytes_moved += x->bytes[v];
             sum->dev[d].busy[e] += c[i].t1 - c[i].t0;
         }
         if (c[i].status != TP_OK) {
@@ -506,7 +552,7 @@ static void phase_progress(run *r, double tl)
 
 tp_status tp_exec_run(tp_exec *x, tp_run_summary *sum, tp_error *err)
 {
-    if (x->broken) return broken(x, err);
+    if (x->broken || x->detached) return broken(x, err);
     run r;
     memset(&r, 0, sizeof r);
     r.x = x;

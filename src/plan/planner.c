@@ -526,6 +526,18 @@ static void exec(planner *P, uint32_t p)
 
 static tp_status precheck(planner *P)
 {
+    uint64_t kept[TP_MAX_DEVICES] = {0}; /* kept outputs stay together at the end */
+    for (uint32_t x = 0; x < P->nv; x++)
+        if (P->keep[x] && P->is_out[x]) {
+            int d = V_(P, x)->device;
+            kept[d] += V_(P, x)->bytes;
+            if (kept[d] > P->dev[d].cap) {
+                char b1[32], b2[32];
+                return tp__fail(P->err, TP_ERR_INFEASIBLE, "kept outputs on device %d need %s or more, capacity is %s (at '%s')", d,
+                                tp_format_size(kept[d], b1, sizeof b1), tp_format_size(P->dev[d].cap, b2, sizeof b2),
+                                V_(P, x)->id);
+            }
+        }
     for (uint32_t p = 0; p < P->npos; p++) {
         uint32_t t = P->V[p];
         const tp_vertex *v = V_(P, t);

@@ -1,13 +1,15 @@
 /* cpu.c - the cpu backend: emulated GPUs on the host.
  *
- * A device is one memory arena of exactly its capacity; its compute streams are worker
- * threads that run the CPU kernels of src/kernels; its host-to-device, device-to-host and
- * peer-in copy engines are worker threads that memcpy and then, to emulate a PCIe link,
- * wait until latency + bytes / bandwidth has passed, stretched by a seeded log-normal jitter
- * (the nondeterminism the paper is about). A worker takes jobs from a small in-order queue
- * (one slot per executor unit it serves: a compute stream has one, a copy engine
- * `copy_depth`, so the next copy is already queued when one ends, as on a CUDA stream) and
- * posts each completion to the executor's sink. Workers spin briefly before they sleep.
+ * A device is one memory arena of exactly its capacity (or, in a session, of the session's,
+ * taken and zeroed once at open and kept across plans: backend/common.h tp__mem); its
+ * compute streams are worker threads that run the CPU kernels of src/kernels; its
+ * host-to-device, device-to-host and peer-in copy engines are worker threads that memcpy and
+ * then, to emulate a PCIe link, wait until latency + bytes / bandwidth has passed, stretched
+ * by a seeded log-normal jitter (the nondeterminism the paper is about). A worker takes jobs
+ * from a small in-order queue (one slot per executor unit it serves: a compute stream has
+ * one, a copy engine `copy_depth`, so the next copy is already queued when one ends, as on a
+ * CUDA stream) and posts each completion to the executor's sink. Workers spin briefly before
+ * they sleep.
  *
  * BLAS threads: OpenBLAS's helpers spin between calls and take the cores the executor and the
  * workers need (src/kernels/blas.c), so prepare gives each compute stream an equal share of
@@ -147,15 +149,65 @@ static void cpu_release(tp_backend *be)
     free(c->w);
     c->w = NULL;
     c->nw = 0;
-    for (int d = 0; d < c->mem.nd; d++) {
-        free(c->mem.dev[d]);
-        c->mem.dev[d] = NULL;
-    }
-    free(c->mem.host);
-    c->mem.host = NULL;
+    tp__mem_release(&c->mem);
     free(c->kp);
     c->kp = NULL;
 }
+
+/* ---- memory: posix_memalign'ed blocks (tp__mem, backend/common.h) ---- */
+
+/* whether the machine can back the arenas and the host block: an arena posix_memalign grants
+ * but RAM cannot back meets the OOM killer while it is cleared */
+static tp_status cpu_fits(void *ctx, int nd, const uint64_t *cap, uint64_t host, const char *what, tp_error *err)
+{
+    (void)ctx;
+    uint64_t need = host, avail = tp_host_mem_limit();
+    for (int d = 0; d < nd; d++) need = need > UINT64_MAX - cap[d] ? UINT64_MAX : need + cap[d];
+    if (need <= avail) return TP_OK;
+    char a[32], b[32], h[32];
+    return tp__fail(err, TP_ERR_DEVICE,
+                    "cpu backend: %s needs %s of device arenas and %s of host memory, the machine has %s available", what,
+                    tp_format_size(need - host, a, sizeof a), tp_format_size(host, h, sizeof h),
+                    tp_format_size(avail, b, sizeof b));
+}
+
+static tp_status cpu_dev_alloc(void *ctx, int d, uint64_t bytes, uint8_t **out, tp_error *err)
+{
+    (void)ctx;
+    void *p = NULL;
+    if (posix_memalign(&p, 256, bytes ? bytes : 1)) {
+        char b[32];
+        return tp__fail(err, TP_ERR_NOMEM, "cpu backend: cannot allocate device %d's %s", d, tp_format_size(bytes, b, sizeof b));
+    }
+    memset(p, 0, bytes);
+    *out = p;
+    return TP_OK;
+}
+
+static tp_status cpu_host_alloc(void *ctx, uint64_t bytes, int zero, uint8_t **out, tp_error *err)
+{
+    (void)ctx;
+    void *p = NULL;
+    if (posix_memalign(&p, 256, bytes ? bytes : 1))
+        return tp__fail(err, TP_ERR_NOMEM, "cpu backend: cannot allocate %llu bytes of host memory", (unsigned long long)bytes);
+    if (zero) memset(p, 0, bytes);
+    *out = p;
+    return TP_OK;
+}
+
+static void cpu_dev_free(void *ctx, int d, uint8_t *p)
+{
+    (void)ctx, (void)d;
+    free(p);
+}
+
+static void cpu_host_free(void *ctx, uint8_t *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+static const tp__mem_alloc cpu_alloc = {cpu_fits, cpu_dev_alloc, cpu_host_alloc, cpu_dev_free, cpu_host_free, 1};
 
 static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *err)
 {
@@ -173,44 +225,12 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
         cpu_release(be);
         return ks;
     }
-    /* all memory, once, before anything runs; first whether the machine can back it: an arena
-     * posix_memalign grants but RAM cannot back meets the OOM killer while it is cleared */
-    uint64_t need = tp_memgraph_host_bytes(mg), avail = tp_host_mem_limit();
-    for (int d = 0; d < c->pc.nd; d++) {
-        uint64_t cap = tp_memgraph_device_capacity(mg, d);
-        need = need > UINT64_MAX - cap ? UINT64_MAX : need + cap;
-    }
-    if (need > avail) {
-        char a[32], b[32], h[32];
-        uint64_t host = tp_memgraph_host_bytes(mg);
-        tp__fail(err, TP_ERR_DEVICE,
-                 "cpu backend: the plan needs %s of device arenas and %s of host memory, the machine has %s available",
-                 tp_format_size(need - host, a, sizeof a), tp_format_size(host, h, sizeof h), tp_format_size(avail, b, sizeof b));
+    /* all memory, once, before anything runs (or the session's, checked) */
+    tp_status ms = tp__mem_prepare(&c->mem, mg, pi->session, err);
+    if (ms) {
         cpu_release(be);
-        return TP_ERR_DEVICE;
+        return ms;
     }
-    c->mem.nd = c->pc.nd;
-    for (int d = 0; d < c->pc.nd; d++) {
-        c->mem.cap[d] = tp_memgraph_device_capacity(mg, d);
-        void *p = NULL;
-        if (posix_memalign(&p, 256, c->mem.cap[d] ? c->mem.cap[d] : 1)) {
-            char b[32];
-            cpu_release(be);
-            return tp__fail(err, TP_ERR_NOMEM, "cpu backend: cannot allocate device %d's %s", d,
-                            tp_format_size(tp_memgraph_device_capacity(mg, d), b, sizeof b));
-        }
-        memset(p, 0, c->mem.cap[d]);
-        c->mem.dev[d] = p;
-    }
-    c->mem.host_bytes = tp_memgraph_host_bytes(mg);
-    void *hp = NULL;
-    if (posix_memalign(&hp, 256, c->mem.host_bytes ? c->mem.host_bytes : 1)) {
-        cpu_release(be);
-        return tp__fail(err, TP_ERR_NOMEM, "cpu backend: cannot allocate %llu bytes of host memory",
-                        (unsigned long long)tp_memgraph_host_bytes(mg));
-    }
-    memset(hp, 0, c->mem.host_bytes);
-    c->mem.host = hp;
     long cores = sysconf(_SC_NPROCESSORS_ONLN), share = (cores - 1) / (c->pc.nd * c->pc.ro.streams);
     if (!tp__blas_threads(share < 1 ? 1 : (int)share)) {
         cpu_release(be);
@@ -270,9 +290,20 @@ static int cpu_engines(tp_backend *be, const tp_run_opts *o, tp__engine *out)
     return tp__engines_gpu_like(o, out);
 }
 
+static tp_status cpu_open(tp_backend *be, int ndevices, const uint64_t *cap, uint64_t host_bytes, tp_error *err)
+{
+    return tp__mem_open(&((cpu *)be)->mem, ndevices, cap, host_bytes, err);
+}
+
+static void cpu_close(tp_backend *be)
+{
+    tp__mem_close(&((cpu *)be)->mem);
+}
+
 static void cpu_destroy(tp_backend *be)
 {
     cpu_release(be);
+    cpu_close(be);
     free(be);
 }
 
@@ -285,6 +316,8 @@ static const tp__backend_ops cpu_ops = {
     .read = cpu_read,
     .release = cpu_release,
     .destroy = cpu_destroy,
+    .open = cpu_open,
+    .close = cpu_close,
 };
 
 void tp_cpu_opts_init(tp_cpu_opts *o)
@@ -307,6 +340,7 @@ tp_status tp_backend_cpu_new(const tp_cpu_opts *o, tp_backend **out, tp_error *e
     if (!c) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     c->base.ops = &cpu_ops;
     if (o) c->o = *o;
+    tp__mem_init(&c->mem, "cpu", &cpu_alloc, c);
     *out = &c->base;
     return TP_OK;
 }

@@ -1,7 +1,8 @@
 /* cuda.c - the cuda backend: MemGraphs on NVIDIA GPUs, copies overlapping kernels.
  *
  * Memory is taken once, before the run: per MemGraph device one cudaMalloc of exactly its
- * capacity, one pinned host block (cudaHostAlloc) of the plan's host_bytes, per compute
+ * capacity, one pinned host block (cudaHostAlloc) of the plan's host_bytes (in a session:
+ * both once, of the session's sizes, at open, and kept across plans; tp__mem), per compute
  * stream a cuBLAS workspace and the f32 scratch that mixed-dtype matmuls and very wide sums
  * need; nothing is allocated while the plan runs. Each executor unit is a CUDA stream:
  * per device `streams` non-blocking compute streams (each with its own cuBLAS handle) and one
@@ -525,14 +526,74 @@ static void cu_release(tp_backend *be)
         set_gpu(c, c->phys[d]);
         if (c->ref[d]) cudaEventDestroy(c->ref[d]);
         c->ref[d] = NULL;
-        cudaFree(c->mem.dev[d]);
-        c->mem.dev[d] = NULL;
     }
-    if (c->mem.host) cudaFreeHost(c->mem.host);
-    c->mem.host = NULL;
+    tp__mem_release(&c->mem);
     free(c->kp);
     c->kp = NULL;
 }
+
+/* ---- memory: an exact-size cudaMalloc per device, a pinned host block (tp__mem) ---- */
+
+static tp_status cu_dev_alloc(void *ctx, int d, uint64_t bytes, uint8_t **out, tp_error *err)
+{
+    cu *c = ctx;
+    cudaError_t e;
+    set_gpu(c, c->phys[d]);
+    if ((e = cudaMalloc((void **)out, bytes ? bytes : 1))) {
+        *out = NULL;
+        size_t fr = 0, tot = 0;
+        cudaGetLastError();
+        cudaMemGetInfo(&fr, &tot);
+        char b1[32], b2[32];
+        return tp__fail(err, TP_ERR_DEVICE, "cuda backend: cannot allocate device %d's %s on GPU %d (%s free): %s", d,
+                        tp_format_size(bytes, b1, sizeof b1), c->phys[d], tp_format_size(fr, b2, sizeof b2),
+                        cudaGetErrorString(e));
+    }
+    if ((e = cudaMemset(*out, 0, bytes))) return cuda_fail(err, e, "cudaMemset");
+    return TP_OK;
+}
+
+/* pinned memory the machine cannot back is refused before anything is allocated */
+static tp_status cu_fits(void *ctx, int nd, const uint64_t *cap, uint64_t host_bytes, const char *what, tp_error *err)
+{
+    (void)ctx, (void)nd, (void)cap;
+    uint64_t avail = tp_host_mem_limit();
+    if (host_bytes <= avail) return TP_OK;
+    char b1[32], b2[32];
+    return tp__fail(err, TP_ERR_DEVICE, "cuda backend: %s needs %s of pinned host memory, the machine has %s available", what,
+                    tp_format_size(host_bytes, b1, sizeof b1), tp_format_size(avail, b2, sizeof b2));
+}
+
+static tp_status cu_host_alloc(void *ctx, uint64_t bytes, int zero, uint8_t **out, tp_error *err)
+{
+    (void)ctx;
+    cudaError_t e;
+    if ((e = cudaHostAlloc((void **)out, bytes ? bytes : 1, cudaHostAllocPortable))) {
+        *out = NULL;
+        char b[32];
+        cudaGetLastError();
+        return tp__fail(err, TP_ERR_DEVICE, "cuda backend: cannot pin %s of host memory: %s", tp_format_size(bytes, b, sizeof b),
+                        cudaGetErrorString(e));
+    }
+    if (zero) memset(*out, 0, bytes);
+    return TP_OK;
+}
+
+static void cu_dev_free(void *ctx, int d, uint8_t *p)
+{
+    cu *c = ctx;
+    set_gpu(c, c->phys[d]);
+    cudaFree(p);
+}
+
+static void cu_host_free(void *ctx, uint8_t *p)
+{
+    (void)ctx;
+    cudaFreeHost(p);
+}
+
+/* the pinned host block is not cleared for a plan of its own (it was not before sessions) */
+static const tp__mem_alloc cu_alloc = {cu_fits, cu_dev_alloc, cu_host_alloc, cu_dev_free, cu_host_free, 0};
 
 static tp_status unit_init(cu *c, cunit *u, uint64_t scratch_floats, tp_error *err)
 {
@@ -572,27 +633,18 @@ static tp_status cu_prepare_inner(cu *c, const tp__plan_info *pi, tp_error *err)
             return tp__fail(err, TP_ERR_ARG, "cuda backend: engine %s queues %d vertices, a stream holds %d", pi->engines[e].name,
                             pi->engines[e].units, RING);
     const tp_memgraph *mg = pi->mg;
-    c->mem.nd = c->pc.nd;
     c->cur_gpu = -1;
-    for (int d = 0; d < c->pc.nd; d++) c->phys[d] = d % c->ngpu;
+    if (!c->mem.session) /* a session fixed the mapping when it opened */
+        for (int d = 0; d < c->pc.nd; d++) c->phys[d] = d % c->ngpu;
     uint64_t scratch[TP_MAX_DEVICES];
     tp_status ks = tp__kernels_prepare(mg, &c->kp, scratch,
                                         c->o.matmul == TP_CUDA_MATMUL_EXACT ? scratch_need_exact : scratch_need_fast, err);
     if (ks) return ks;
+    /* device memory and the pinned host block of exactly the plan's sizes, or the session's */
+    if ((ks = tp__mem_prepare(&c->mem, mg, pi->session, err))) return ks;
     cudaError_t e;
     for (int d = 0; d < c->pc.nd; d++) {
         set_gpu(c, c->phys[d]);
-        c->mem.cap[d] = tp_memgraph_device_capacity(mg, d);
-        if ((e = cudaMalloc((void **)&c->mem.dev[d], c->mem.cap[d] ? c->mem.cap[d] : 1))) {
-            size_t fr = 0, tot = 0;
-            cudaGetLastError();
-            cudaMemGetInfo(&fr, &tot);
-            char b1[32], b2[32];
-            return tp__fail(err, TP_ERR_DEVICE, "cuda backend: cannot allocate device %d's %s on GPU %d (%s free): %s", d,
-                            tp_format_size(c->mem.cap[d], b1, sizeof b1), c->phys[d], tp_format_size(fr, b2, sizeof b2),
-                            cudaGetErrorString(e));
-        }
-        if ((e = cudaMemset(c->mem.dev[d], 0, c->mem.cap[d]))) return cuda_fail(err, e, "cudaMemset");
         if ((e = cudaEventCreate(&c->ref[d]))) return cuda_fail(err, e, "cudaEventCreate");
     }
     for (int a = 0; a < c->ngpu && a < c->pc.nd; a++) /* peer access where the GPUs allow it */
@@ -602,19 +654,6 @@ static tp_status cu_prepare_inner(cu *c, const tp__plan_info *pi, tp_error *err)
             set_gpu(c, a);
             if (cudaDeviceEnablePeerAccess(b, 0)) cudaGetLastError(); /* already enabled */
         }
-    c->mem.host_bytes = tp_memgraph_host_bytes(mg);
-    uint64_t avail = tp_host_mem_limit();
-    if (c->mem.host_bytes > avail) { /* pinned memory the machine cannot back */
-        char b1[32], b2[32];
-        return tp__fail(err, TP_ERR_DEVICE, "cuda backend: the plan needs %s of pinned host memory, the machine has %s available",
-                        tp_format_size(c->mem.host_bytes, b1, sizeof b1), tp_format_size(avail, b2, sizeof b2));
-    }
-    if ((e = cudaHostAlloc((void **)&c->mem.host, c->mem.host_bytes ? c->mem.host_bytes : 1, cudaHostAllocPortable))) {
-        char b[32];
-        cudaGetLastError();
-        return tp__fail(err, TP_ERR_DEVICE, "cuda backend: cannot pin %s of host memory: %s",
-                        tp_format_size(c->mem.host_bytes, b, sizeof b), cudaGetErrorString(e));
-    }
     c->nu = c->pc.nd * c->pc.lanes; /* one stream per lane */
     c->u = calloc((size_t)c->nu, sizeof *c->u);
     if (!c->u) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
@@ -680,9 +719,36 @@ static tp_status cu_read(tp_backend *be, const tp_region *r, void *dst, tp_error
     return e ? cuda_fail(err, e, "cudaMemcpy") : TP_OK;
 }
 
+/* a session: device memory and the pinned host block once, zeroed; GPU d mod (GPUs) for device d */
+static tp_status cu_open(tp_backend *be, int ndevices, const uint64_t *cap, uint64_t host_bytes, tp_error *err)
+{
+    cu *c = (cu *)be;
+    /* in use (a session open, a plan prepared): refused, saying why, before the mapping changes */
+    if (c->mem.session || c->mem.plan) return tp__mem_open(&c->mem, ndevices, cap, host_bytes, err);
+    c->cur_gpu = -1;
+    for (int d = 0; d < ndevices; d++) c->phys[d] = d % c->ngpu;
+    tp_status s = tp__mem_open(&c->mem, ndevices, cap, host_bytes, err);
+    /* the clears (on each GPU's default stream) end before a plan's non-blocking streams start */
+    for (int d = 0; d < ndevices && d < c->ngpu && !s; d++) {
+        cudaError_t e;
+        set_gpu(c, c->phys[d]);
+        if ((e = cudaDeviceSynchronize())) {
+            tp__mem_close(&c->mem);
+            s = cuda_fail(err, e, "cudaDeviceSynchronize");
+        }
+    }
+    return s;
+}
+
+static void cu_close(tp_backend *be)
+{
+    tp__mem_close(&((cu *)be)->mem);
+}
+
 static void cu_destroy(tp_backend *be)
 {
     cu_release(be);
+    cu_close(be);
     tp__sleeper_destroy(&((cu *)be)->sl);
     free(be);
 }
@@ -702,6 +768,8 @@ static const tp__backend_ops cuda_ops = {
     .read = cu_read,
     .release = cu_release,
     .destroy = cu_destroy,
+    .open = cu_open,
+    .close = cu_close,
 };
 
 void tp_cuda_opts_init(tp_cuda_opts *o)
@@ -739,6 +807,7 @@ tp_status tp_backend_cuda_new(const tp_cuda_opts *o, tp_backend **out, tp_error 
      * mode a faulting kernel would leave the executor waiting; an event reports the fault */
     c->mode = c->o.completion == TP_CUDA_DEFAULT ? TP_CUDA_POLL : (int)c->o.completion;
     c->ngpu = n;
+    tp__mem_init(&c->mem, "cuda", &cu_alloc, c);
     tp__sleeper_init(&c->sl);
     *out = &c->base;
     return TP_OK;

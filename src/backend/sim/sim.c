@@ -54,6 +54,7 @@ typedef struct sim {
     tp_sim_profile p;
     double jitter;
     tp__plan_ctx pc;
+    tp__mem mem; /* sizes only: a session's device capacities and host bytes */
     int nd, nlinks;
     uint8_t *vector_op; /* per TaskGraph vertex: runs at the vector rate (not a matmul) */
     double now;
@@ -347,6 +348,7 @@ static void sim_release(tp_backend *be)
     s->nheld = s->capheld = 0;
     s->wake_at = 0;
     free(s->link_bytes);
+    tp__mem_release(&s->mem);
     free(s->vector_op);
     s->vector_op = NULL;
     s->unit_of = NULL;
@@ -359,21 +361,34 @@ static void sim_release(tp_backend *be)
     s->nheap = s->capheap = s->nflows = s->capflows = 0;
 }
 
+/* nd devices of cap[] fit the machine; `what` ("the graph", "the session") and `st` for messages */
+static tp_status fits_machine(const sim *s, int nd, const uint64_t *cap, const char *what, const char *gives, tp_status st,
+                              tp_error *err)
+{
+    if (nd > s->p.devices) return tp__fail(err, st, "machine '%s' has %d devices, %s uses %d", s->p.name, s->p.devices, what, nd);
+    for (int d = 0; d < nd; d++)
+        if (cap[d] > s->p.device_mem) {
+            char a[32], b[32];
+            return tp__fail(err, st, "%s gives device %d %s, machine '%s' has %s per device", gives, d,
+                            tp_format_size(cap[d], a, sizeof a), s->p.name, tp_format_size(s->p.device_mem, b, sizeof b));
+        }
+    return TP_OK;
+}
+
 static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *err)
 {
     sim *s = (sim *)be;
     sim_release(be);
     tp__plan_ctx_set(&s->pc, pi);
     s->nd = s->pc.nd;
-    if (s->nd > s->p.devices)
-        return tp__fail(err, TP_ERR_INVALID, "machine '%s' has %d devices, the graph uses %d", s->p.name, s->p.devices, s->nd);
-    for (int d = 0; d < s->nd; d++)
-        if (tp_memgraph_device_capacity(pi->mg, d) > s->p.device_mem) {
-            char a[32], b[32];
-            return tp__fail(err, TP_ERR_INVALID, "the plan gives device %d %s, machine '%s' has %s per device", d,
-                            tp_format_size(tp_memgraph_device_capacity(pi->mg, d), a, sizeof a), s->p.name,
-                            tp_format_size(s->p.device_mem, b, sizeof b));
-        }
+    uint64_t cap[TP_MAX_DEVICES];
+    for (int d = 0; d < s->nd; d++) cap[d] = tp_memgraph_device_capacity(pi->mg, d);
+    tp_status st = fits_machine(s, s->nd, cap, "the graph", "the plan", TP_ERR_INVALID, err);
+    if (!st) st = tp__mem_prepare(&s->mem, pi->mg, pi->session, err);
+    if (st) {
+        sim_release(be);
+        return st;
+    }
     uint32_t nt = tp_graph_size(s->pc.g);
     s->vector_op = malloc(nt + 1);
     if (!s->vector_op) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
@@ -419,9 +434,31 @@ static tp_status sim_write(tp_backend *be, const tp_region *r, const void *src, 
     return sim_rw(be, r, (void *)src, err);
 }
 
+/* a session: sizes only (there is no data), checked against the machine */
+static tp_status sim_open(tp_backend *be, int ndevices, const uint64_t *cap, uint64_t host_bytes, tp_error *err)
+{
+    sim *s = (sim *)be;
+    tp_status st = fits_machine(s, ndevices, cap, "the session", "the session", TP_ERR_ARG, err);
+    return st ? st : tp__mem_open(&s->mem, ndevices, cap, host_bytes, err);
+}
+
+static void sim_close(tp_backend *be)
+{
+    tp__mem_close(&((sim *)be)->mem);
+}
+
+/* a run starts: the lower bound sums only this run's kernels and copies */
+static void sim_begin(tp_backend *be)
+{
+    sim *s = (sim *)be;
+    memset(s->kern, 0, sizeof s->kern);
+    if (s->link_bytes) memset(s->link_bytes, 0, (size_t)s->nlinks * sizeof *s->link_bytes);
+}
+
 static void sim_destroy(tp_backend *be)
 {
     sim_release(be);
+    sim_close(be);
     free(be);
 }
 
@@ -443,6 +480,9 @@ static const tp__backend_ops sim_ops = {
     .now = sim_now,
     .advance = sim_advance,
     .bound = sim_bound,
+    .open = sim_open,
+    .close = sim_close,
+    .begin = sim_begin,
 };
 
 tp_status tp_backend_sim_new(const tp_sim_profile *p, double jitter, tp_backend **out, tp_error *err)
@@ -465,6 +505,7 @@ tp_status tp_backend_sim_new(const tp_sim_profile *p, double jitter, tp_backend 
     s->base.ops = &sim_ops;
     s->p = *p;
     s->jitter = jitter;
+    tp__mem_init(&s->mem, "sim", NULL, s);
     *out = &s->base;
     return TP_OK;
 }
