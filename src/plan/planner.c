@@ -51,6 +51,7 @@ typedef struct planner {
     int32_t *inpl;     /* per TaskGraph vertex: the input index it overwrites in place, or -1 */
     int ending;        /* the loop is done: 1 kept outputs are being placed, 2 kept inputs trimmed */
     size_t capkept;
+    int only_dead;     /* eviction may take dead kept inputs with a host copy only */
     uint64_t need_max[TP_MAX_DEVICES]; /* largest inputs-plus-output need of one position */
     uint32_t *dcopy, *dblk, *drd, *hcopy, *hblk, *hrd;
     uint32_t *vmark, vstamp;
@@ -318,7 +319,8 @@ static tp__victim_score score_victim(void *ctx, uint32_t x)
     /* values needed at or before pin_pos stay (a forced step pins e's inputs; a horizon step
      * the inputs of everything it has allocated); so do values nobody will read */
     s.pinned = nu <= P->pin_pos || (nu == INF_USE && !P->is_out[x] && !P->keep[x]) ||
-               (P->ending && P->keep[x] && P->is_out[x]) || (P->ending == 2 && !P->keep[x]);
+               (P->ending && P->keep[x] && P->is_out[x]) || (P->ending == 2 && !P->keep[x]) ||
+               (P->only_dead && !(P->keep[x] && !P->is_out[x] && nu == INF_USE && P->hcopy[x] != TP__NONE));
     s.next_use = nu;
     s.cost = P->hcopy[x] == TP__NONE ? V_(P, x)->bytes : 0;
     return s;
@@ -368,6 +370,12 @@ static int alloc_for(planner *P, int d, uint32_t p, uint64_t size, int forced, u
 {
     if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
     if (!forced && P->dev[d].cap - P->dev[d].used + dying(P, d, p) >= size) return 0;
+    if (!P->ending) { /* first a window of free bytes and dead kept inputs only: as if freed */
+        P->only_dead = 1;
+        int got = evict_window(P, d, size, p, addr);
+        P->only_dead = 0;
+        if (got || P->st) return got;
+    }
     return evict_window(P, d, size, p, addr);
 }
 
@@ -732,7 +740,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     if (!P->dies) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
     for (uint32_t x = 0; x < n; x++) {
         uint32_t nu = P->use_off[x + 1] - P->use_off[x];
-        if (!nu || P->is_out[x] || P->keep[x]) continue;
+        if (!nu || P->is_out[x]) continue; /* kept inputs: droppable once dead, as good as freed */
         uint32_t last = P->use_pos[P->use_off[x + 1] - 1];
         if (last + 1 <= P->npos) P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + last + 1] += V_(P, x)->bytes;
     }
@@ -840,10 +848,13 @@ static tp_status place_kept(planner *P)
     }
     /* kept inputs leave a window as large as the largest single need, so that a next run of
      * the same graph can stream what is not resident without displacing what is */
-    P->ending = 2; /* only kept inputs may go */
+    P->ending = 2; /* only kept inputs may go, and only where a next run will load some */
+    uint8_t loads[TP_MAX_DEVICES] = {0};
+    for (uint32_t x = 0; x < P->nv; x++)
+        if (P->keep[x] && !P->is_out[x] && V_(P, x)->kind == TP_V_INPUT && P->dcopy[x] == TP__NONE) loads[V_(P, x)->device] = 1;
     for (int d = 0; d < P->nd && !P->st; d++) {
         uint64_t addr;
-        if (P->need_max[d] && !tp__alloc_find(&P->dev[d], P->need_max[d], TP__FIT_LOWEST, &addr))
+        if (loads[d] && P->need_max[d] && !tp__alloc_find(&P->dev[d], P->need_max[d], TP__FIT_LOWEST, &addr))
             evict_window(P, d, P->need_max[d], P->npos, &addr); /* none: kept outputs fill it, fine */
     }
     for (uint32_t x = 0; x < P->nv && !P->st; x++) {
