@@ -10,6 +10,6 @@ scripts/build.sh build
 scripts/build.sh build-asan -DTP_SANITIZE=address
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$jobs")
 scripts/build.sh build-tsan -DTP_SANITIZE=thread
-(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j"$jobs" -R '^exec_')
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j"$jobs" -R '^(exec|session)_')
 # the fuzz targets (clang, ASan+UBSan, libFuzzer): a fixed seed and number of runs each, ~30 s
 scripts/fuzz.sh ci
