@@ -121,6 +121,13 @@ kern("concat0", "concat", [p, r], (6, 7), np.concatenate([P, R], 0), attrs={"axi
 kern("transpose", "transpose", [x], (5, 4, 6), X.transpose(2, 0, 1), attrs={"perm": [2, 0, 1]})
 other = {"f32": "bf16", "f16": "f32", "bf16": "f16"}[dtype]
 kern("cast", "cast", [x], (4, 6, 5), X, dt=other)
+q, Q = inp("ws.part", (4, 2, 5), dt="f32")
+Ref = X.copy(); Ref[:, 1:3, :] = Q
+kern("write_slice", "write_slice", [x, q], (4, 6, 5), Ref, attrs={"axis": 1, "start": 1})
+b, Bb = inp("ws.cache", (3, 8, 4)); q, Q = inp("ws.row", (3, 1, 4))
+Ref = Bb.copy(); Ref[:, 5:6, :] = Q
+kern("write_slice_inplace", "write_slice", [b, q], (3, 8, 4), Ref, attrs={"axis": 1, "start": 5})
+V[-1]["inplace"] = 0  # the cache's last use: the row is written where the cache is
 
 # relative to the output's scale: f32 compute error, or half an ulp of the 16-bit output
 tol = {"f32": 1e-5, "f16": 1e-3, "bf16": 8e-3}

@@ -312,3 +312,68 @@ TEST(session_resident_plan_needs_a_session)
     tp_backend_free(be);
     tp_graph_free(g);
 }
+
+/* A KV-cache append across runs: the cache stays on the device (resident, no host copy, kept),
+ * and each step writes one row into it in place: the step moves the row's bytes only. */
+TEST(session_cache_append_moves_one_row)
+{
+    enum { ROWS = 16, D = 8 };
+    tp_error e;
+    tp_backend *be;
+    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+    uint64_t cap = 2048;
+    tp_session *ss;
+    ASSERT_OK_ERR(tp_session_new(be, 1, &cap, 1 << 16, &ss, &e), e);
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, 1, cap);
+    float want[ROWS * D];
+    memset(want, 0, sizeof want); /* the session's arena starts zeroed: so does the cache */
+    uint64_t at = 0;
+    for (int t = 0; t < 6; t++) {
+        char g[1200];
+        snprintf(g, sizeof g,
+                 "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+                 "{\"id\": \"cache\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [%d, %d],"
+                 " \"resident\": {\"offset\": %llu, \"host_copy\": false}},"
+                 "{\"id\": \"row\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [1, %d]},"
+                 "{\"id\": \"next\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"write_slice\", \"inputs\": [\"cache\", \"row\"],"
+                 " \"dtype\": \"f32\", \"shape\": [%d, %d], \"attrs\": {\"axis\": 0, \"start\": %d}, \"inplace\": 0}],"
+                 " \"outputs\": [\"next\"], \"keep\": [\"next\"]}",
+                 ROWS, D, (unsigned long long)at, D, ROWS, D, t);
+        tp_graph *gr = load(g);
+        tp_memgraph *mg;
+        ASSERT_OK_ERR(tp_plan(gr, &po, &mg, &e), e);
+        verify(mg, gr);
+        uint32_t nk;
+        const uint32_t *kept = tp_memgraph_kept(mg, &nk);
+        ASSERT_EQ(nk, 1u);
+        tp_mvertex kv;
+        tp_memgraph_vertex(mg, kept[0], &kv);
+        ASSERT_EQ(kv.kind, TP_M_KERNEL);
+        ASSERT_EQ(kv.inplace, 0);          /* written where the cache was */
+        ASSERT_EQ(kv.write.offset, at);
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        tp_exec *x;
+        ASSERT_OK_ERR(tp_exec_new_in(ss, mg, &ro, &x, &e), e);
+        float row[D];
+        for (int k = 0; k < D; k++) row[k] = want[t * D + k] = (float)(t * 100 + k);
+        for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+            tp_mvertex v;
+            tp_memgraph_vertex(mg, i, &v);
+            if (v.kind == TP_M_INPUT) ASSERT_OK_ERR(tp_exec_write(x, &v.write, row, &e), e);
+        }
+        tp_run_summary sum;
+        ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+        ASSERT_EQ(sum.bytes_moved, (uint64_t)D * 4); /* the row, never the cache */
+        float got[ROWS * D];
+        ASSERT_OK_ERR(tp_exec_read(x, &kv.write, got, &e), e);
+        CHECKF(!memcmp(got, want, sizeof got), "step %d: the cache is not the rows written so far", t);
+        at = kv.write.offset;
+        tp_exec_free(x);
+        tp_memgraph_free(mg);
+        tp_graph_free(gr);
+    }
+    tp_session_free(ss);
+    tp_backend_free(be);
+}

@@ -18,11 +18,21 @@
 
 static const char *op_names[TP__OP_COUNT] = {
     "opaque", "matmul", "add", "sub", "mul", "scale", "silu", "gelu", "exp", "relu", "softmax",
-    "rmsnorm", "rope", "embedding", "sum", "slice", "concat", "transpose", "cast"};
+    "rmsnorm", "rope", "embedding", "sum", "slice", "concat", "transpose", "cast", "write_slice"};
 
 const char *tp__op_name(tp__opcode op)
 {
     return (unsigned)op < TP__OP_COUNT ? op_names[op] : "?";
+}
+
+int tp__op_inplace_ok(tp__opcode op, uint32_t k)
+{
+    switch (op) {
+    case TP__OP_OPAQUE: case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: return 1;
+    case TP__OP_SCALE: case TP__OP_SILU: case TP__OP_GELU: case TP__OP_EXP: case TP__OP_RELU: case TP__OP_CAST:
+    case TP__OP_WRITE_SLICE: return k == 0;
+    default: return 0;
+    }
 }
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -197,6 +207,7 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
     uint32_t want_in = 1;
     switch (op) {
     case TP__OP_MATMUL: case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: case TP__OP_RMSNORM: case TP__OP_EMBEDDING:
+    case TP__OP_WRITE_SLICE:
         want_in = 2;
         break;
     case TP__OP_SUM: case TP__OP_CONCAT:
@@ -324,6 +335,32 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
         shp[kp->axis] = kp->length;
         s = want_out(c, nd, shp);
         break;
+    case TP__OP_WRITE_SLICE: {
+        const tp_vertex *P = inp(c, 1);
+        if ((s = attr_axis(c, a, nd, &kp->axis)) || (s = attr_int(c, a, "start", &kp->start, 0, 1))) goto done;
+        int ok = P->ndim == nd;
+        for (int i = 0; ok && i < nd; i++) ok = i == kp->axis || P->shape[i] == shp[i];
+        if (!ok) {
+            s = PFAIL("write_slice's part must have the base's shape off the axis", v->id, v->op);
+            goto done;
+        }
+        if (kp->start < 0 || kp->start >= shp[kp->axis]) {
+            s = PFAIL("attr 'start' %lld is outside [0, %lld)", v->id, v->op, (long long)kp->start, (long long)shp[kp->axis]);
+            goto done;
+        }
+        if (P->shape[kp->axis] < 1 || P->shape[kp->axis] > shp[kp->axis] - kp->start) {
+            s = PFAIL("the part's extent %lld along the axis is outside [1, %lld]", v->id, v->op, (long long)P->shape[kp->axis],
+                      (long long)(shp[kp->axis] - kp->start));
+            goto done;
+        }
+        if (v->dtype != x0->dtype) {
+            s = PFAIL("write_slice's output must have its base's dtype", v->id, v->op);
+            goto done;
+        }
+        kp->length = P->shape[kp->axis];
+        s = want_out(c, nd, shp);
+        break;
+    }
     case TP__OP_CONCAT: {
         if ((s = attr_axis(c, a, nd, &kp->axis))) goto done;
         int64_t total = 0;
@@ -386,6 +423,18 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
     uint64_t n = tp__numel(v);
     const tp_vertex *x0 = tp_graph_vertex(g, v->inputs[0]);
     float *sc = scratch;
+    if (kp->op == TP__OP_WRITE_SLICE) { /* in place (out == the base): only the part's bytes move */
+        const tp_vertex *P = tp_graph_vertex(g, v->inputs[1]);
+        uint64_t es = tp_dtype_size(v->dtype), outer = 1, inner = 1, oext = (uint64_t)v->shape[kp->axis];
+        uint64_t len = (uint64_t)kp->length;
+        for (int i = 0; i < kp->axis; i++) outer *= (uint64_t)v->shape[i];
+        for (int i = (int)kp->axis + 1; i < v->ndim; i++) inner *= (uint64_t)v->shape[i];
+        if (out != in[0]) memcpy(out, in[0], n * es);
+        const float *pf = as_f32(in[1], P->dtype, tp__numel(P), &sc);
+        for (uint64_t q = 0; q < outer; q++)
+            store((uint8_t *)out + ((q * oext + (uint64_t)kp->start) * inner) * es, v->dtype, pf + q * len * inner, len * inner);
+        return TP_OK;
+    }
     const float *a = kp->op == TP__OP_SUM || kp->op == TP__OP_CONCAT ? NULL : as_f32(in[0], x0->dtype, tp__numel(x0), &sc);
     float *o = v->dtype == TP_DT_F32 ? out : sc;
     switch (kp->op) {

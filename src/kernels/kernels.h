@@ -14,7 +14,7 @@ typedef enum {
     TP__OP_OPAQUE = 0, TP__OP_MATMUL, TP__OP_ADD, TP__OP_SUB, TP__OP_MUL, TP__OP_SCALE,
     TP__OP_SILU, TP__OP_GELU, TP__OP_EXP, TP__OP_RELU, TP__OP_SOFTMAX, TP__OP_RMSNORM,
     TP__OP_ROPE, TP__OP_EMBEDDING, TP__OP_SUM, TP__OP_SLICE, TP__OP_CONCAT, TP__OP_TRANSPOSE,
-    TP__OP_CAST, TP__OP_COUNT
+    TP__OP_CAST, TP__OP_WRITE_SLICE, TP__OP_COUNT
 } tp__opcode;
 
 /* The largest magnitude of an offset attribute (row_offset, pos_offset, id_offset): 2^53,
@@ -32,6 +32,10 @@ typedef struct tp__kplan {
 
 /* Elements of v's shape. */
 uint64_t tp__numel(const tp_vertex *v);
+
+/* 1 when kernel op may write its output over its input k (the kernel reads every element of
+ * it before writing the same element, or, for write_slice's base, leaves it where it is). */
+int tp__op_inplace_ok(tp__opcode op, uint32_t k);
 
 /* Name of an op code ("matmul"). */
 const char *tp__op_name(tp__opcode op);

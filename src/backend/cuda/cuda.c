@@ -326,6 +326,17 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
         }
         break;
     }
+    case TP__OP_WRITE_SLICE: { /* in place (out == the base): only the part's rows move */
+        const tp_vertex *P = tp_graph_vertex(c->pc.g, v->inputs[1]);
+        uint64_t outer = 1, inner = 1, es = tp_dtype_size(v->dtype), len = (uint64_t)kp->length;
+        for (int i = 0; i < kp->axis; i++) outer *= (uint64_t)v->shape[i];
+        for (int i = (int)kp->axis + 1; i < v->ndim; i++) inner *= (uint64_t)v->shape[i];
+        if (out != in[0]) e = (int)cudaMemcpyAsync(out, in[0], tp__numel(v) * es, cudaMemcpyDeviceToDevice, st);
+        if (!e)
+            e = tp__cu_copy_rows(st, in[1], P->dtype, (uint8_t *)out + (uint64_t)kp->start * inner * es, dto, outer, len * inner,
+                                 len * inner, (uint64_t)v->shape[kp->axis] * inner);
+        break;
+    }
     case TP__OP_SLICE: case TP__OP_CONCAT: {
         uint64_t outer = 1, inner = 1;
         for (int i = 0; i < kp->axis; i++) outer *= (uint64_t)v->shape[i];
