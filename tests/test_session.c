@@ -78,13 +78,15 @@ static void input_values(const char *id, float *buf, uint64_t n)
 static tp_status write_inputs(tp_exec *x, const tp_memgraph *mg, tp_error *e)
 {
     const tp_graph *g = tp_memgraph_taskgraph(mg);
-    float buf[N * N];
     for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
         tp_mvertex v;
         tp_memgraph_vertex(mg, i, &v);
         if (v.kind != TP_M_INPUT) continue;
-        input_values(tp_graph_vertex(g, v.task)->id, buf, N * N);
+        float *buf = malloc(v.write.bytes);
+        CHECK(buf != NULL);
+        input_values(tp_graph_vertex(g, v.task)->id, buf, v.write.bytes / sizeof *buf);
         tp_status s = tp_exec_write(x, &v.write, buf, e);
+        free(buf);
         if (s) return s;
     }
     return TP_OK;
