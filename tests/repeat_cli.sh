@@ -39,4 +39,7 @@ check "llama --repeat 3: run 2 moves no weight bytes" 'grep -q "^run 2 of 3: .*m
 check "--repeat 0 is one run" '[ $? = 0 ]'
 "$T" run "$G" --device-mem 1MiB --inputs "$O/in.st" --out "$O/x.st" --repeat -1 >/dev/null 2>"$O/err"
 check "--repeat -1 refused with exit 2" '[ $? = 2 ] && grep -q repeat "$O/err"'
+/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['vertices'][0]['resident']={'offset': 0}; json.dump(d, open(sys.argv[2], 'w'))" "$G" "$O/res.json"
+"$T" run "$O/res.json" --device-mem 1MiB --inputs "$O/in.st" --out "$O/x.st" --repeat 2 >/dev/null 2>"$O/err"
+check "--repeat of a graph that declares resident inputs refused (run 1 starts empty)" '[ $? = 2 ] && grep -q "declares .resident." "$O/err"'
 exit $fail

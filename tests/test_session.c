@@ -379,3 +379,92 @@ TEST(session_cache_append_moves_one_row)
     tp_session_free(ss);
     tp_backend_free(be);
 }
+
+/* plans text at cap (topological order) and verifies it; the caller frees both */
+static tp_memgraph *plan_text(const char *text, uint64_t cap, tp_graph **g)
+{
+    *g = load(text);
+    tp_error e;
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, tp_graph_devices(*g), cap);
+    po.order = TP_ORDER_TOPO;
+    tp_memgraph *mg;
+    ASSERT_OK_ERR(tp_plan(*g, &po, &mg, &e), e);
+    verify(mg, *g);
+    return mg;
+}
+
+/* Review findings, kept as regressions. A kept input whose only copy is the device's (no host
+ * copy) that had to be offloaded comes back at the end and is listed as kept; kept outputs
+ * that fragments would separate are packed; carry refuses to lose such an input. */
+TEST(session_kept_values_without_host_copy_and_fragments)
+{
+    tp_graph *g;
+    tp_memgraph *mg = plan_text("{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+                                "{\"id\": \"c\", \"kind\": \"input\", \"device\": 0, \"bytes\": 1024,"
+                                " \"resident\": {\"offset\": 0, \"host_copy\": false}},"
+                                "{\"id\": \"k0\", \"kind\": \"kernel\", \"device\": 0, \"inputs\": [\"c\"], \"bytes\": 1024},"
+                                "{\"id\": \"k1\", \"kind\": \"kernel\", \"device\": 0, \"inputs\": [\"k0\"], \"bytes\": 2048}],"
+                                " \"outputs\": [\"k1\"], \"keep\": [\"c\"]}",
+                                3072, &g);
+    uint32_t nk;
+    const uint32_t *kept = tp_memgraph_kept(mg, &nk);
+    ASSERT_EQ(nk, 1u);
+    tp_mvertex kv;
+    tp_memgraph_vertex(mg, kept[0], &kv);
+    ASSERT_EQ(kv.kind, TP_M_RELOAD); /* offloaded under pressure, back at the end */
+    tp_error e;
+    char *text; /* the verifier refuses the plan without its kept list: the value would be lost */
+    size_t len;
+    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &text, &len, &e), e);
+    char *k = strstr(text, ",\n \"kept\"");
+    CHECK(k != NULL);
+    strcpy(k, "}\n");
+    ASSERT_EQ(tp_verify_json(text, strlen(text), "plan", g, &e), TP_ERR_CHECK);
+    CHECKF(strstr(e.msg, "no host copy"), "message: %s", e.msg);
+    free(text);
+    ASSERT_OK_ERR(tp_plan_carry_inputs(g, mg, NULL, &e), e);
+    uint64_t off;
+    int hc;
+    ASSERT_EQ(tp_graph_resident(g, 0, &off, &hc), 1);
+    ASSERT_EQ(off, kv.write.offset);
+    ASSERT_EQ(hc, 0);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    mg = plan_text("{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+                   "{\"id\": \"a\", \"kind\": \"input\", \"device\": 0, \"bytes\": 256},"
+                   "{\"id\": \"k0\", \"kind\": \"kernel\", \"device\": 0, \"inputs\": [\"a\"], \"bytes\": 2048},"
+                   "{\"id\": \"k1\", \"kind\": \"kernel\", \"device\": 0, \"inputs\": [\"a\"], \"bytes\": 2048}],"
+                   " \"outputs\": [\"k0\", \"k1\"], \"keep\": [\"k0\", \"k1\"]}",
+                   4096, &g);
+    tp_memgraph_kept(mg, &nk);
+    ASSERT_EQ(nk, 2u);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* In place only element for element: an add over its broadcast f32 input, whose bytes equal
+ * the bf16 output's, would let one thread overwrite what another still reads. */
+TEST(session_inplace_needs_element_for_element)
+{
+    tp_graph *g;
+    tp_memgraph *mg = plan_text("{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+                                "{\"id\": \"a\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"bf16\", \"shape\": [2, 64]},"
+                                "{\"id\": \"b\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [64]},"
+                                "{\"id\": \"s\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"scale\", \"inputs\": [\"b\"],"
+                                " \"dtype\": \"f32\", \"shape\": [64], \"attrs\": {\"alpha\": 2}},"
+                                "{\"id\": \"k\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"add\", \"inputs\": [\"a\", \"s\"],"
+                                " \"dtype\": \"bf16\", \"shape\": [2, 64], \"inplace\": 1}], \"outputs\": [\"k\"]}",
+                                1 << 20, &g);
+    tp_backend *be;
+    tp_error e;
+    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_exec *x = NULL;
+    ASSERT_EQ(tp_exec_new(mg, be, &ro, &x, &e), TP_ERR_INVALID);
+    CHECKF(strstr(e.msg, "cannot write its output over its input 1"), "message: %s", e.msg);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}

@@ -155,8 +155,9 @@ tp_status cli_exec_run(tp_exec *x, const cli_exec_flags *f, tp_run_summary *sum,
 
 /* Loads a run's inputs into x (the checkpoint, a safetensors file, random weights). */
 typedef tp_status (*cli_load_fn)(tp_exec *x, void *ctx, tp_error *e);
-/* Declares every input of g "keep" (before planning the first of repeated runs). */
-void cli_keep_inputs(tp_graph *g);
+/* Declares every input of g "keep" (before planning the first of repeated runs); 0, or exit
+ * code 2 after saying why when g declares resident inputs itself (run 1 starts empty). */
+int cli_keep_inputs(const char *cmd, tp_graph *g);
 /* f->repeat runs of g in one session on be: *mg (planned under po with cli_keep_inputs) is the
  * first run's plan; each later run is planned with what the last one left on the devices
  * resident (*mg replaced, the caller frees the last; each verified when check is set). Prints each run's makespan and bytes

@@ -30,12 +30,16 @@ static int same_inputs(const tp_memgraph *a, const tp_memgraph *b, uint64_t *off
     return 1;
 }
 
-void cli_keep_inputs(tp_graph *g)
+int cli_keep_inputs(const char *cmd, tp_graph *g)
 {
     tp_error e;
     const tp_vertex *gv = tp_graph_vertices(g);
     for (uint32_t v = 0; v < tp_graph_size(g); v++)
-        if (gv[v].kind == TP_V_INPUT) tp_graph_set_keep(g, v, &e); /* a valid vertex: cannot fail */
+        if (tp_graph_resident(g, v, NULL, NULL)) /* run 1 starts in an empty session */
+            return cli_errorf(cmd, 2, "--repeat plans what stays resident itself; input '%s' declares 'resident'", gv[v].id);
+    for (uint32_t v = 0; v < tp_graph_size(g); v++)
+        if (gv[v].kind == TP_V_INPUT && !tp_graph_keep(g, v)) tp_graph_set_keep(g, v, &e); /* cannot fail */
+    return 0;
 }
 
 /* the independent check of a later run's plan */
@@ -70,6 +74,7 @@ tp_status cli_session_runs(tp_graph *g, tp_memgraph **mg, const tp_plan_opts *po
     o.host_mem = host;
     uint64_t *off1 = malloc(((size_t)nv + 1) * sizeof *off1);
     if (!off1) return cli_set_error(e, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t v = 0; v < nv; v++) off1[v] = UINT64_MAX; /* no input vertex in run 1 */
     for (uint32_t i = 0; i < tp_memgraph_size(*mg); i++) {
         tp_mvertex v;
         tp_memgraph_vertex(*mg, i, &v);

@@ -326,7 +326,7 @@ static int run(int argc, char **argv)
            (unsigned long long)(gn.vertices - gn.inputs), (unsigned long long)gn.inputs, (unsigned long long)gn.edges,
            tp_now_seconds() - t0);
     int session = fl.x.repeat > 1 && !use_sim && !fl.no_data;
-    if (session) cli_keep_inputs(g); /* what fits stays for the next run */
+    if (session && (rc = cli_keep_inputs("llama", g))) goto done; /* what fits stays for the next run */
     if ((s = tp_plan(g, &o, &mg, &e))) goto done;
     print_plan(g, mg, &o);
     if (fl.no_data) goto done;

@@ -102,7 +102,7 @@ static int run(int argc, char **argv)
     if ((rc = cli_plan_opts("run", &fl.p, o.ndevices, &o))) goto done;
     double t0 = tp_now_seconds();
     int session = fl.x.repeat > 1;
-    if (session) cli_keep_inputs(g);
+    if (session && (rc = cli_keep_inputs("run", g))) goto done;
     if ((s = tp_plan(g, &o, &mg, &e))) {
         rc = cli_fail_file("run", in, s, &e);
         goto done;

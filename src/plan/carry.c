@@ -11,6 +11,25 @@ tp_status tp_plan_carry_inputs(tp_graph *g, const tp_memgraph *mg, uint64_t *res
     if (!host) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < mg->n; i++)
         if (mg->v[i].kind == TP_M_INPUT) host[mg->v[i].task] = 1;
+    uint8_t *nohost = calloc((size_t)n + 1, 1); /* resident inputs without a host copy must be kept */
+    if (!nohost) {
+        free(host);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t v = 0; v < n; v++) {
+        int hc = 1;
+        nohost[v] = tp_graph_resident(g, v, NULL, &hc) && !hc;
+    }
+    for (uint32_t k = 0; k < mg->nkept; k++) nohost[mg->v[mg->kept[k]].task] = 0;
+    for (uint32_t v = 0; v < n; v++)
+        if (nohost[v]) { /* the planner keeps them (or fails): this would lose the value */
+            tp_status s = tp__fail(err, TP_ERR_ARG, "tp_plan_carry_inputs: input '%s' has no host copy and is not kept",
+                                   tp_graph_vertices(g)[v].id);
+            free(host);
+            free(nohost);
+            return s;
+        }
+    free(nohost);
     tp_graph_clear_resident(g);
     uint64_t total = 0;
     tp_status s = TP_OK;

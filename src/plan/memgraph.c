@@ -50,7 +50,7 @@ void tp_memgraph_vertex(const tp_memgraph *mg, uint32_t i, tp_mvertex *out)
     out->reads = m->nreads ? mg->reads + m->reads_off : NULL; /* mg->reads may be NULL */
     out->ndeps = mg->deps_off[i + 1] - mg->deps_off[i];
     out->deps = mg->deps + mg->deps_off[i];
-    out->inplace = m->inplace - 1;
+    out->inplace = m->inplace ? (int)(m->inplace - 1) : -1;
 }
 
 uint64_t tp_memgraph_host_bytes(const tp_memgraph *mg)
@@ -116,7 +116,7 @@ tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err)
         for (uint32_t k = mg->deps_off[i]; k < mg->deps_off[i + 1]; k++)
             fprintf(f, "%s%u", k > mg->deps_off[i] ? ", " : "", mg->deps[k]);
         fputc(']', f);
-        if (m->inplace) fprintf(f, ", \"inplace\": %d", m->inplace - 1);
+        if (m->inplace) fprintf(f, ", \"inplace\": %u", m->inplace - 1);
         fprintf(f, "}%s\n", i + 1 < mg->n ? "," : "");
     }
     fputs(" ],\n \"outputs\": [", f);

@@ -9,8 +9,8 @@ typedef struct tp__mv {
     uint8_t kind;      /* tp_mkind */
     uint8_t space;     /* tp_space of the write */
     int16_t device;
-    int16_t inplace;   /* kernels: 1 + index of the read overwritten in place, 0: none */
     uint32_t task;
+    uint32_t inplace;  /* kernels: 1 + index of the read overwritten in place, 0: none */
     uint64_t offset, bytes;
     uint32_t reads_off, nreads; /* into mg->reads */
     uint32_t mdeps_off, nmdeps; /* memory deps, into mg->mdeps */

@@ -48,6 +48,8 @@ typedef struct planner {
     uint32_t *use_pos, *use_cur;
     uint8_t *is_out, *loaded, *rdone, *wdone;
     uint8_t *keep;     /* declared "keep" (sessions): stays on the device at the end */
+    uint8_t *must;     /* kept and nowhere else at the end: kept outputs, kept inputs without a
+                          host copy (resident, "host_copy": false); reloaded at the end */
     int32_t *inpl;     /* per TaskGraph vertex: the input index it overwrites in place, or -1 */
     int ending;        /* the loop is done: 1 kept outputs are being placed, 2 kept inputs trimmed */
     size_t capkept;
@@ -319,7 +321,7 @@ static tp__victim_score score_victim(void *ctx, uint32_t x)
     /* values needed at or before pin_pos stay (a forced step pins e's inputs; a horizon step
      * the inputs of everything it has allocated); so do values nobody will read */
     s.pinned = nu <= P->pin_pos || (nu == INF_USE && !P->is_out[x] && !P->keep[x]) ||
-               (P->ending && P->keep[x] && P->is_out[x]) || (P->ending == 2 && !P->keep[x]) ||
+               (P->ending && P->must[x]) || (P->ending == 2 && !P->keep[x]) ||
                (P->only_dead && !(P->keep[x] && !P->is_out[x] && nu == INF_USE && P->hcopy[x] != TP__NONE));
     s.next_use = nu;
     s.cost = P->hcopy[x] == TP__NONE ? V_(P, x)->bytes : 0;
@@ -499,7 +501,7 @@ static void exec(planner *P, uint32_t p)
             if (from != buf) free(from);
             return;
         }
-        P->mg->v[mk].inplace = (int16_t)(P->inpl[t] + 1);
+        P->mg->v[mk].inplace = (uint32_t)P->inpl[t] + 1;
         P->mgv[t] = mk;
         P->dirty[v->device] = 1; /* horizons wait for this value */
     }
@@ -536,12 +538,12 @@ static tp_status precheck(planner *P)
 {
     uint64_t kept[TP_MAX_DEVICES] = {0}; /* kept outputs stay together at the end */
     for (uint32_t x = 0; x < P->nv; x++)
-        if (P->keep[x] && P->is_out[x]) {
+        if (P->must[x]) {
             int d = V_(P, x)->device;
             kept[d] += V_(P, x)->bytes;
             if (kept[d] > P->dev[d].cap) {
                 char b1[32], b2[32];
-                return tp__fail(P->err, TP_ERR_INFEASIBLE, "kept outputs on device %d need %s or more, capacity is %s (at '%s')", d,
+                return tp__fail(P->err, TP_ERR_INFEASIBLE, "kept values on device %d need %s or more, capacity is %s (at '%s')", d,
                                 tp_format_size(kept[d], b1, sizeof b1), tp_format_size(P->dev[d].cap, b2, sizeof b2),
                                 V_(P, x)->id);
             }
@@ -637,6 +639,7 @@ static void planner_free(planner *P)
     free(P->rdone);
     free(P->wdone);
     free(P->keep);
+    free(P->must);
     free(P->inpl);
     free(P->dcopy);
     free(P->dblk);
@@ -672,6 +675,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     P->rdone = calloc(n + 1, 1);
     P->wdone = calloc(n + 1, 1);
     P->keep = calloc(n + 1, 1);
+    P->must = calloc(n + 1, 1);
     P->inpl = malloc((n + 1) * sizeof *P->inpl);
     P->dcopy = malloc((n + 1) * sizeof *P->dcopy);
     P->dblk = malloc((n + 1) * sizeof *P->dblk);
@@ -683,7 +687,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     P->mgv = malloc((n + 1) * sizeof *P->mgv);
     P->mg->order_pos = malloc((n + 1) * sizeof *P->mg->order_pos);
     if (!order || !P->V || !P->pos || !P->use_cur || !P->is_out || !P->loaded ||
-        !P->rdone || !P->wdone || !P->keep || !P->inpl || !P->dcopy || !P->dblk || !P->drd || !P->hcopy || !P->hblk ||
+        !P->rdone || !P->wdone || !P->keep || !P->must || !P->inpl || !P->dcopy || !P->dblk || !P->drd || !P->hcopy || !P->hblk ||
         !P->hrd || !P->vmark || !P->mgv || !P->mg->order_pos) {
         free(order);
         return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
@@ -722,7 +726,9 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
      * its input's last reader, the input is neither an output nor kept, it is read once, and
      * the sizes agree); elsewhere the kernel runs out of place */
     for (uint32_t x = 0; x < n; x++) {
+        int host_copy = 1;
         P->keep[x] = (uint8_t)tp_graph_keep(g, x);
+        P->must[x] = P->keep[x] && (P->is_out[x] || (tp_graph_resident(g, x, NULL, &host_copy) && !host_copy));
         P->inpl[x] = -1;
     }
     for (uint32_t t = 0; t < n; t++) {
@@ -824,34 +830,58 @@ static tp_status place_resident(planner *P)
 
 /* Sessions: after the last position, kept outputs that were evicted come back (everything
  * else may make room), and the kept values on a device are listed. */
+/* Last resort at the end: device d is cleared and every value that must stay on it is placed
+ * again, packed from address 0 in decreasing alignment (which fits: precheck summed them). */
+static void repack_must(planner *P, int d)
+{
+    uint32_t nv = 0, nn = 0;
+    need *nd = malloc(((size_t)P->nv + 1) * sizeof *nd);
+    if (!nd || !TP__GROW(P->victims, P->capvict, P->dev[d].nblocks + 1)) {
+        free(nd);
+        oom(P);
+        return;
+    }
+    for (uint32_t b = P->dev[d].head; b != TP__NONE; b = P->dev[d].b[b].next)
+        if (P->dev[d].b[b].owner != TP__NONE) P->victims[nv++] = P->dev[d].b[b].owner;
+    for (uint32_t i = 0; i < nv && !P->st; i++) evict(P, P->victims[i]);
+    for (uint32_t x = 0; x < P->nv; x++)
+        if (P->must[x] && V_(P, x)->device == d) nd[nn++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
+    qsort(nd, nn, sizeof *nd, need_cmp);
+    for (uint32_t i = 0; i < nn && !P->st; i++) {
+        uint64_t addr;
+        if (!tp__alloc_find(&P->dev[d], nd[i].bytes, TP__FIT_LOWEST, &addr))
+            P->st = tp__fail(P->err, TP_ERR_INFEASIBLE, "kept value '%s' cannot be packed on device %d (internal error)",
+                             V_(P, nd[i].x)->id, d);
+        else do_reload(P, nd[i].x, d, addr);
+    }
+    free(nd);
+}
+
+/* Sessions: after the last position, kept values that must stay on the devices (kept outputs,
+ * kept inputs without a host copy) come back if they were evicted (everything else may make
+ * room; if fragments leave no window the device is repacked), and the kept values on a device
+ * are listed. */
 static tp_status place_kept(planner *P)
 {
     tp_memgraph *mg = P->mg;
     P->ending = 1;
     P->e = P->npos;
     for (uint32_t x = 0; x < P->nv && !P->st; x++) {
-        if (!P->keep[x] || !P->is_out[x] || P->dcopy[x] != TP__NONE) continue;
+        if (!P->must[x] || P->dcopy[x] != TP__NONE) continue;
         int d = V_(P, x)->device;
         uint64_t addr;
-        if (!tp__alloc_find(&P->dev[d], V_(P, x)->bytes, TP__FIT_LOWEST, &addr) &&
-            !evict_window(P, d, V_(P, x)->bytes, P->npos, &addr)) {
-            if (!P->st) {
-                char b1[32], b2[32];
-                P->st = tp__fail(P->err, TP_ERR_INFEASIBLE,
-                                 "kept output '%s' (%s) finds no room on device %d (%s) beside the other kept outputs",
-                                 V_(P, x)->id, tp_format_size(V_(P, x)->bytes, b1, sizeof b1), d,
-                                 tp_format_size(P->dev[d].cap, b2, sizeof b2));
-            }
-            break;
-        }
-        if (!P->st) do_reload(P, x, d, addr);
+        if (tp__alloc_find(&P->dev[d], V_(P, x)->bytes, TP__FIT_LOWEST, &addr) ||
+            evict_window(P, d, V_(P, x)->bytes, P->npos, &addr))
+            do_reload(P, x, d, addr);
+        else if (!P->st)
+            repack_must(P, d);
     }
     /* kept inputs leave a window as large as the largest single need, so that a next run of
      * the same graph can stream what is not resident without displacing what is */
     P->ending = 2; /* only kept inputs may go, and only where a next run will load some */
     uint8_t loads[TP_MAX_DEVICES] = {0};
     for (uint32_t x = 0; x < P->nv; x++)
-        if (P->keep[x] && !P->is_out[x] && V_(P, x)->kind == TP_V_INPUT && P->dcopy[x] == TP__NONE) loads[V_(P, x)->device] = 1;
+        if (P->keep[x] && !P->must[x] && V_(P, x)->kind == TP_V_INPUT && P->dcopy[x] == TP__NONE) loads[V_(P, x)->device] = 1;
     for (int d = 0; d < P->nd && !P->st; d++) {
         uint64_t addr;
         if (loads[d] && P->need_max[d] && !tp__alloc_find(&P->dev[d], P->need_max[d], TP__FIT_LOWEST, &addr))

@@ -24,7 +24,8 @@
  * by the TaskGraph) writes exactly the region of its read K: the one exception to "a writer
  * never overlaps what it reads"; every other reader of the overwritten value is still
  * ordered before it (4). `kept` entries, like outputs, hold their task's value intact at the
- * end, on a device; every TaskGraph output in "keep" is among them.
+ * end, on a device; every TaskGraph output in "keep" is among them, and every kept input
+ * without a host copy.
  * Reachability queries use the direct edge first, then a backward search pruned by rank. */
 #include <jansson.h>
 #include <stdlib.h>
@@ -660,6 +661,12 @@ static tp_status check_kept(V *c, json_t *root)
         uint32_t o = tp_graph_outputs(c->tg)[k];
         if (tp_graph_keep(c->tg, o) && !listed[o])
             s = VIOL("TaskGraph output '%s' is in 'keep', but not in the MemGraph's 'kept'", tp_graph_vertex(c->tg, o)->id);
+    }
+    for (uint32_t x = 0; x < tp_graph_size(c->tg) && !s; x++) { /* its only copy is the device's */
+        int hc = 1;
+        if (tp_graph_keep(c->tg, x) && tp_graph_resident(c->tg, x, NULL, &hc) && !hc && !listed[x])
+            s = VIOL("input '%s' is kept and has no host copy, but is not in the MemGraph's 'kept' (its value would be lost)",
+                     tp_graph_vertex(c->tg, x)->id);
     }
     free(listed);
     return s;
