@@ -54,6 +54,7 @@ typedef struct planner {
     int ending;        /* the loop is done: 1 kept outputs are being placed, 2 kept inputs trimmed */
     size_t capkept;
     int only_dead;     /* eviction may take dead kept inputs with a host copy only */
+    uint32_t nkeep_in; /* kept inputs (0: none of the keep logic runs) */
     uint64_t need_max[TP_MAX_DEVICES]; /* largest inputs-plus-output need of one position */
     uint32_t *dcopy, *dblk, *drd, *hcopy, *hblk, *hrd;
     uint32_t *vmark, vstamp;
@@ -372,7 +373,7 @@ static int alloc_for(planner *P, int d, uint32_t p, uint64_t size, int forced, u
 {
     if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
     if (!forced && P->dev[d].cap - P->dev[d].used + dying(P, d, p) >= size) return 0;
-    if (!P->ending) { /* first a window of free bytes and dead kept inputs only: as if freed */
+    if (!P->ending && P->nkeep_in) { /* first a window of free bytes and dead kept inputs only: as if freed */
         P->only_dead = 1;
         int got = evict_window(P, d, size, p, addr);
         P->only_dead = 0;
@@ -729,6 +730,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         int host_copy = 1;
         P->keep[x] = (uint8_t)tp_graph_keep(g, x);
         P->must[x] = P->keep[x] && (P->is_out[x] || (tp_graph_resident(g, x, NULL, &host_copy) && !host_copy));
+        P->nkeep_in += P->keep[x] && !P->is_out[x];
         P->inpl[x] = -1;
     }
     for (uint32_t t = 0; t < n; t++) {
