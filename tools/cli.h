@@ -153,6 +153,8 @@ tp_status cli_exec_run(tp_exec *x, const cli_exec_flags *f, tp_run_summary *sum,
 
 /* ---- sessions (cli_session.c) ----------------------------------------------------------- */
 
+/* The plan's independent check (tp_verify_json of its JSON); TP_ERR_CHECK is a planner bug. */
+tp_status cli_verify(const tp_memgraph *mg, const tp_graph *g, tp_error *e);
 /* Loads a run's inputs into x (the checkpoint, a safetensors file, random weights). */
 typedef tp_status (*cli_load_fn)(tp_exec *x, void *ctx, tp_error *e);
 /* Declares every input of g "keep" (before planning the first of repeated runs); 0, or exit

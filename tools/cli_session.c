@@ -42,8 +42,7 @@ int cli_keep_inputs(const char *cmd, tp_graph *g)
     return 0;
 }
 
-/* the independent check of a later run's plan */
-static tp_status verify(const tp_memgraph *mg, const tp_graph *g, tp_error *e)
+tp_status cli_verify(const tp_memgraph *mg, const tp_graph *g, tp_error *e)
 {
     char *text;
     size_t len;
@@ -93,7 +92,7 @@ tp_status cli_session_runs(tp_graph *g, tp_memgraph **mg, const tp_plan_opts *po
             if (!(s = tp_plan_carry_inputs(g, *mg, &resident, e)) && !(s = tp_plan(g, &o, &next, e))) {
                 tp_memgraph_free(*mg);
                 *mg = next;
-                if (check) s = verify(*mg, g, e);
+                if (check) s = cli_verify(*mg, g, e);
             }
         }
         if (!s) s = tp_exec_new_in(*sess, *mg, &ro, x, e);

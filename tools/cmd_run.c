@@ -58,18 +58,6 @@ static void help(FILE *f)
                    opts, "exit: 0 ok, 2 unusable input, infeasible plan, failed vertex (named) or no usable GPU\n");
 }
 
-/* the plan's independent check; TP_ERR_CHECK is a planner bug */
-static tp_status verify(const tp_memgraph *mg, const tp_graph *g, tp_error *e)
-{
-    char *text;
-    size_t len;
-    tp_status s = tp_memgraph_to_string(mg, &text, &len, e);
-    if (s) return s;
-    s = tp_verify_json(text, len, "plan", g, e);
-    free(text);
-    return s;
-}
-
 static tp_status load_file(tp_exec *x, void *path, tp_error *e)
 {
     return tp_exec_load_inputs(x, path, e);
@@ -113,7 +101,7 @@ static int run(int argc, char **argv)
         tp_plan_stats_print(&st, stdout);
     }
     if (!fl.no_verify) {
-        s = verify(mg, g, &e);
+        s = cli_verify(mg, g, &e);
         if (s == TP_ERR_CHECK) rc = 3; /* a planner bug, not the user's input */
         else if (!s) printf("plan verified\n");
     }
