@@ -281,7 +281,8 @@ def mgE(q_off, kept=(("y", 3), ("w", 0)), y_keep=True):
 
 
 case("kept output and kept input", tgE, mgE(512), 0)
-case("kept input not listed (it need not stay)", tgE, mgE(512, kept=[("y", 3)]), 0)
+case("kept input without host copy not listed (its value would be lost)", tgE, mgE(512, kept=[("y", 3)]), 1,
+     "input 'w' is kept and has no host copy")
 case("kept output without keep on its outputs entry", tgE, mgE(512, y_keep=False), 0)
 case("kept entry overwritten later", tgE, mgE(1024), 1, "kept 'w' (vertex 0) is overwritten by vertex 4 (kernel q)")
 case("kept output missing from kept", tgE, mgE(512, kept=[("w", 0)]), 1, "output 'y' is in 'keep', but not in the MemGraph's 'kept'")
@@ -330,7 +331,7 @@ tgF2 = taskgraph(tgF["vertices"], ["upd"], keep=["upd", "cache"])
 case("kept input overwritten in place", tgF2,
      edit(mgF, lambda m: m["kept"].append({"task": "cache", "from": 0, **dev(0, 0, 256)})), 1,
      "kept 'cache' (vertex 0) is overwritten by vertex 3 (kernel upd)")
-case("kept input overwritten in place, not listed", tgF2, mgF, 0)
+case("kept input without host copy overwritten in place, not listed", tgF2, mgF, 1, "input 'cache' is kept and has no host copy")
 
 # --- TaskGraphs that misuse the new fields: unusable input (exit 2)
 case("TaskGraph: keep of a vertex neither output nor input",
