@@ -28,6 +28,12 @@ tp_status tp_llama_load(tp_exec *x, const tp_llama_config *c, const char *dir, c
 /* Same with random weights made in-process (N(0, 0.02^2) matrices, norms near 1), each
  * tensor a function of (seed, name, index) so every slice of it agrees. */
 tp_status tp_llama_random(tp_exec *x, const tp_llama_config *c, uint64_t seed, const int32_t *ids, tp_error *err);
+/* What tp_llama_load does with dir before reading any weight, with no executor (for tests
+ * and the fuzzer): reads dir/model.safetensors.index.json when there is one (the same checks)
+ * and, for every tensor the config's graph needs, resolves its shard (model.safetensors
+ * without an index) and confines the file name to the directory, as the loader does; the
+ * shards are not opened. TP_OK: every tensor has a shard file inside dir. */
+tp_status tp_llama_index_check(const char *dir, const tp_llama_config *c, tp_error *err);
 
 /* ---- end of loaders ---------------------------------------------------------------------- */
 

@@ -75,9 +75,11 @@ typedef struct {
     const char *dir;
     char *real;  /* realpath of dir (malloc'd) */
     char *blobs; /* realpath of ../../blobs when dir is a hub cache snapshot, else NULL (malloc'd) */
-    json_t *map; /* weight_map of a sharded checkpoint, or NULL */
+    json_t *idx; /* the parsed model.safetensors.index.json, or NULL */
+    json_t *map; /* its weight_map (a sharded checkpoint), or NULL */
     shard *sh;
     int nsh;
+    int check;   /* shards are confined but not opened (tp_llama_index_check) */
 } ckpt;
 
 /* 1 if the real path f lies strictly inside the real directory d */
@@ -126,7 +128,9 @@ static tp_status confine(const ckpt *k, const char *name, const char *what, char
     return TP_OK;
 }
 
-static tp_status find_tensor(ckpt *k, const char *name, const tp_st_tensor **out, const char **file, tp_error *err)
+/* the shard holding tensor `name` (model.safetensors without an index): k->sh[*out]; on
+ * first use its name is confined and, unless k->check, the file opened */
+static tp_status shard_of(ckpt *k, const char *name, int *out, tp_error *err)
 {
     char path[PATH_LEN], *real = NULL, what[TP_LLAMA_ID_MAX + 64];
     const char *fname = "model.safetensors";
@@ -148,15 +152,35 @@ static tp_status find_tensor(ckpt *k, const char *name, const tp_st_tensor **out
         if (!ns) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
         k->sh = ns;
         snprintf(k->sh[i].path, sizeof k->sh[i].path, "%s", path);
+        k->sh[i].st = NULL;
         tp_status s = confine(k, fname, what, path, &real, err);
-        if (!s) s = tp_st_open(real, &k->sh[i].st, err);
+        if (!s && !k->check) s = tp_st_open(real, &k->sh[i].st, err);
         free(real);
         if (s) return s;
         k->nsh++;
     }
+    *out = i;
+    return TP_OK;
+}
+
+static tp_status find_tensor(ckpt *k, const char *name, const tp_st_tensor **out, const char **file, tp_error *err)
+{
+    int i;
+    tp_status s = shard_of(k, name, &i, err);
+    if (s) return s;
     *file = k->sh[i].path;
     *out = tp_st_find(k->sh[i].st, name);
-    if (!*out) return tp__fail(err, TP_ERR_INVALID, "%s: no tensor '%s'", path, name);
+    if (!*out) return tp__fail(err, TP_ERR_INVALID, "%s: no tensor '%s'", k->sh[i].path, name);
+    return TP_OK;
+}
+
+/* the tensor name, slice and Hugging Face shape (nd dimensions) of weight input `id` */
+static tp_status weight_of(const tp_llama_config *c, const char *id, char *name, char *kind, int64_t *a, int64_t *b, int64_t *hs, int *nd,
+                           tp_error *err)
+{
+    if (!tp_llama_parse_input(id, name, TP_LLAMA_ID_MAX, kind, a, b)) return tp__fail(err, TP_ERR_INVALID, "input '%s': not a weight name", id);
+    *nd = hf_shape(c, name, hs);
+    if (!*nd) return tp__fail(err, TP_ERR_INVALID, "input '%s': not a LLaMA tensor", id);
     return TP_OK;
 }
 
@@ -177,9 +201,8 @@ static tp_status fill(tp_exec *x, const tp_llama_config *c, ckpt *ck, uint64_t s
         }
         char name[TP_LLAMA_ID_MAX], kind;
         int64_t a, b, hs[2] = {0, 0};
-        if (!tp_llama_parse_input(v->id, name, sizeof name, &kind, &a, &b)) return tp__fail(err, TP_ERR_INVALID, "input '%s': not a weight name", v->id);
-        int nd = hf_shape(c, name, hs);
-        if (!nd) return tp__fail(err, TP_ERR_INVALID, "input '%s': not a LLaMA tensor", v->id);
+        int nd;
+        if ((s = weight_of(c, v->id, name, &kind, &a, &b, hs, &nd, err))) return s;
         uint64_t es = tp_dtype_size(v->dtype);
         int64_t cols = nd == 2 ? hs[1] : 1;
         void *buf = malloc(v->bytes);
@@ -227,36 +250,73 @@ static tp_status fill(tp_exec *x, const tp_llama_config *c, ckpt *ck, uint64_t s
     return s;
 }
 
-tp_status tp_llama_load(tp_exec *x, const tp_llama_config *c, const char *dir, const int32_t *ids, tp_error *err)
+/* k for dir: its real path and, when there is one, its model.safetensors.index.json read
+ * into k->idx and k->map (ckpt_close frees them) */
+static tp_status ckpt_open(ckpt *k, const char *dir, int check, tp_error *err)
 {
-    ckpt k = {dir, NULL, NULL, NULL, NULL, 0};
+    *k = (ckpt){dir, NULL, NULL, NULL, NULL, NULL, 0, check};
     char path[PATH_LEN], *real = NULL, *text = NULL;
-    json_t *idx = NULL;
     struct stat sb;
-    tp_status s = ckpt_init(&k, dir, err);
+    tp_status s = ckpt_init(k, dir, err);
     if (!s && (size_t)snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir) >= sizeof path)
         s = tp__fail(err, TP_ERR_INVALID, "%s: the directory name is too long", dir);
     /* no index (lstat says so without opening, which a FIFO would block): one model.safetensors */
     if (!s && !(lstat(path, &sb) && errno == ENOENT)) {
         size_t len;
-        s = confine(&k, "model.safetensors.index.json", "model.safetensors.index.json", path, &real, err);
+        s = confine(k, "model.safetensors.index.json", "model.safetensors.index.json", path, &real, err);
         if (!s) s = tp__read_file(real, &text, &len, err);
         if (!s) {
             json_error_t je;
-            idx = json_loadb(text, len, 0, &je);
-            if (!idx || !json_is_object(json_object_get(idx, "weight_map")))
-                s = tp__fail(err, TP_ERR_PARSE, "%s: needs an object 'weight_map'%s%s", path, idx ? "" : ": ", idx ? "" : je.text);
-            else k.map = json_object_get(idx, "weight_map");
+            k->idx = json_loadb(text, len, 0, &je);
+            if (!k->idx || !json_is_object(json_object_get(k->idx, "weight_map")))
+                s = tp__fail(err, TP_ERR_PARSE, "%s: needs an object 'weight_map'%s%s", path, k->idx ? "" : ": ", k->idx ? "" : je.text);
+            else k->map = json_object_get(k->idx, "weight_map");
         }
     }
-    if (!s) s = fill(x, c, &k, 0, ids, err);
-    for (int i = 0; i < k.nsh; i++) tp_st_close(k.sh[i].st);
-    free(k.sh);
-    free(k.real);
-    free(k.blobs);
     free(real);
     free(text);
-    json_decref(idx);
+    return s;
+}
+
+static void ckpt_close(ckpt *k)
+{
+    for (int i = 0; i < k->nsh; i++) tp_st_close(k->sh[i].st);
+    free(k->sh);
+    free(k->real);
+    free(k->blobs);
+    json_decref(k->idx);
+}
+
+tp_status tp_llama_load(tp_exec *x, const tp_llama_config *c, const char *dir, const int32_t *ids, tp_error *err)
+{
+    ckpt k;
+    tp_status s = ckpt_open(&k, dir, 0, err);
+    if (!s) s = fill(x, c, &k, 0, ids, err);
+    ckpt_close(&k);
+    return s;
+}
+
+tp_status tp_llama_index_check(const char *dir, const tp_llama_config *c, tp_error *err)
+{
+    ckpt k;
+    tp_graph *g = NULL;
+    tp_llama_opts o;
+    tp_status s = ckpt_open(&k, dir, 1, err);
+    if (!s) {
+        tp_llama_opts_default(&o, c, 1, 1, UINT64_MAX);
+        s = tp_llama_build(c, &o, &g, err);
+    }
+    for (uint32_t i = 0; !s && i < tp_graph_size(g); i++) {
+        const tp_vertex *v = tp_graph_vertex(g, i);
+        char name[TP_LLAMA_ID_MAX], kind;
+        int64_t a, b, hs[2] = {0, 0};
+        int nd, sh;
+        if (v->kind != TP_V_INPUT || !strcmp(v->id, "input_ids")) continue;
+        s = weight_of(c, v->id, name, &kind, &a, &b, hs, &nd, err);
+        if (!s) s = shard_of(&k, name, &sh, err);
+    }
+    tp_graph_free(g);
+    ckpt_close(&k);
     return s;
 }
 
