@@ -18,15 +18,15 @@ static uint64_t moved(const tp_run_summary *s, const char *engine)
     return b;
 }
 
-/* 1 when every input of b has the host region it has in a (so a's loaded inputs serve b) */
-static int same_inputs(const tp_memgraph *a, const tp_memgraph *b, uint64_t *off_a, uint32_t n)
+/* 1 when every input of plan b has the host offset off_a gives it (the first plan's: so the
+ * inputs loaded then serve b; UINT64_MAX where that plan had no input vertex) */
+static int same_inputs(const tp_memgraph *b, const uint64_t *off_a, uint32_t n)
 {
     for (uint32_t i = 0; i < tp_memgraph_size(b); i++) {
         tp_mvertex v;
         tp_memgraph_vertex(b, i, &v);
         if (v.kind == TP_M_INPUT && (v.task >= n || off_a[v.task] != v.write.offset)) return 0;
     }
-    (void)a;
     return 1;
 }
 
@@ -96,7 +96,7 @@ tp_status cli_session_runs(tp_graph *g, tp_memgraph **mg, const tp_plan_opts *po
             }
         }
         if (!s) s = tp_exec_new_in(*sess, *mg, &ro, x, e);
-        if (!s && (rep == 0 || !same_inputs(NULL, *mg, off1, nv))) s = load(*x, ctx, e);
+        if (!s && (rep == 0 || !same_inputs(*mg, off1, nv))) s = load(*x, ctx, e);
         if (!s) s = tp_exec_run(*x, sum, e);
         if (s) break;
         best = rep == 0 || sum->makespan < best ? sum->makespan : best;

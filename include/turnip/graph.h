@@ -94,7 +94,8 @@ int tp_graph_keep(const tp_graph *g, uint32_t v);
 /* Setters, returning TP_ERR_ARG on misuse with err filled. inplace only before finalize;
  * resident and keep also after it (a session plans the same graph again with what the last run
  * left on the devices; tp_graph_clear_resident undeclares every resident input first), then
- * checked at once. */
+ * checked at once (kind, overflow, alignment; overlaps between resident regions are checked by
+ * the planner). */
 tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int host_copy, tp_error *err);
 tp_status tp_graph_set_inplace(tp_graph *g, uint32_t v, int k, tp_error *err);
 tp_status tp_graph_set_keep(tp_graph *g, uint32_t v, tp_error *err);

@@ -244,6 +244,22 @@ static int cmp_span(const void *x, const void *y)
     return p->v < q->v ? -1 : p->v > q->v;
 }
 
+/* One resident declaration: on an input, its end within 64 bits, aligned (sizes known). */
+static tp_status check_resident(const tp_vertex *v, uint64_t off, tp_status bad, tp_error *err)
+{
+    if (v->kind != TP_V_INPUT)
+        return tp__fail(err, bad, "vertex '%s': 'resident' is only for input vertices, not %s vertices", v->id,
+                        kind_name(v->kind));
+    if (off > UINT64_MAX - v->bytes)
+        return tp__fail(err, bad, "vertex '%s': resident offset %llu plus %llu bytes overflows 64 bits", v->id,
+                        (unsigned long long)off, (unsigned long long)v->bytes);
+    uint64_t al = region_align(v->bytes);
+    if (off % al)
+        return tp__fail(err, bad, "vertex '%s': resident offset %llu is not a multiple of %llu (the alignment of %llu bytes)",
+                        v->id, (unsigned long long)off, (unsigned long long)al, (unsigned long long)v->bytes);
+    return TP_OK;
+}
+
 /* Sessions (issue 11): what the setters recorded, checked once sizes and placement are. */
 static tp_status check_sessions(const tp_graph *g, tp_error *err)
 {
@@ -252,17 +268,8 @@ static tp_status check_sessions(const tp_graph *g, tp_error *err)
         const tp__sess *s = &g->sess[i];
         const tp_vertex *v = &g->v[i];
         if (s->resident) {
-            if (v->kind != TP_V_INPUT)
-                return tp__fail(err, TP_ERR_INVALID, "vertex '%s': 'resident' is only for input vertices, not %s vertices",
-                                v->id, kind_name(v->kind));
-            if (s->res_off > UINT64_MAX - v->bytes)
-                return tp__fail(err, TP_ERR_INVALID, "vertex '%s': resident offset %llu plus %llu bytes overflows 64 bits",
-                                v->id, (unsigned long long)s->res_off, (unsigned long long)v->bytes);
-            uint64_t al = region_align(v->bytes);
-            if (s->res_off % al)
-                return tp__fail(err, TP_ERR_INVALID,
-                                "vertex '%s': resident offset %llu is not a multiple of %llu (the alignment of %llu bytes)",
-                                v->id, (unsigned long long)s->res_off, (unsigned long long)al, (unsigned long long)v->bytes);
+            tp_status st = check_resident(v, s->res_off, TP_ERR_INVALID, err);
+            if (st) return st;
             nres++;
         }
         if (s->inplace1) {
@@ -512,14 +519,11 @@ tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int ho
     tp__sess *s;
     tp_status st = sess_set(g, v, "resident", &s, err);
     if (st) return st;
-    tp__sess old = *s;
+    /* after finalize: this declaration checked at once (overlaps: the planner checks those) */
+    if (g->finalized && (st = check_resident(&g->v[v], offset, TP_ERR_ARG, err))) return st;
     s->resident = 1;
     s->res_off = offset;
     s->no_host = !host_copy;
-    if (g->finalized && (st = check_sessions(g, err))) { /* after finalize: checked at once */
-        *s = old;
-        return TP_ERR_ARG;
-    }
     return TP_OK;
 }
 
