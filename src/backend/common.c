@@ -185,15 +185,11 @@ tp_status tp__kernels_prepare(const tp_memgraph *mg, tp__kplan **kp, uint64_t sc
         tp__kplan *k = &(*kp)[v.task];
         tp_status s = tp__kernel_prepare(g, v.task, k, err);
         if (s) return s;
-        if (v.inplace >= 0) { /* element for element over an input the op reads before it writes */
-            const tp_vertex *t = tp_graph_vertex(g, v.task), *x = tp_graph_vertex(g, t->inputs[v.inplace]);
-            if (!tp__op_inplace_ok(k->op, (uint32_t)v.inplace) || tp__numel(x) != tp__numel(t) ||
-                tp_dtype_size(x->dtype) != tp_dtype_size(t->dtype))
-                return tp__fail(err, TP_ERR_INVALID,
-                                "vertex '%s': op '%s' cannot write its output over its input %d (drop its 'inplace'; only "
-                                "element-wise ops over an input of the output's shape and element size can)",
-                                t->id, tp__op_name(k->op), v.inplace);
-        }
+        if (v.inplace >= 0 && !tp__kernel_inplace_ok(g, v.task, k, (uint32_t)v.inplace))
+            return tp__fail(err, TP_ERR_INVALID,
+                            "vertex '%s': op '%s' cannot write its output over its input %d (drop its 'inplace'; only "
+                            "element-wise ops over an input of the output's shape and element size can)",
+                            tp_graph_vertex(g, v.task)->id, tp__op_name(k->op), v.inplace);
         uint64_t f = need ? need(g, v.task, k) : k->scratch_floats;
         if (f > scratch[v.device]) scratch[v.device] = f;
     }

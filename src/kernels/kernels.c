@@ -25,14 +25,25 @@ const char *tp__op_name(tp__opcode op)
     return (unsigned)op < TP__OP_COUNT ? op_names[op] : "?";
 }
 
-int tp__op_inplace_ok(tp__opcode op, uint32_t k)
+int tp__kernel_inplace_ok(const tp_graph *g, uint32_t vi, const tp__kplan *kp, uint32_t k)
 {
-    switch (op) {
+    const tp_vertex *v = tp_graph_vertex(g, vi);
+    if (k >= v->ninputs) return 0;
+    const tp_vertex *x = tp_graph_vertex(g, v->inputs[k]);
+    if (tp__numel(x) != tp__numel(v) || tp_dtype_size(x->dtype) != tp_dtype_size(v->dtype)) return 0;
+    switch (kp->op) {
     case TP__OP_OPAQUE: case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: return 1;
     case TP__OP_SCALE: case TP__OP_SILU: case TP__OP_GELU: case TP__OP_EXP: case TP__OP_RELU: case TP__OP_CAST:
     case TP__OP_WRITE_SLICE: return k == 0;
     default: return 0;
     }
+}
+
+void tp__axis_blocks(const tp_vertex *v, int64_t axis, uint64_t *outer, uint64_t *inner)
+{
+    *outer = *inner = 1;
+    for (int i = 0; i < axis; i++) *outer *= (uint64_t)v->shape[i];
+    for (int i = (int)axis + 1; i < v->ndim; i++) *inner *= (uint64_t)v->shape[i];
 }
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -425,10 +436,9 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
     float *sc = scratch;
     if (kp->op == TP__OP_WRITE_SLICE) { /* in place (out == the base): only the part's bytes move */
         const tp_vertex *P = tp_graph_vertex(g, v->inputs[1]);
-        uint64_t es = tp_dtype_size(v->dtype), outer = 1, inner = 1, oext = (uint64_t)v->shape[kp->axis];
+        uint64_t es = tp_dtype_size(v->dtype), outer, inner, oext = (uint64_t)v->shape[kp->axis];
         uint64_t len = (uint64_t)kp->length;
-        for (int i = 0; i < kp->axis; i++) outer *= (uint64_t)v->shape[i];
-        for (int i = (int)kp->axis + 1; i < v->ndim; i++) inner *= (uint64_t)v->shape[i];
+        tp__axis_blocks(v, kp->axis, &outer, &inner);
         if (out != in[0]) memcpy(out, in[0], n * es);
         const float *pf = as_f32(in[1], P->dtype, tp__numel(P), &sc);
         for (uint64_t q = 0; q < outer; q++)
@@ -582,9 +592,8 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
             break;
         }
         /* slice and concat: outer x (axis extent x inner) blocks */
-        uint64_t outer = 1, inner = 1;
-        for (int i = 0; i < kp->axis; i++) outer *= (uint64_t)v->shape[i];
-        for (int i = (int)kp->axis + 1; i < nd; i++) inner *= (uint64_t)v->shape[i];
+        uint64_t outer, inner;
+        tp__axis_blocks(v, kp->axis, &outer, &inner);
         if (kp->op == TP__OP_SLICE) {
             uint64_t ext = (uint64_t)x0->shape[kp->axis], len = (uint64_t)kp->length;
             for (uint64_t q = 0; q < outer; q++)

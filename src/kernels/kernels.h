@@ -33,9 +33,14 @@ typedef struct tp__kplan {
 /* Elements of v's shape. */
 uint64_t tp__numel(const tp_vertex *v);
 
-/* 1 when kernel op may write its output over its input k (the kernel reads every element of
- * it before writing the same element, or, for write_slice's base, leaves it where it is). */
-int tp__op_inplace_ok(tp__opcode op, uint32_t k);
+/* 1 when kernel v (prepared into kp) may write its output over its input k: element for
+ * element (same element count and size) and an op that reads each element before it writes
+ * it (or, write_slice's base, leaves it where it is). */
+int tp__kernel_inplace_ok(const tp_graph *g, uint32_t v, const tp__kplan *kp, uint32_t k);
+
+/* Elements of v's shape before `axis` (*outer) and after it (*inner): slice, concat and
+ * write_slice move outer blocks of (extent along the axis x inner) elements. */
+void tp__axis_blocks(const tp_vertex *v, int64_t axis, uint64_t *outer, uint64_t *inner);
 
 /* Name of an op code ("matmul"). */
 const char *tp__op_name(tp__opcode op);

@@ -328,9 +328,8 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
     }
     case TP__OP_WRITE_SLICE: { /* in place (out == the base): only the part's rows move */
         const tp_vertex *P = tp_graph_vertex(c->pc.g, v->inputs[1]);
-        uint64_t outer = 1, inner = 1, es = tp_dtype_size(v->dtype), len = (uint64_t)kp->length;
-        for (int i = 0; i < kp->axis; i++) outer *= (uint64_t)v->shape[i];
-        for (int i = (int)kp->axis + 1; i < v->ndim; i++) inner *= (uint64_t)v->shape[i];
+        uint64_t outer, inner, es = tp_dtype_size(v->dtype), len = (uint64_t)kp->length;
+        tp__axis_blocks(v, kp->axis, &outer, &inner);
         if (out != in[0]) e = (int)cudaMemcpyAsync(out, in[0], tp__numel(v) * es, cudaMemcpyDeviceToDevice, st);
         if (!e)
             e = tp__cu_copy_rows(st, in[1], P->dtype, (uint8_t *)out + (uint64_t)kp->start * inner * es, dto, outer, len * inner,
@@ -338,9 +337,8 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
         break;
     }
     case TP__OP_SLICE: case TP__OP_CONCAT: {
-        uint64_t outer = 1, inner = 1;
-        for (int i = 0; i < kp->axis; i++) outer *= (uint64_t)v->shape[i];
-        for (int i = (int)kp->axis + 1; i < v->ndim; i++) inner *= (uint64_t)v->shape[i];
+        uint64_t outer, inner;
+        tp__axis_blocks(v, kp->axis, &outer, &inner);
         if (kp->op == TP__OP_SLICE) {
             uint64_t ext = (uint64_t)x0->shape[kp->axis], len = (uint64_t)kp->length;
             const uint8_t *src = (const uint8_t *)in[0] + (uint64_t)kp->start * inner * tp_dtype_size(x0->dtype);
