@@ -2,41 +2,19 @@
 #include <string.h>
 #include "turnip/turnip.h"
 #include "harness.h"
+#include "plan_check.h"
 
 #ifndef TP_SOURCE_DIR
 #define TP_SOURCE_DIR "."
 #endif
-
-static tp_graph *load(const char *json)
-{
-    tp_graph *g;
-    tp_error e;
-    ASSERT_OK_ERR(tp_graph_read_string(json, "t", &g, &e), e);
-    return g;
-}
 
 static tp_memgraph *plan_verified(const tp_graph *g, const tp_plan_opts *o)
 {
     tp_memgraph *mg;
     tp_error e;
     ASSERT_OK_ERR(tp_plan(g, o, &mg, &e), e);
-    char *text;
-    size_t len;
-    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &text, &len, &e), e);
-    ASSERT_OK_ERR(tp_verify_json(text, len, "plan", g, &e), e);
-    free(text);
+    verify(mg, g);
     return mg;
-}
-
-static int count_kind(const tp_memgraph *mg, tp_mkind k)
-{
-    int n = 0;
-    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
-        tp_mvertex v;
-        tp_memgraph_vertex(mg, i, &v);
-        n += v.kind == k;
-    }
-    return n;
 }
 
 /* Figure 3 of the paper: six kernels and three transfers on three devices, equal-sized

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "turnip/turnip.h"
 #include "harness.h"
+#include "plan_check.h"
 
 enum { N = 8 }; /* every value is an N x N f32 matrix (256 B) */
 
@@ -105,27 +106,6 @@ static float *read_outputs(tp_exec *x, const tp_memgraph *mg, tp_error *e)
     return o;
 }
 
-static void verify(const tp_memgraph *mg, const tp_graph *g)
-{
-    char *text;
-    size_t len;
-    tp_error e;
-    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &text, &len, &e), e);
-    ASSERT_OK_ERR(tp_verify_json(text, len, "plan", g, &e), e);
-    free(text);
-}
-
-static int count_kind(const tp_memgraph *mg, tp_mkind k)
-{
-    int n = 0;
-    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
-        tp_mvertex v;
-        tp_memgraph_vertex(mg, i, &v);
-        n += v.kind == k;
-    }
-    return n;
-}
-
 TEST(session_random_sequences_match_fresh_runs)
 {
     int resident_runs = 0, inplace_plans = 0, evicting = 0;
@@ -200,14 +180,6 @@ TEST(session_random_sequences_match_fresh_runs)
     CHECKF(resident_runs >= 25, "only %d runs started with resident inputs", resident_runs);
     CHECKF(inplace_plans >= 20, "only %d in-place kernels planned", inplace_plans);
     CHECKF(evicting >= 10, "only %d plans offloaded anything", evicting);
-}
-
-static tp_graph *load(const char *json)
-{
-    tp_graph *g;
-    tp_error e;
-    ASSERT_OK_ERR(tp_graph_read_string(json, "t", &g, &e), e);
-    return g;
 }
 
 /* An optimizer-like step: w2 = w + g written over w, then evicted by a kernel that needs the
@@ -287,6 +259,20 @@ TEST(session_inplace_value_evicted_and_kept_is_never_stale)
     tp_graph_free(g);
 }
 
+/* a plain executor for mg on the cpu backend is refused with status want, saying msg */
+static void exec_refused(const tp_memgraph *mg, tp_status want, const char *msg)
+{
+    tp_backend *be;
+    tp_error e;
+    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_exec *x = NULL;
+    ASSERT_EQ(tp_exec_new(mg, be, &ro, &x, &e), want);
+    CHECKF(strstr(e.msg, msg), "message: %s", e.msg);
+    tp_backend_free(be);
+}
+
 /* A resident input needs a session: a plain executor refuses the plan. */
 TEST(session_resident_plan_needs_a_session)
 {
@@ -300,18 +286,11 @@ TEST(session_resident_plan_needs_a_session)
     tp_plan_opts_init(&po, 1, 1024);
     tp_memgraph *mg;
     ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
-    tp_backend *be;
-    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
-    tp_run_opts ro;
-    tp_run_opts_init(&ro);
-    tp_exec *x = NULL;
-    ASSERT_EQ(tp_exec_new(mg, be, &ro, &x, &e), TP_ERR_ARG);
-    CHECKF(strstr(e.msg, "session"), "message: %s", e.msg);
+    exec_refused(mg, TP_ERR_ARG, "session");
     /* and a resident region outside the device is refused by the planner */
     tp_memgraph_free(mg);
     tp_plan_opts_init(&po, 1, 300);
     ASSERT_EQ(tp_plan(g, &po, &mg, &e), TP_ERR_INFEASIBLE);
-    tp_backend_free(be);
     tp_graph_free(g);
 }
 
@@ -456,15 +435,7 @@ TEST(session_inplace_needs_element_for_element)
                                 "{\"id\": \"k\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"add\", \"inputs\": [\"a\", \"s\"],"
                                 " \"dtype\": \"bf16\", \"shape\": [2, 64], \"inplace\": 1}], \"outputs\": [\"k\"]}",
                                 1 << 20, &g);
-    tp_backend *be;
-    tp_error e;
-    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
-    tp_run_opts ro;
-    tp_run_opts_init(&ro);
-    tp_exec *x = NULL;
-    ASSERT_EQ(tp_exec_new(mg, be, &ro, &x, &e), TP_ERR_INVALID);
-    CHECKF(strstr(e.msg, "cannot write its output over its input 1"), "message: %s", e.msg);
-    tp_backend_free(be);
+    exec_refused(mg, TP_ERR_INVALID, "cannot write its output over its input 1");
     tp_memgraph_free(mg);
     tp_graph_free(g);
 }
