@@ -439,3 +439,172 @@ TEST(session_inplace_needs_element_for_element)
     tp_memgraph_free(mg);
     tp_graph_free(g);
 }
+
+/* ---- cache tensors (issue 12): resident inputs with "load" and "pin" -------------------- */
+
+/* One step of a decode-like plan over cache tensors on one device: w (pinned; loaded by the
+ * plan when `load_w`), kv (pinned, no host copy, appended in place at row t), pf (pinned and
+ * loaded, read by nothing: a prefetch), x and big (plain inputs), filler temporaries that
+ * press on the memory around the pinned regions. */
+static void pin_graph(char *buf, size_t n, int t, int load_w, int pin, int nbig)
+{
+    snprintf(buf, n,
+             "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+             "{\"id\": \"w\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [4, 8],"
+             " \"resident\": {\"offset\": 1024, \"load\": %s, \"pin\": %s}},"
+             "{\"id\": \"kv\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [16, 8],"
+             " \"resident\": {\"offset\": 2048, \"host_copy\": false, \"pin\": %s}},"
+             "{\"id\": \"pf\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [64],"
+             " \"resident\": {\"offset\": 3072, \"load\": true, \"pin\": %s}},"
+             "{\"id\": \"x\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [1, 4]},"
+             "{\"id\": \"big\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [%d]},"
+             "{\"id\": \"y\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"matmul\", \"inputs\": [\"x\", \"w\"],"
+             " \"dtype\": \"f32\", \"shape\": [1, 8]},"
+             "{\"id\": \"b1\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"scale\", \"inputs\": [\"big\"],"
+             " \"dtype\": \"f32\", \"shape\": [%d], \"attrs\": {\"alpha\": 2}},"
+             "{\"id\": \"b2\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"scale\", \"inputs\": [\"b1\"],"
+             " \"dtype\": \"f32\", \"shape\": [%d], \"attrs\": {\"alpha\": 3}},"
+             "{\"id\": \"kv2\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"write_slice\", \"inputs\": [\"kv\", \"y\"],"
+             " \"dtype\": \"f32\", \"shape\": [16, 8], \"attrs\": {\"axis\": 0, \"start\": %d}, \"inplace\": 0},"
+             "{\"id\": \"s\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"slice\", \"inputs\": [\"kv2\"],"
+             " \"dtype\": \"f32\", \"shape\": [%d, 8], \"attrs\": {\"axis\": 0, \"start\": 0, \"length\": %d}},"
+             "{\"id\": \"b3\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"scale\", \"inputs\": [\"b2\"],"
+             " \"dtype\": \"f32\", \"shape\": [%d], \"attrs\": {\"alpha\": 1}}],"
+             " \"outputs\": [\"s\", \"b3\"]}",
+             load_w ? "true" : "false", pin ? "true" : "false", pin ? "true" : "false", pin ? "true" : "false", nbig, nbig, nbig,
+             t, t + 1, t + 1, nbig);
+}
+
+/* the MemGraph vertex writing task `id`'s first device copy, and its kind */
+static tp_mvertex first_copy(const tp_memgraph *mg, const tp_graph *g, const char *id)
+{
+    tp_mvertex v, none = {0};
+    int64_t t = tp_graph_find(g, id);
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_memgraph_vertex(mg, i, &v);
+        if ((int64_t)v.task == t && v.write.space == TP_SPACE_DEVICE) return v;
+    }
+    return none;
+}
+
+TEST(session_pinned_cache_tensors_stay_and_load_in_place)
+{
+    enum { CAP = 4096 + 1024 };
+    tp_error e;
+    tp_backend *be;
+    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+    uint64_t cap = CAP;
+    tp_session *ss;
+    ASSERT_OK_ERR(tp_session_new(be, 1, &cap, 1 << 16, &ss, &e), e);
+    float w[32], pf[64], big[96], kvwant[16 * 8];
+    for (int i = 0; i < 32; i++) w[i] = (float)(i % 7) - 3.0f;
+    for (int i = 0; i < 64; i++) pf[i] = (float)i * 0.5f;
+    for (int i = 0; i < 96; i++) big[i] = (float)i;
+    memset(kvwant, 0, sizeof kvwant);
+    for (int t = 0; t < 4; t++) {
+        char text[4096];
+        pin_graph(text, sizeof text, t, t == 0, 1, 96);
+        tp_graph *g;
+        tp_memgraph *mg = plan_text(text, cap, &g);
+        tp_mvertex vw = first_copy(mg, g, "w"), vpf = first_copy(mg, g, "pf");
+        ASSERT_EQ(vw.kind, t == 0 ? TP_M_RELOAD : TP_M_RESIDENT); /* loaded by the first plan, there after */
+        ASSERT_EQ(vw.write.offset, 1024u);
+        ASSERT_EQ(vpf.kind, TP_M_RELOAD);
+        ASSERT_EQ(vpf.write.offset, 3072u);
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        tp_exec *x;
+        ASSERT_OK_ERR(tp_exec_new_in(ss, mg, &ro, &x, &e), e);
+        float xin[4] = {1.0f + (float)t, -1.0f, 0.5f, 2.0f};
+        for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+            tp_mvertex v;
+            tp_memgraph_vertex(mg, i, &v);
+            if (v.kind != TP_M_INPUT) continue;
+            const char *id = tp_graph_vertex(g, v.task)->id;
+            const void *src = !strcmp(id, "w") ? (const void *)w : !strcmp(id, "pf") ? (const void *)pf : !strcmp(id, "x") ? (const void *)xin : (const void *)big;
+            ASSERT_OK_ERR(tp_exec_write(x, &v.write, src, &e), e);
+        }
+        tp_run_summary sum;
+        ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+        for (int j = 0; j < 8; j++) { /* naive reference of y = x w */
+            float acc = 0;
+            for (int k = 0; k < 4; k++) acc += xin[k] * w[k * 8 + j];
+            kvwant[t * 8 + j] = acc;
+        }
+        float kv[16 * 8], got_pf[64], got_w[32];
+        tp_region r = {TP_SPACE_DEVICE, 0, 2048, sizeof kv};
+        ASSERT_OK_ERR(tp_exec_read(x, &r, kv, &e), e);
+        CHECKF(!memcmp(kv, kvwant, sizeof kv), "step %d: the pinned cache is not the rows appended so far", t);
+        r = (tp_region){TP_SPACE_DEVICE, 0, 3072, sizeof got_pf};
+        ASSERT_OK_ERR(tp_exec_read(x, &r, got_pf, &e), e);
+        CHECK(!memcmp(got_pf, pf, sizeof pf)); /* the prefetch landed in its region */
+        r = (tp_region){TP_SPACE_DEVICE, 0, 1024, sizeof got_w};
+        ASSERT_OK_ERR(tp_exec_read(x, &r, got_w, &e), e);
+        CHECK(!memcmp(got_w, w, sizeof w));
+        tp_exec_free(x);
+        tp_memgraph_free(mg);
+        tp_graph_free(g);
+    }
+    tp_session_free(ss);
+    tp_backend_free(be);
+}
+
+TEST(session_pinned_regions_are_checked)
+{
+    char text[4096];
+    tp_error e;
+    /* 2 KiB values need a window of 2 KiB, which any place on a 4 KiB device shares with a
+     * pinned region: the same plan made without "pin" must overwrite one, and against the
+     * pinned declaration the verifier must refuse it */
+    pin_graph(text, sizeof text, 2, 1, 0, 256);
+    tp_graph *g0 = load(text);
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, 1, 4096);
+    po.order = TP_ORDER_TOPO;
+    tp_memgraph *mg;
+    ASSERT_OK_ERR(tp_plan(g0, &po, &mg, &e), e);
+    pin_graph(text, sizeof text, 2, 1, 1, 256);
+    tp_graph *g1 = load(text);
+    char *js;
+    size_t len;
+    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &js, &len, &e), e);
+    tp_status st = tp_verify_json(js, len, "plan", g1, &e);
+    CHECKF(st == TP_ERR_CHECK && strstr(e.msg, "pinned"), "verifier: %s", st ? e.msg : "accepted");
+    free(js);
+    tp_memgraph_free(mg);
+    /* pinned regions leave no 2 KiB window: a clear refusal */
+    tp_plan_opts_init(&po, 1, 4096);
+    st = tp_plan(g1, &po, &mg, &e);
+    CHECKF(st == TP_ERR_INFEASIBLE && strstr(e.msg, "pinned"), "plan: %s", st ? e.msg : "planned");
+    tp_graph_free(g1);
+    tp_graph_free(g0);
+    /* an in-place update of a pinned input that something else reads after it */
+    const char *bad = "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+                      "{\"id\": \"kv\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [4, 2],"
+                      " \"resident\": {\"offset\": 0, \"pin\": true}},"
+                      "{\"id\": \"r\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [1, 2]},"
+                      "{\"id\": \"kv2\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"write_slice\", \"inputs\": [\"kv\", \"r\"],"
+                      " \"dtype\": \"f32\", \"shape\": [4, 2], \"attrs\": {\"axis\": 0, \"start\": 1}, \"inplace\": 0},"
+                      "{\"id\": \"c\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"scale\", \"inputs\": [\"kv\"],"
+                      " \"dtype\": \"f32\", \"shape\": [4, 2]}], \"outputs\": [\"kv2\", \"c\"]}";
+    tp_graph *g2 = load(bad);
+    tp_plan_opts_init(&po, 1, 1 << 16);
+    po.order = TP_ORDER_TOPO;
+    st = tp_plan(g2, &po, &mg, &e);
+    CHECKF(st == TP_ERR_INFEASIBLE && strstr(e.msg, "pinned input 'kv' in place"), "plan: %s", st ? e.msg : "planned");
+    tp_graph_free(g2);
+    /* flags need a resident declaration, and "load" a host copy */
+    tp_graph *g3 = tp_graph_new(1);
+    int64_t sh[1] = {4};
+    uint32_t v;
+    ASSERT_OK_ERR(tp_graph_add_input(g3, "a", 0, TP_DT_F32, 1, sh, 0, &v, &e), e);
+    CHECK(tp_graph_set_resident_flags(g3, v, TP_RESIDENT_PIN, &e) == TP_ERR_ARG);
+    ASSERT_OK_ERR(tp_graph_set_resident(g3, v, 0, 0, &e), e);
+    CHECK(tp_graph_set_resident_flags(g3, v, TP_RESIDENT_LOAD, &e) == TP_ERR_ARG);
+    CHECK(tp_graph_set_resident_flags(g3, v, 8, &e) == TP_ERR_ARG);
+    ASSERT_OK_ERR(tp_graph_set_resident_flags(g3, v, TP_RESIDENT_PIN, &e), e);
+    ASSERT_EQ(tp_graph_resident_flags(g3, v), TP_RESIDENT_PIN);
+    tp_graph_clear_resident(g3);
+    ASSERT_EQ(tp_graph_resident_flags(g3, v), 0u);
+    tp_graph_free(g3);
+}

@@ -100,6 +100,18 @@ tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int ho
 tp_status tp_graph_set_inplace(tp_graph *g, uint32_t v, int k, tp_error *err);
 tp_status tp_graph_set_keep(tp_graph *g, uint32_t v, tp_error *err);
 void tp_graph_clear_resident(tp_graph *g);
+/* Cache tensors (issue 12): flags of a resident input, set after tp_graph_set_resident
+ * (tp_graph_clear_resident clears them). LOAD: its bytes are not on the device yet; the plan
+ * loads them from the input's host copy into exactly its region before any use (the host copy
+ * must be valid). PIN: it holds its region through the whole plan and after it: never evicted,
+ * moved or freed, whether or not anything reads it (a kernel declared in place on it takes the
+ * region over, and that value is pinned in turn: a KV-cache append). A pinned input needs no
+ * "keep". TP_ERR_ARG when v is not declared resident, LOAD without a host copy, or unknown bits. */
+#define TP_RESIDENT_LOAD 1u
+#define TP_RESIDENT_PIN 2u
+tp_status tp_graph_set_resident_flags(tp_graph *g, uint32_t v, unsigned flags, tp_error *err);
+/* The flags of a resident input (0 when none or not resident). */
+unsigned tp_graph_resident_flags(const tp_graph *g, uint32_t v);
 /* Before finalize the setters check only that v exists, k >= 0 and that v is not
  * kept twice; tp_graph_finalize checks the rest (TP_ERR_INVALID, naming the vertex): resident
  * only on inputs, offset a multiple of the alignment of the input's bytes (docs/formats.md)

@@ -524,6 +524,7 @@ tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int ho
     s->resident = 1;
     s->res_off = offset;
     s->no_host = !host_copy;
+    s->rflags = 0;
     return TP_OK;
 }
 
@@ -537,10 +538,28 @@ tp_status tp_graph_set_inplace(tp_graph *g, uint32_t v, int k, tp_error *err)
     return TP_OK;
 }
 
+tp_status tp_graph_set_resident_flags(tp_graph *g, uint32_t v, unsigned flags, tp_error *err)
+{
+    const tp__sess *c = sess_get(g, v);
+    if (!c || !c->resident) return tp__fail(err, TP_ERR_ARG, "resident flags: vertex %u is not declared resident", v);
+    if (flags & ~(TP_RESIDENT_LOAD | TP_RESIDENT_PIN))
+        return tp__fail(err, TP_ERR_ARG, "vertex '%s': unknown resident flags 0x%x", g->v[v].id, flags);
+    if ((flags & TP_RESIDENT_LOAD) && c->no_host)
+        return tp__fail(err, TP_ERR_ARG, "vertex '%s': 'load' needs a host copy to load from (host_copy is false)", g->v[v].id);
+    g->sess[v].rflags = (uint8_t)flags;
+    return TP_OK;
+}
+
+unsigned tp_graph_resident_flags(const tp_graph *g, uint32_t v)
+{
+    const tp__sess *s = sess_get(g, v);
+    return s && s->resident ? s->rflags : 0;
+}
+
 void tp_graph_clear_resident(tp_graph *g)
 {
     for (size_t i = 0; i < g->cap_sess; i++) {
-        g->sess[i].resident = g->sess[i].no_host = 0;
+        g->sess[i].resident = g->sess[i].no_host = g->sess[i].rflags = 0;
         g->sess[i].res_off = 0;
     }
 }

@@ -10,6 +10,7 @@ typedef struct tp__sess {
     uint64_t res_off;   /* resident: offset on the input's device */
     uint8_t resident;   /* 1: the input is on its device when the plan starts */
     uint8_t no_host;    /* 1: resident with "host_copy": false (no valid host copy) */
+    uint8_t rflags;     /* resident: TP_RESIDENT_LOAD | TP_RESIDENT_PIN (cache tensors, issue 12) */
     uint8_t keep;       /* 1: in the top-level "keep" list */
     uint32_t inplace1;  /* in-place argument K + 1; 0 when none */
 } tp__sess;

@@ -97,15 +97,19 @@ static tp_status read_vertex(rctx *c, tp_graph *g, size_t i, json_t *jv, json_t 
     }
     /* sessions (issue 11); which kinds may carry them is checked by tp_graph_finalize */
     int resident = 0, host_copy = 1;
+    unsigned rflags = 0;
     int64_t res_off = 0, inplace = -1;
     json_t *jr = json_object_get(jv, "resident");
     if (jr) {
-        json_t *jh = json_object_get(jr, "host_copy");
+        json_t *jh = json_object_get(jr, "host_copy"), *jl = json_object_get(jr, "load"), *jpn = json_object_get(jr, "pin");
         if (!json_is_object(jr) || !get_int(json_object_get(jr, "offset"), &res_off) || res_off < 0)
             return bad(c, i, id, "field 'resident' must be {\"offset\": N} with N a non-negative integer");
         if (jh && !json_is_boolean(jh)) return bad(c, i, id, "field 'resident': 'host_copy' must be true or false");
+        if ((jl && !json_is_boolean(jl)) || (jpn && !json_is_boolean(jpn)))
+            return bad(c, i, id, "field 'resident': 'load' and 'pin' must be true or false");
         resident = 1;
         host_copy = !jh || json_is_true(jh);
+        rflags = (json_is_true(jl) ? TP_RESIDENT_LOAD : 0u) | (json_is_true(jpn) ? TP_RESIDENT_PIN : 0u);
     }
     json_t *jp = json_object_get(jv, "inplace");
     if (jp && (!get_int(jp, &inplace) || inplace < 0 || inplace > INT32_MAX))
@@ -153,6 +157,7 @@ static tp_status read_vertex(rctx *c, tp_graph *g, size_t i, json_t *jv, json_t 
                                 shape, bytes, attrs, flops, &idx, &sub);
     free(attrs);
     if (!s && resident) s = tp_graph_set_resident(g, idx, (uint64_t)res_off, host_copy, &sub);
+    if (!s && rflags) s = tp_graph_set_resident_flags(g, idx, rflags, &sub);
     if (!s && inplace >= 0) s = tp_graph_set_inplace(g, idx, (int)inplace, &sub);
     if (s) return tp__fail(c->err, s == TP_ERR_NOMEM ? s : TP_ERR_INVALID, "%s: vertices[%zu]: %s",
                            c->name, i, sub.msg);
@@ -324,8 +329,9 @@ tp_status tp_graph_write(const tp_graph *g, FILE *f, tp_error *err)
         if (v->flops > 0) fprintf(f, ", \"flops\": %.17g", v->flops);
         const tp__sess *ss = i < g->cap_sess ? &g->sess[i] : NULL; /* sessions: only what was set */
         if (ss && ss->resident)
-            fprintf(f, ", \"resident\": {\"offset\": %llu%s}", (unsigned long long)ss->res_off,
-                    ss->no_host ? ", \"host_copy\": false" : "");
+            fprintf(f, ", \"resident\": {\"offset\": %llu%s%s%s}", (unsigned long long)ss->res_off,
+                    ss->no_host ? ", \"host_copy\": false" : "", ss->rflags & TP_RESIDENT_LOAD ? ", \"load\": true" : "",
+                    ss->rflags & TP_RESIDENT_PIN ? ", \"pin\": true" : "");
         if (ss && ss->inplace1) fprintf(f, ", \"inplace\": %u", ss->inplace1 - 1);
         fprintf(f, "}%s\n", i + 1 < g->n ? "," : "");
     }

@@ -51,6 +51,9 @@ typedef struct planner {
     uint8_t *must;     /* kept and nowhere else at the end: kept outputs, kept inputs without a
                           host copy (resident, "host_copy": false); reloaded at the end */
     int32_t *inpl;     /* per TaskGraph vertex: the input index it overwrites in place, or -1 */
+    uint8_t *pin;      /* pinned resident inputs (TP_RESIDENT_PIN) and kernels in place on them:
+                          their blocks are never evicted, moved or freed (also keep[]: stays) */
+    uint64_t pinned[TP_MAX_DEVICES]; /* bytes of pinned inputs per device */
     int ending;        /* the loop is done: 1 kept outputs are being placed, 2 kept inputs trimmed */
     size_t capkept;
     int only_dead;     /* eviction may take dead kept inputs with a host copy only */
@@ -321,7 +324,7 @@ static tp__victim_score score_victim(void *ctx, uint32_t x)
     uint64_t nu = next_use(P, x);
     /* values needed at or before pin_pos stay (a forced step pins e's inputs; a horizon step
      * the inputs of everything it has allocated); so do values nobody will read */
-    s.pinned = nu <= P->pin_pos || (nu == INF_USE && !P->is_out[x] && !P->keep[x]) ||
+    s.pinned = nu <= P->pin_pos || P->pin[x] || (nu == INF_USE && !P->is_out[x] && !P->keep[x]) ||
                (P->ending && P->must[x]) || (P->ending == 2 && !P->keep[x]) ||
                (P->only_dead && !(P->keep[x] && !P->is_out[x] && nu == INF_USE && P->hcopy[x] != TP__NONE));
     s.next_use = nu;
@@ -442,7 +445,7 @@ static void compact(planner *P, int d, uint32_t p)
         return;
     }
     for (uint32_t b = P->dev[d].head; b != TP__NONE; b = P->dev[d].b[b].next)
-        if (P->dev[d].b[b].owner != TP__NONE) P->victims[nvict++] = P->dev[d].b[b].owner;
+        if (P->dev[d].b[b].owner != TP__NONE && !P->pin[P->dev[d].b[b].owner]) P->victims[nvict++] = P->dev[d].b[b].owner;
     for (uint32_t i = 0; i < nvict && !P->st; i++) evict(P, P->victims[i]);
     need *nd = malloc((v->ninputs + 1) * sizeof *nd);
     if (!nd) {
@@ -454,7 +457,7 @@ static void compact(planner *P, int d, uint32_t p)
         uint32_t stamp = distinct_begin(P);
         for (uint32_t k = 0; k < v->ninputs; k++) {
             uint32_t x = v->inputs[k];
-            if (first_time(P, x, stamp))
+            if (first_time(P, x, stamp) && P->dcopy[x] == TP__NONE) /* pinned inputs stay where they are */
                 nd[nn++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
         }
     }
@@ -463,8 +466,8 @@ static void compact(planner *P, int d, uint32_t p)
     for (uint32_t i = 0; i < nn && !P->st; i++) {
         uint64_t addr;
         if (!tp__alloc_find(&P->dev[d], nd[i].bytes, TP__FIT_LOWEST, &addr)) {
-            P->st = tp__fail(P->err, TP_ERR_INFEASIBLE, "vertex '%s': cannot pack its tensors on device %d (internal error)",
-                             v->id, d);
+            P->st = tp__fail(P->err, TP_ERR_INFEASIBLE, "vertex '%s': cannot pack its tensors on device %d%s", v->id, d,
+                             P->pinned[d] ? " around the pinned resident inputs (they fragment it)" : " (internal error)");
             break;
         }
         if (nd[i].output) do_output(P, p, addr);
@@ -522,6 +525,7 @@ static void exec(planner *P, uint32_t p)
             P->dblk[t] = P->dblk[x];
             P->drd[t] = TP__NONE;
             P->dcopy[x] = P->dblk[x] = P->drd[x] = TP__NONE;
+            P->must[x] = 0; /* a pinned input's bytes live on as t's (pinned in turn) */
         }
         if (next_use(P, x) == INF_USE && !P->is_out[x] && !P->keep[x]) {
             if (P->dcopy[x] != TP__NONE) free_device_copy(P, x);
@@ -555,8 +559,20 @@ static tp_status precheck(planner *P)
         int rd = tp_graph_read_device(P->g, t);
         uint64_t in;
         tp__vertex_need(P->g, t, P->vmark, distinct_begin(P), &in);
-        char b1[32], b2[32];
+        char b1[32], b2[32], b3[32];
         uint64_t out = P->inpl[t] >= 0 ? 0 : v->bytes; /* in place: no new bytes */
+        if (P->pinned[rd] || P->pinned[v->device]) { /* pinned inputs hold their bytes all along */
+            uint64_t pin_in = 0, stamp = distinct_begin(P);
+            for (uint32_t k = 0; k < v->ninputs; k++)
+                if (first_time(P, v->inputs[k], (uint32_t)stamp) && P->pin[v->inputs[k]]) pin_in += V_(P, v->inputs[k])->bytes;
+            uint64_t other = P->pinned[rd] - (pin_in < P->pinned[rd] ? pin_in : P->pinned[rd]);
+            uint64_t want = (rd == v->device ? in + out : in) - pin_in;
+            if (other > P->dev[rd].cap || want > P->dev[rd].cap - other)
+                return tp__fail(P->err, TP_ERR_INFEASIBLE,
+                                "vertex '%s': needs %s on device %d beside the %s of pinned resident inputs, capacity is %s", v->id,
+                                tp_format_size(want, b1, sizeof b1), rd, tp_format_size(other, b3, sizeof b3),
+                                tp_format_size(P->dev[rd].cap, b2, sizeof b2));
+        }
         if (rd == v->device) {
             if (in + out > P->need_max[rd]) P->need_max[rd] = in + out;
         } else {
@@ -642,6 +658,7 @@ static void planner_free(planner *P)
     free(P->keep);
     free(P->must);
     free(P->inpl);
+    free(P->pin);
     free(P->dcopy);
     free(P->dblk);
     free(P->drd);
@@ -678,6 +695,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     P->keep = calloc(n + 1, 1);
     P->must = calloc(n + 1, 1);
     P->inpl = malloc((n + 1) * sizeof *P->inpl);
+    P->pin = calloc(n + 1, 1);
     P->dcopy = malloc((n + 1) * sizeof *P->dcopy);
     P->dblk = malloc((n + 1) * sizeof *P->dblk);
     P->drd = malloc((n + 1) * sizeof *P->drd);
@@ -688,7 +706,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     P->mgv = malloc((n + 1) * sizeof *P->mgv);
     P->mg->order_pos = malloc((n + 1) * sizeof *P->mg->order_pos);
     if (!order || !P->V || !P->pos || !P->use_cur || !P->is_out || !P->loaded ||
-        !P->rdone || !P->wdone || !P->keep || !P->must || !P->inpl || !P->dcopy || !P->dblk || !P->drd || !P->hcopy || !P->hblk ||
+        !P->rdone || !P->wdone || !P->keep || !P->must || !P->inpl || !P->pin || !P->dcopy || !P->dblk || !P->drd || !P->hcopy || !P->hblk ||
         !P->hrd || !P->vmark || !P->mgv || !P->mg->order_pos) {
         free(order);
         return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
@@ -728,8 +746,10 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
      * the sizes agree); elsewhere the kernel runs out of place */
     for (uint32_t x = 0; x < n; x++) {
         int host_copy = 1;
-        P->keep[x] = (uint8_t)tp_graph_keep(g, x);
-        P->must[x] = P->keep[x] && (P->is_out[x] || (tp_graph_resident(g, x, NULL, &host_copy) && !host_copy));
+        P->pin[x] = (tp_graph_resident_flags(g, x) & TP_RESIDENT_PIN) != 0;
+        P->keep[x] = (uint8_t)(tp_graph_keep(g, x) || P->pin[x]);
+        P->must[x] = P->pin[x] || (P->keep[x] && (P->is_out[x] || (tp_graph_resident(g, x, NULL, &host_copy) && !host_copy)));
+        if (P->pin[x]) P->pinned[V_(P, x)->device] += V_(P, x)->bytes;
         P->nkeep_in += P->keep[x] && !P->is_out[x];
         P->inpl[x] = -1;
     }
@@ -739,16 +759,23 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         const tp_vertex *v = V_(P, t);
         uint32_t x = v->inputs[k], reads = 0;
         for (uint32_t j = 0; j < v->ninputs; j++) reads += v->inputs[j] == x;
-        if (reads == 1 && !P->is_out[x] && !P->keep[x] && V_(P, x)->bytes == v->bytes &&
-            P->use_pos[cons_off[x + 1] - 1] == P->pos[t])
+        if (reads == 1 && !P->is_out[x] && (!P->keep[x] || P->pin[x]) && V_(P, x)->bytes == v->bytes &&
+            P->use_pos[cons_off[x + 1] - 1] == P->pos[t]) {
             P->inpl[t] = k;
+            if (P->pin[x]) P->pin[t] = P->keep[t] = 1; /* pinned in turn (inputs come before their kernels) */
+        } else if (P->pin[x]) {
+            return tp__fail(P->err, TP_ERR_INFEASIBLE,
+                            "kernel '%s' updates pinned input '%s' in place, but '%s' is %s: the pinned region would not be updated",
+                            v->id, V_(P, x)->id, V_(P, x)->id,
+                            reads != 1 ? "also another of its arguments" : P->is_out[x] ? "an output" : "read after it");
+        }
     }
     /* bytes dying at each position, per device (a value dies after its last use) */
     P->dies = calloc((size_t)P->nd * (P->npos + 1), sizeof *P->dies);
     if (!P->dies) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
     for (uint32_t x = 0; x < n; x++) {
         uint32_t nu = P->use_off[x + 1] - P->use_off[x];
-        if (!nu || P->is_out[x]) continue; /* kept inputs: droppable once dead, as good as freed */
+        if (!nu || P->is_out[x] || P->pin[x]) continue; /* kept inputs: droppable once dead, as good as freed */
         uint32_t last = P->use_pos[P->use_off[x + 1] - 1];
         if (last + 1 <= P->npos) P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + last + 1] += V_(P, x)->bytes;
     }
@@ -815,6 +842,11 @@ static tp_status place_resident(planner *P)
             s = tp__fail(P->err, TP_ERR_INVALID, "resident inputs '%s' and '%s' overlap on device %d",
                          V_(P, (uint32_t)r[i - 1][2])->id, V_(P, x)->id, d);
         if (s) break;
+        if (tp_graph_resident_flags(P->g, x) & TP_RESIDENT_LOAD) { /* a cache tensor's load: into its region, first */
+            do_reload(P, x, d, off);
+            if ((s = P->st)) break;
+            continue;
+        }
         uint32_t blk = take(P, &P->dev[d], off, bytes, x);
         uint32_t m = new_mv(P, TP_M_RESIDENT, x, d, TP_SPACE_DEVICE, off, bytes, NULL, 0);
         if ((s = P->st)) break;
@@ -844,10 +876,10 @@ static void repack_must(planner *P, int d)
         return;
     }
     for (uint32_t b = P->dev[d].head; b != TP__NONE; b = P->dev[d].b[b].next)
-        if (P->dev[d].b[b].owner != TP__NONE) P->victims[nv++] = P->dev[d].b[b].owner;
+        if (P->dev[d].b[b].owner != TP__NONE && !P->pin[P->dev[d].b[b].owner]) P->victims[nv++] = P->dev[d].b[b].owner;
     for (uint32_t i = 0; i < nv && !P->st; i++) evict(P, P->victims[i]);
     for (uint32_t x = 0; x < P->nv; x++)
-        if (P->must[x] && V_(P, x)->device == d) nd[nn++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
+        if (P->must[x] && V_(P, x)->device == d && P->dcopy[x] == TP__NONE) nd[nn++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
     qsort(nd, nn, sizeof *nd, need_cmp);
     for (uint32_t i = 0; i < nn && !P->st; i++) {
         uint64_t addr;
@@ -890,7 +922,7 @@ static tp_status place_kept(planner *P)
             evict_window(P, d, P->need_max[d], P->npos, &addr); /* none: kept outputs fill it, fine */
     }
     for (uint32_t x = 0; x < P->nv && !P->st; x++) {
-        if (!P->keep[x] || P->dcopy[x] == TP__NONE) continue;
+        if (!tp_graph_keep(P->g, x) || P->dcopy[x] == TP__NONE) continue; /* pinned only: not listed */
         if (!TP__GROW(mg->kept, P->capkept, mg->nkept + 1)) return oom(P), P->st;
         mg->kept[mg->nkept++] = P->dcopy[x];
     }

@@ -26,6 +26,11 @@
  * ordered before it (4). `kept` entries, like outputs, hold their task's value intact at the
  * end, on a device; every TaskGraph output in "keep" is among them, and every kept input
  * without a host copy.
+ * Cache tensors (issue 12): an input declared resident with "load" has no resident vertex;
+ * a reload writes exactly its declared region instead. One declared "pin" owns its region
+ * for the whole plan: the only vertices that write any of its bytes are its own resident
+ * vertex or that one load, and kernels in place on the value last written there (a chain,
+ * checked in topological order), each writing exactly the region; nothing else, ever.
  * Reachability queries use the direct edge first, then a backward search pruned by rank. */
 #include <jansson.h>
 #include <stdlib.h>
@@ -271,7 +276,8 @@ static tp_status check_form(V *c)
 static tp_status check_tasks(V *c)
 {
     uint32_t nt = tp_graph_size(c->tg);
-    uint32_t *seen = calloc(2 * (size_t)nt + 1, sizeof *seen), *rseen = seen + nt; /* rseen: resident vertices */
+    uint32_t *seen = calloc(3 * (size_t)nt + 1, sizeof *seen), *rseen = seen + nt; /* rseen: resident vertices */
+    uint32_t *lseen = rseen + nt; /* loads (reloads) of a "load" resident input into its declared region */
     if (!seen) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
     tp_status s = TP_OK;
     for (size_t i = 0; i < c->n && !s; i++) {
@@ -341,6 +347,14 @@ static tp_status check_tasks(V *c)
                      (unsigned long long)x->w.bytes, (unsigned long long)t->bytes);
             break;
         }
+        if (resident && x->kind == K_RELOAD && (tp_graph_resident_flags(c->tg, (uint32_t)x->task) & TP_RESIDENT_LOAD) &&
+            x->w.off == roff)
+            lseen[x->task]++;
+        if (x->kind == K_RESIDENT && (tp_graph_resident_flags(c->tg, (uint32_t)x->task) & TP_RESIDENT_LOAD)) {
+            s = VIOL("vertex %zu (resident %s): the TaskGraph declares it 'load' (not on the device yet); it must be loaded, not resident",
+                     i, x->tname);
+            break;
+        }
         if (x->kind == K_RESIDENT && x->w.off != roff) {
             s = VIOL("vertex %zu (resident %s): writes offset %llu, the TaskGraph declares it resident at offset %llu", i, x->tname,
                      (unsigned long long)x->w.off, (unsigned long long)roff);
@@ -375,7 +389,10 @@ static tp_status check_tasks(V *c)
         const tp_vertex *tv = tp_graph_vertex(c->tg, t);
         if (tv->kind != TP_V_INPUT && !seen[t])
             s = VIOL("TaskGraph %s '%s' is missing from the MemGraph", tv->kind == TP_V_KERNEL ? "kernel" : "transfer", tv->id);
-        else if (tv->kind == TP_V_INPUT && !rseen[t] && tp_graph_resident(c->tg, t, NULL, NULL))
+        else if (tv->kind == TP_V_INPUT && (tp_graph_resident_flags(c->tg, t) & TP_RESIDENT_LOAD)) {
+            if (!lseen[t])
+                s = VIOL("TaskGraph input '%s' is declared resident with 'load', but no reload writes its declared region", tv->id);
+        } else if (tv->kind == TP_V_INPUT && !rseen[t] && tp_graph_resident(c->tg, t, NULL, NULL))
             s = VIOL("TaskGraph input '%s' is declared resident, but the MemGraph has no resident vertex for it", tv->id);
     }
     free(seen);
@@ -566,6 +583,66 @@ static tp_status check_races(V *c)
     return TP_OK;
 }
 
+typedef struct {
+    int dev;
+    uint64_t a, b;
+    uint32_t task;
+    uint32_t last; /* the chain's current vertex, UINT32_MAX before its first write */
+    int loads;
+} pinreg;
+
+static int pin_cmp(const void *x, const void *y)
+{
+    const pinreg *p = x, *q = y;
+    if (p->dev != q->dev) return p->dev < q->dev ? -1 : 1;
+    return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* Pinned regions ("pin"): written only by their own chain (see the top). */
+static tp_status check_pinned(V *c)
+{
+    uint32_t nt = tp_graph_size(c->tg), np = 0;
+    for (uint32_t t = 0; t < nt; t++) np += (tp_graph_resident_flags(c->tg, t) & TP_RESIDENT_PIN) != 0;
+    if (!np) return TP_OK;
+    pinreg *pr = malloc(np * sizeof *pr);
+    if (!pr) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    np = 0;
+    for (uint32_t t = 0; t < nt; t++) {
+        uint64_t off;
+        if (!(tp_graph_resident_flags(c->tg, t) & TP_RESIDENT_PIN) || !tp_graph_resident(c->tg, t, &off, NULL)) continue;
+        const tp_vertex *tv = tp_graph_vertex(c->tg, t);
+        pr[np++] = (pinreg){tv->device, off, off + tv->bytes, t, UINT32_MAX, 0};
+    }
+    qsort(pr, np, sizeof *pr, pin_cmp);
+    tp_status s = TP_OK;
+    for (size_t q = 0; q < c->n && !s; q++) {
+        uint32_t w = c->order[q];
+        const vx *W = &c->v[w];
+        if (W->w.space < 0 || !W->w.bytes) continue;
+        /* the first pinned region on W's device that ends after W's start */
+        size_t lo = 0, hi = np;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (pr[mid].dev < W->w.space || (pr[mid].dev == W->w.space && pr[mid].b <= W->w.off)) lo = mid + 1;
+            else hi = mid;
+        }
+        for (size_t k = lo; k < np && pr[k].dev == W->w.space && pr[k].a < W->w.off + W->w.bytes && !s; k++) {
+            pinreg *P = &pr[k];
+            const char *pn = tp_graph_vertex(c->tg, P->task)->id;
+            int exact = W->w.off == P->a && W->w.off + W->w.bytes == P->b;
+            int own = exact && W->task == (int64_t)P->task && P->last == UINT32_MAX &&
+                      (W->kind == K_RESIDENT || (W->kind == K_RELOAD && !P->loads++));
+            int chained = exact && W->kind == K_KERNEL && W->inplace >= 0 && P->last != UINT32_MAX && W->from[W->inplace] == P->last;
+            if (own || chained) P->last = w;
+            else
+                s = VIOL("vertex %u (%s %s) writes bytes of the region of pinned input '%s' (device %d, [%llu, %llu))", w,
+                         kname[W->kind], W->tname, pn, P->dev, (unsigned long long)P->a, (unsigned long long)P->b);
+        }
+    }
+    free(pr);
+    return s;
+}
+
 /* a vertex other than `from` that last wrote bytes of r, or UINT32_MAX (after the sweep) */
 static uint32_t other_writer(const V *c, const reg *r, uint32_t from)
 {
@@ -687,6 +764,7 @@ tp_status tp_verify_json(const char *text, size_t len, const char *name, const t
     if (!s) s = check_tasks(c);
     if (!s) s = topo(c);
     if (!s) s = check_races(c);
+    if (!s) s = check_pinned(c);
     if (!s) s = check_outputs(c, root);
     if (!s) s = check_kept(c, root);
     json_decref(root);
