@@ -30,8 +30,8 @@ static void catch_signals(void)
 }
 
 /* the commands, in the order `turnip --help` lists them */
-extern const cli_cmd cmd_plan, cmd_verify, cmd_run, cmd_llama, cmd_sim, cmd_dot, cmd_gen;
-static const cli_cmd *const commands[] = {&cmd_plan, &cmd_verify, &cmd_run, &cmd_llama, &cmd_sim, &cmd_dot, &cmd_gen};
+extern const cli_cmd cmd_plan, cmd_verify, cmd_run, cmd_llama, cmd_sim, cmd_dot, cmd_gen, cmd_generate;
+static const cli_cmd *const commands[] = {&cmd_plan, &cmd_verify, &cmd_run, &cmd_llama, &cmd_sim, &cmd_dot, &cmd_gen, &cmd_generate};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage_main(FILE *f)

@@ -12,6 +12,7 @@
 #include "turnip/plan.h"
 #include "turnip/models.h"
 #include "turnip/exec.h"
+#include "turnip/cache.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,7 +36,86 @@ tp_status tp_llama_random(tp_exec *x, const tp_llama_config *c, uint64_t seed, c
  * shards are not opened. TP_OK: every tensor has a shard file inside dir. */
 tp_status tp_llama_index_check(const char *dir, const tp_llama_config *c, tp_error *err);
 
+/* Weights one tensor at a time, for callers that keep them themselves (generation's tensor
+ * cache): dir (a checkpoint, checked as tp_llama_load checks it) or, when dir is NULL, the
+ * random weights of tp_llama_random with seed. read: the bytes of weight input `id` (a name
+ * as the builders make them, slices included) in dtype dt, `bytes` long (which must be that
+ * slice's size: TP_ERR_INVALID otherwise), into buf. */
+typedef struct tp_llama_weights tp_llama_weights;
+tp_status tp_llama_weights_open(const tp_llama_config *c, const char *dir, uint64_t seed, tp_llama_weights **out, tp_error *err);
+tp_status tp_llama_weights_read(tp_llama_weights *w, const char *id, tp_dtype dt, uint64_t bytes, void *buf, tp_error *err);
+void tp_llama_weights_close(tp_llama_weights *w);
+
 /* ---- end of loaders ---------------------------------------------------------------------- */
+
+/* ==== generation (src/app/generate.c, issue 12) ========================================== */
+
+/* What a generation needs on a device, from the shapes alone (bytes): the cache tensors of the
+ * weights (the embedding table stays on the host unless it is also the lm_head) and of the
+ * K/V cache, a step's working memory (the plans' own, kept below the cache's range), and
+ * per device: need (everything resident: the figure --device-mem P% is a percentage of) and
+ * min_cap (the largest step's tensors pinned at once plus the working memory: below it no
+ * step fits). */
+typedef struct tp_gen_need {
+    uint64_t model_bytes, kv_bytes, work_bytes, step_max, need, min_cap;
+} tp_gen_need;
+tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t batch, int64_t max_len, int vocab_chunks,
+                                 tp_gen_need *out, tp_error *err);
+
+/* One generated position, reported as it happens: step 0 is the prefill, step s >= 1 the
+ * decode step that fed token s-1. logits [B, vocab] and tokens [B] are borrowed for the call
+ * (logits NULL without data). */
+typedef struct tp_gen_step {
+    int64_t step;
+    const float *logits;
+    const int32_t *tokens;
+    double seconds;     /* wall time of the step, planning included */
+    double run_seconds; /* the executors' makespans (virtual on a simulating backend) */
+    uint64_t bytes_moved;
+} tp_gen_step;
+
+typedef struct tp_gen_opts {
+    const tp_llama_config *config; /* borrowed */
+    tp_llama_weights *weights;     /* borrowed; NULL only without data */
+    tp_backend *backend;           /* borrowed; sessions are opened on it */
+    int devices;                   /* 1..layers */
+    uint64_t device_mem;           /* every device's cap */
+    int64_t batch, prompt_len, max_new;
+    const int32_t *prompts;        /* [batch x prompt_len], borrowed */
+    const char *policy;            /* the cache's ("latency" when NULL) */
+    int prefetch;                  /* the cache's prefetch mode (turnip/cache.h) */
+    double temperature;            /* 0: greedy */
+    int top_k;                     /* sampling among the k likeliest (0: all) */
+    uint64_t seed;                 /* of the sampling */
+    int vocab_chunks;              /* lm_head in row chunks (cache tensors), >= 1 */
+    tp_run_opts run;               /* dispatch policy and seed of every plan's run */
+    tp_order plan_order;
+    int verify;                    /* 1: every plan is checked by the verifier before it runs */
+    int data;                      /* 0: the backend holds no data (sim): timings and bytes only */
+    void (*on_step)(void *ctx, const tp_gen_step *st);
+    void *ctx;
+} tp_gen_opts;
+
+typedef struct tp_gen_result {
+    int32_t *tokens;               /* [batch x max_new], malloc'd: tp_gen_result_free */
+    tp_gen_need need;
+    double ttft;                   /* wall seconds of the prefill: plan, weights, run, logits */
+    double prefill_run_seconds;
+    uint64_t prefill_bytes;
+    double decode_seconds;         /* wall seconds of all decode steps */
+    double decode_run_seconds;     /* their executors' makespans */
+    uint64_t decode_bytes;         /* moved by every decode step's plans */
+    int64_t decode_steps;
+    tp_cache_counters cache;
+} tp_gen_result;
+
+/* Prefill, then max_new - 1 decode steps (design: src/app/generate.c). TP_ERR_INFEASIBLE when
+ * the cap is below need.min_cap or a plan does not fit; errors of the plans, the executor and
+ * the weights as they come. */
+tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *err);
+void tp_gen_result_free(tp_gen_result *r);
+
+/* ==== end of generation =================================================================== */
 
 /* ==== sweeps (src/app/sweep.c, src/app/counts.c) ======================================== */
 

@@ -184,6 +184,62 @@ static tp_status weight_of(const tp_llama_config *c, const char *id, char *name,
     return TP_OK;
 }
 
+/* The bytes of weight input `id` (dtype dt, `bytes` long) into buf: from the checkpoint ck,
+ * or random from seed when ck is NULL. */
+static tp_status weight_bytes(const tp_llama_config *c, ckpt *ck, uint64_t seed, const char *id, tp_dtype dt, uint64_t bytes,
+                              void *buf, tp_error *err)
+{
+    char name[TP_LLAMA_ID_MAX], kind;
+    int64_t a, b, hs[2] = {0, 0};
+    int nd;
+    tp_status s;
+    if ((s = weight_of(c, id, name, &kind, &a, &b, hs, &nd, err))) return s;
+    uint64_t es = tp_dtype_size(dt);
+    int64_t cols = nd == 2 ? hs[1] : 1;
+    uint64_t want = (uint64_t)(kind == 'r' ? b - a : hs[0]) * (uint64_t)(kind == 'c' ? b - a : cols) * es;
+    if (!es || want != bytes)
+        return tp__fail(err, TP_ERR_INVALID, "input '%s': %llu bytes of %s do not hold that slice", id, (unsigned long long)bytes,
+                        tp_dtype_name(dt));
+    if (ck) {
+        const tp_st_tensor *t;
+        const char *file;
+        s = find_tensor(ck, name, &t, &file, err);
+        if (!s && t->dtype != dt)
+            s = tp__fail(err, TP_ERR_INVALID, "%s: tensor '%s' is %s, config.json's torch_dtype says %s", file, name,
+                         tp_dtype_name(t->dtype), tp_dtype_name(dt));
+        if (!s && (t->ndim != nd || t->shape[0] != hs[0] || (nd == 2 && t->shape[1] != hs[1]))) {
+            char got[96], wantd[96];
+            int k = snprintf(got, sizeof got, "[");
+            for (int q = 0; q < t->ndim && k < (int)sizeof got; q++) k += snprintf(got + k, sizeof got - (size_t)k, "%s%lld", q ? ", " : "", (long long)t->shape[q]);
+            snprintf(got + k, sizeof got - (size_t)k, "]");
+            if (nd == 2) snprintf(wantd, sizeof wantd, "[%lld, %lld]", (long long)hs[0], (long long)hs[1]);
+            else snprintf(wantd, sizeof wantd, "[%lld]", (long long)hs[0]);
+            s = tp__fail(err, TP_ERR_INVALID, "%s: tensor '%s' has shape %s, the config needs %s", file, name, got, wantd);
+        }
+        if (!s) {
+            const char *src = t->data;
+            if (kind == 'r') memcpy(buf, src + (uint64_t)a * (uint64_t)cols * es, bytes);
+            else if (kind == 'c')
+                for (int64_t r = 0; r < hs[0]; r++)
+                    memcpy((char *)buf + (uint64_t)r * (uint64_t)(b - a) * es, src + ((uint64_t)r * (uint64_t)cols + (uint64_t)a) * es,
+                           (uint64_t)(b - a) * es);
+            else memcpy(buf, src, bytes);
+        }
+        return s;
+    }
+    uint64_t key = tp__mix64(seed * 0x2545f4914f6cdd1dull + 1);
+    for (const char *p = name; *p; p++) key = tp__mix64(key ^ (unsigned char)*p);
+    int norm = nd == 1;
+    int64_t rows = kind == 'r' ? b - a : hs[0], w = kind == 'c' ? b - a : cols;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t q = 0; q < w; q++) {
+            int64_t rr = kind == 'r' ? r + a : r, cc = kind == 'c' ? q + a : q;
+            float f = (float)tp__normal(key ^ tp__mix64((uint64_t)(rr * cols + cc)));
+            tp__store_f32(buf, dt, (uint64_t)(r * w + q), norm ? 1.0f + 0.1f * f : 0.02f * f);
+        }
+    return TP_OK;
+}
+
 /* fills every input of x's graph; ck == NULL: random weights from seed */
 static tp_status fill(tp_exec *x, const tp_llama_config *c, ckpt *ck, uint64_t seed, const int32_t *ids, tp_error *err)
 {
@@ -199,51 +255,9 @@ static tp_status fill(tp_exec *x, const tp_llama_config *c, ckpt *ck, uint64_t s
             s = tp_exec_write(x, &mv.write, ids, err);
             continue;
         }
-        char name[TP_LLAMA_ID_MAX], kind;
-        int64_t a, b, hs[2] = {0, 0};
-        int nd;
-        if ((s = weight_of(c, v->id, name, &kind, &a, &b, hs, &nd, err))) return s;
-        uint64_t es = tp_dtype_size(v->dtype);
-        int64_t cols = nd == 2 ? hs[1] : 1;
-        void *buf = malloc(v->bytes);
+        void *buf = malloc(v->bytes ? v->bytes : 1);
         if (!buf) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-        if (ck) {
-            const tp_st_tensor *t;
-            const char *file;
-            s = find_tensor(ck, name, &t, &file, err);
-            if (!s && t->dtype != v->dtype)
-                s = tp__fail(err, TP_ERR_INVALID, "%s: tensor '%s' is %s, config.json's torch_dtype says %s", file, name,
-                             tp_dtype_name(t->dtype), tp_dtype_name(v->dtype));
-            if (!s && (t->ndim != nd || t->shape[0] != hs[0] || (nd == 2 && t->shape[1] != hs[1]))) {
-                char got[96], want[96];
-                int k = snprintf(got, sizeof got, "[");
-                for (int q = 0; q < t->ndim && k < (int)sizeof got; q++) k += snprintf(got + k, sizeof got - (size_t)k, "%s%lld", q ? ", " : "", (long long)t->shape[q]);
-                snprintf(got + k, sizeof got - (size_t)k, "]");
-                if (nd == 2) snprintf(want, sizeof want, "[%lld, %lld]", (long long)hs[0], (long long)hs[1]);
-                else snprintf(want, sizeof want, "[%lld]", (long long)hs[0]);
-                s = tp__fail(err, TP_ERR_INVALID, "%s: tensor '%s' has shape %s, the config needs %s", file, name, got, want);
-            }
-            if (!s) {
-                const char *src = t->data;
-                if (kind == 'r') memcpy(buf, src + (uint64_t)a * (uint64_t)cols * es, v->bytes);
-                else if (kind == 'c')
-                    for (int64_t r = 0; r < hs[0]; r++)
-                        memcpy((char *)buf + (uint64_t)r * (uint64_t)(b - a) * es, src + ((uint64_t)r * (uint64_t)cols + (uint64_t)a) * es,
-                               (uint64_t)(b - a) * es);
-                else memcpy(buf, src, v->bytes);
-            }
-        } else {
-            uint64_t key = tp__mix64(seed * 0x2545f4914f6cdd1dull + 1);
-            for (const char *p = name; *p; p++) key = tp__mix64(key ^ (unsigned char)*p);
-            int norm = nd == 1;
-            int64_t rows = kind == 'r' ? b - a : hs[0], w = kind == 'c' ? b - a : cols;
-            for (int64_t r = 0; r < rows; r++)
-                for (int64_t q = 0; q < w; q++) {
-                    int64_t rr = kind == 'r' ? r + a : r, cc = kind == 'c' ? q + a : q;
-                    float f = (float)tp__normal(key ^ tp__mix64((uint64_t)(rr * cols + cc)));
-                    tp__store_f32(buf, v->dtype, (uint64_t)(r * w + q), norm ? 1.0f + 0.1f * f : 0.02f * f);
-                }
-        }
+        s = weight_bytes(c, ck, seed, v->id, v->dtype, v->bytes, buf, err);
         if (!s) s = tp_exec_write(x, &mv.write, buf, err);
         free(buf);
     }
@@ -323,4 +337,43 @@ tp_status tp_llama_index_check(const char *dir, const tp_llama_config *c, tp_err
 tp_status tp_llama_random(tp_exec *x, const tp_llama_config *c, uint64_t seed, const int32_t *ids, tp_error *err)
 {
     return fill(x, c, NULL, seed, ids, err);
+}
+
+struct tp_llama_weights {
+    tp_llama_config c;
+    uint64_t seed;
+    int has_ckpt;
+    ckpt k;
+};
+
+tp_status tp_llama_weights_open(const tp_llama_config *c, const char *dir, uint64_t seed, tp_llama_weights **out, tp_error *err)
+{
+    *out = NULL;
+    tp_llama_weights *w = calloc(1, sizeof *w);
+    if (!w) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    w->c = *c;
+    w->seed = seed;
+    if (dir) {
+        tp_status s = ckpt_open(&w->k, dir, 0, err);
+        if (s) {
+            ckpt_close(&w->k);
+            free(w);
+            return s;
+        }
+        w->has_ckpt = 1;
+    }
+    *out = w;
+    return TP_OK;
+}
+
+tp_status tp_llama_weights_read(tp_llama_weights *w, const char *id, tp_dtype dt, uint64_t bytes, void *buf, tp_error *err)
+{
+    return weight_bytes(&w->c, w->has_ckpt ? &w->k : NULL, w->seed, id, dt, bytes, buf, err);
+}
+
+void tp_llama_weights_close(tp_llama_weights *w)
+{
+    if (!w) return;
+    if (w->has_ckpt) ckpt_close(&w->k);
+    free(w);
 }

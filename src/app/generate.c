@@ -1,0 +1,591 @@
+/* generate.c - LLaMA text generation with a growing KV cache on a tensor cache (issue 12).
+ *
+ * Design: TURNIP inside a step, Ravenstore across steps. The prompt is prefilled by the
+ * ordinary prefill plan (tp_llama_build with a batch and the K/V of every layer as outputs),
+ * run in a session. Then every decode step runs layer by layer: each layer (and the final
+ * norm + lm_head) is a small static TaskGraph (tp_llama_decode_layer/head) planned by
+ * BUILDMEMGRAPH and run by the executor in the same session. What stays on the devices
+ * between those plans is the tensor cache's decision (turnip/cache.h, deferred mode): before
+ * a layer's plan, the driver gets (pins) every tensor the layer reads — its weights and its
+ * K and V cache tensors — and asks the policy to prefetch; a tensor that was not resident
+ * becomes a resident input with "load" (the plan itself copies it from the host into the
+ * region the cache chose, on the copy engine, so prefetches of the next layers overlap this
+ * layer's compute), and every tensor the cache holds on that device is declared "pin" so the
+ * plan's own temporaries go around them. The K/V append is a write_slice in place on the
+ * pinned cache tensor (one row per head moves); the new rows are also outputs, written into
+ * the cache's host copies (write-through), so an evicted K/V tensor is never dirty.
+ * After the plan the tensors are put back with their exact next access (the decode access
+ * pattern repeats every token), which is what the latency-aware policy uses.
+ *
+ * The embedding lookup of the new tokens is done on the host from the table (one row per
+ * sequence), so the table never needs device memory unless it is also the lm_head.
+ * Devices: layer l runs on device l*D/L (contiguous groups), the head on the last device;
+ * the residual stream moves through the host between steps (B x hidden floats). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "turnip/app.h"
+#include "turnip/cache.h"
+#include "io/half.h"
+#include "io/util.h"
+
+typedef struct step_t {
+    int dev;
+    uint32_t n;           /* cache tensors it reads */
+    tp_cache_id *ids;     /* [n] */
+    char **names;         /* [n] graph input names (owned) */
+} step_t;
+
+typedef struct gen {
+    const tp_gen_opts *o;
+    const tp_llama_config *c;
+    tp_error *err;
+    tp_session *sess;
+    tp_cache *cache;
+    int D;
+    int64_t L, B, H, hd, KVH, V, maxlen;
+    int VC;
+    step_t *steps;        /* L layer steps, then the head */
+    uint32_t nsteps;
+    uint64_t per_token;   /* cache gets per decode step */
+    float *x;             /* [B, H] residual stream */
+    float *logits;        /* [B, V] */
+    void *embed;          /* the embedding table, host (its dtype) */
+    tp_gen_result *r;
+} gen;
+
+static tp_status oom(gen *G)
+{
+    return tp__fail(G->err, TP_ERR_NOMEM, "out of memory");
+}
+
+static int layer_dev(const gen *G, int64_t l)
+{
+    return (int)(l * G->D / G->L);
+}
+
+/* ---- sizes ------------------------------------------------------------------------------- */
+
+static tp_status build_layer(const gen *G, int64_t l, int64_t pos, tp_graph **g)
+{
+    tp_llama_decode_opts d = {G->D, layer_dev(G, l), l, G->B, pos, G->maxlen, 1};
+    return tp_llama_decode_layer(G->c, &d, g, G->err);
+}
+
+static tp_status build_head(const gen *G, int64_t pos, tp_graph **g)
+{
+    tp_llama_decode_opts d = {G->D, G->D - 1, 0, G->B, pos, G->maxlen, G->VC};
+    return tp_llama_decode_head(G->c, &d, g, G->err);
+}
+
+/* bytes of a graph's inputs other than "x" (cache tensors) and of everything else (work) */
+static void graph_bytes(tp_graph *g, uint64_t *cache_b, uint64_t *work_b)
+{
+    *cache_b = *work_b = 0;
+    for (uint32_t i = 0; i < tp_graph_size(g); i++) {
+        const tp_vertex *v = tp_graph_vertex(g, i);
+        if (v->kind == TP_V_INPUT && strcmp(v->id, "x")) *cache_b += v->bytes + 256;
+        else if (tp_graph_inplace(g, i) < 0) *work_b += v->bytes;
+    }
+}
+
+tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t batch, int64_t max_len, int vocab_chunks,
+                                 tp_gen_need *out, tp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (devices < 1 || devices > TP_MAX_DEVICES || devices > c->layers)
+        return tp__fail(err, TP_ERR_ARG, "generate: devices must be 1..%lld (the layers)", (long long)c->layers);
+    tp_gen_opts o = {0};
+    o.config = c;
+    gen G0 = {0}, *G = &G0;
+    G->o = &o;
+    G->c = c;
+    G->err = err;
+    G->D = devices;
+    G->L = c->layers;
+    G->B = batch;
+    G->maxlen = max_len;
+    G->VC = vocab_chunks > 0 ? vocab_chunks : 1;
+    uint64_t dev_cache[TP_MAX_DEVICES] = {0};
+    for (int pass = 0; pass < 2; pass++) { /* a layer (every layer has its shapes), then the head */
+        tp_graph *g = NULL;
+        tp_status s = pass ? build_head(G, max_len - 1, &g) : build_layer(G, 0, max_len - 1, &g);
+        if (!s) s = tp_graph_finalize(g, err);
+        if (s) {
+            tp_graph_free(g);
+            return s;
+        }
+        uint64_t cb, wb;
+        graph_bytes(g, &cb, &wb);
+        tp_graph_free(g);
+        if (wb > out->work_bytes) out->work_bytes = wb;
+        if (cb > out->step_max) out->step_max = cb;
+        if (pass) {
+            out->model_bytes += cb;
+            dev_cache[devices - 1] += cb;
+        } else {
+            /* K and V of one layer: [B, kv_heads, max_len, hd] f32 each */
+            uint64_t kv = 2 * ((uint64_t)batch * (uint64_t)c->kv_heads * (uint64_t)max_len * (uint64_t)(c->hidden / c->heads) * 4 + 256);
+            out->kv_bytes = kv * (uint64_t)c->layers;
+            out->model_bytes += (cb - kv) * (uint64_t)c->layers;
+            for (int64_t l = 0; l < c->layers; l++) dev_cache[layer_dev(G, l)] += cb;
+        }
+    }
+    out->work_bytes += out->work_bytes / 4 + 4096; /* the planner's alignment and fragments */
+    for (int d = 0; d < devices; d++)
+        if (dev_cache[d] + out->work_bytes > out->need) out->need = dev_cache[d] + out->work_bytes;
+    out->min_cap = out->step_max + out->work_bytes;
+    return TP_OK;
+}
+
+/* ---- the cache tensors --------------------------------------------------------------------- */
+
+static void free_steps(gen *G)
+{
+    for (uint32_t s = 0; s < G->nsteps; s++) {
+        for (uint32_t j = 0; j < G->steps[s].n; j++) free(G->steps[s].names[j]);
+        free(G->steps[s].names);
+        free(G->steps[s].ids);
+    }
+    free(G->steps);
+}
+
+/* Creates the cache tensors every step reads, from a graph of that step: weights from the
+ * checkpoint, K/V from the prefill (host copies filled later). */
+static tp_status make_step(gen *G, step_t *st, tp_graph *g, int64_t l)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < tp_graph_size(g); i++)
+        if (tp_graph_vertex(g, i)->kind == TP_V_INPUT && strcmp(tp_graph_vertex(g, i)->id, "x")) n++;
+    st->ids = calloc(n + 1, sizeof *st->ids);
+    st->names = calloc(n + 1, sizeof *st->names);
+    if (!st->ids || !st->names) return oom(G);
+    tp_status s = TP_OK;
+    for (uint32_t i = 0; i < tp_graph_size(g) && !s; i++) {
+        const tp_vertex *v = tp_graph_vertex(g, i);
+        if (v->kind != TP_V_INPUT || !strcmp(v->id, "x")) continue;
+        uint32_t j = st->n++;
+        if (!(st->names[j] = strdup(v->id))) return oom(G);
+        s = tp_cache_create(G->cache, v->dtype, v->ndim, v->shape, NULL, &st->ids[j], G->err);
+        if (s) break;
+        int is_kv = !strncmp(v->id, "kv.", 3);
+        if (is_kv || !G->o->data) continue;
+        void *host = tp_cache_host(G->cache, st->ids[j]);
+        if (!host) return tp__fail(G->err, TP_ERR_ARG, "generate: the cache holds no host copy of '%s'", v->id);
+        s = tp_llama_weights_read(G->o->weights, v->id, v->dtype, v->bytes, host, G->err);
+    }
+    (void)l;
+    return s;
+}
+
+/* index of step tensor `name` in st, or -1 */
+static int step_find(const step_t *st, const char *name)
+{
+    for (uint32_t j = 0; j < st->n; j++)
+        if (!strcmp(st->names[j], name)) return (int)j;
+    return -1;
+}
+
+/* ---- one plan in the session ------------------------------------------------------------------ */
+
+static int output_index(const tp_graph *g, const char *id)
+{
+    for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++)
+        if (!strcmp(tp_graph_vertex(g, tp_graph_outputs(g)[k])->id, id)) return (int)k;
+    return -1;
+}
+
+static tp_status read_output(gen *G, tp_exec *x, const tp_memgraph *mg, const char *id, void *dst, uint64_t bytes)
+{
+    const tp_graph *g = tp_memgraph_taskgraph(mg);
+    int k = output_index(g, id);
+    if (k < 0) return tp__fail(G->err, TP_ERR_INVALID, "generate: the step has no output '%s'", id);
+    tp_mvertex mv;
+    tp_memgraph_vertex(mg, tp_memgraph_outputs(mg)[k], &mv);
+    if (mv.write.bytes != bytes)
+        return tp__fail(G->err, TP_ERR_INVALID, "generate: output '%s' has %llu bytes, expected %llu", id,
+                        (unsigned long long)mv.write.bytes, (unsigned long long)bytes);
+    return tp_exec_read(x, &mv.write, dst, G->err);
+}
+
+/* Plans g (finalized) under the caps, checks it, makes its executor in the session. */
+static tp_status plan_exec(gen *G, const tp_graph *g, tp_memgraph **mg, tp_exec **x)
+{
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, G->D, G->o->device_mem);
+    po.order = G->o->plan_order;
+    tp_status s = tp_plan(g, &po, mg, G->err);
+    if (!s && G->o->verify) {
+        char *text;
+        size_t len;
+        s = tp_memgraph_to_string(*mg, &text, &len, G->err);
+        if (!s) s = tp_verify_json(text, len, "decode step", g, G->err);
+        free(text);
+    }
+    if (!s) s = tp_exec_new_in(G->sess, *mg, &G->o->run, x, G->err);
+    return s;
+}
+
+static void account(gen *G, const tp_run_summary *sum, double *run_s, uint64_t *bytes)
+{
+    *run_s += sum->makespan;
+    *bytes += sum->bytes_moved;
+}
+
+/* One layer (l >= 0) or head (l < 0) step of decode position pos. */
+static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *run_s, uint64_t *bytes)
+{
+    step_t *st = &G->steps[si];
+    int dev = st->dev;
+    tp_graph *g = NULL;
+    tp_memgraph *mg = NULL;
+    tp_exec *x = NULL;
+    tp_status s = si < G->L ? build_layer(G, si, pos, &g) : build_head(G, pos, &g);
+    uint64_t *ticks = calloc(st->n + 1, sizeof *ticks);
+    uint32_t maxr = 0, nres = 0;
+    tp_cache_id *res = NULL;
+    if (!s && !ticks) s = oom(G);
+    /* pin what the step reads (loads are listed for this plan), then the policy's prefetch */
+    for (uint32_t j = 0; j < st->n && !s; j++) {
+        uint64_t off;
+        ticks[j] = tp_cache_clock(G->cache);
+        s = tp_cache_get(G->cache, st->ids[j], dev, &off, G->err);
+    }
+    if (!s) s = tp_cache_prefetch(G->cache, dev, NULL, G->err);
+    /* every tensor the cache holds on dev is an input of this plan: pinned where it is */
+    if (!s) {
+        nres = tp_cache_residents(G->cache, dev, NULL, 0);
+        maxr = nres;
+        res = malloc((maxr + 1) * sizeof *res);
+        if (!res) s = oom(G);
+        else nres = tp_cache_residents(G->cache, dev, res, maxr);
+    }
+    const tp_cache_load *pend = NULL;
+    uint32_t npend = s ? 0 : tp_cache_pending(G->cache, &pend);
+    uint32_t *vert = res ? malloc((nres + 1) * sizeof *vert) : NULL;
+    if (!s && !vert) s = oom(G);
+    for (uint32_t k = 0; k < nres && !s; k++) {
+        uint32_t j;
+        for (j = 0; j < st->n && st->ids[j] != res[k]; j++) {}
+        if (j < st->n) {
+            int64_t v = tp_graph_find(g, st->names[j]);
+            if (v < 0) s = tp__fail(G->err, TP_ERR_INVALID, "generate: the step graph has no input '%s'", st->names[j]);
+            else vert[k] = (uint32_t)v;
+        } else {
+            char id[32];
+            snprintf(id, sizeof id, "cache.%u", (unsigned)res[k]);
+            s = tp_graph_add_input(g, id, dev, TP_DT_NONE, -1, NULL, tp_cache_bytes(G->cache, res[k]), &vert[k], G->err);
+        }
+    }
+    if (!s) s = tp_graph_finalize(g, G->err);
+    for (uint32_t k = 0; k < nres && !s; k++) {
+        int d;
+        uint64_t off;
+        int load = 0;
+        for (uint32_t q = 0; q < npend; q++) load |= pend[q].id == res[k];
+        tp_cache_where(G->cache, res[k], &d, &off);
+        s = tp_graph_set_resident(g, vert[k], off, load, G->err);
+        if (!s) s = tp_graph_set_resident_flags(g, vert[k], TP_RESIDENT_PIN | (load ? TP_RESIDENT_LOAD : 0u), G->err);
+    }
+    if (!s) s = plan_exec(G, g, &mg, &x);
+    /* inputs: the residual stream and the tensors this plan loads */
+    for (uint32_t i = 0; i < (mg ? tp_memgraph_size(mg) : 0) && !s && G->o->data; i++) {
+        tp_mvertex mv;
+        tp_memgraph_vertex(mg, i, &mv);
+        if (mv.kind != TP_M_INPUT) continue;
+        const char *id = tp_graph_vertex(g, mv.task)->id;
+        if (!strcmp(id, "x")) {
+            s = tp_exec_write(x, &mv.write, G->x, G->err);
+            continue;
+        }
+        for (uint32_t k = 0; k < nres; k++)
+            if (vert[k] == mv.task) {
+                const void *h = tp_cache_host(G->cache, res[k]);
+                s = h ? tp_exec_write(x, &mv.write, h, G->err) : tp__fail(G->err, TP_ERR_ARG, "generate: no host copy of '%s'", id);
+                break;
+            }
+    }
+    tp_run_summary sum;
+    if (!s) s = tp_exec_run(x, &sum, G->err);
+    if (!s) account(G, &sum, run_s, bytes);
+    if (!s && G->o->data) {
+        uint64_t xb = (uint64_t)G->B * (uint64_t)G->H * 4;
+        if (si < G->L) {
+            s = read_output(G, x, mg, "x.out", G->x, xb);
+            /* write-through: the new K/V rows into the cache's host copies */
+            uint64_t rows = (uint64_t)G->B * (uint64_t)G->KVH, rb = (uint64_t)G->hd * 4;
+            float *tmp = malloc(rows * rb + 1);
+            if (!s && !tmp) s = oom(G);
+            for (int kv = 0; kv < 2 && !s; kv++) {
+                s = read_output(G, x, mg, kv ? "v_new" : "k_new", tmp, rows * rb);
+                char nm[64];
+                snprintf(nm, sizeof nm, "kv.%lld.%s", (long long)si, kv ? "v" : "k");
+                int j = step_find(st, nm);
+                float *h = j >= 0 ? tp_cache_host(G->cache, st->ids[j]) : NULL;
+                if (!s && !h) s = tp__fail(G->err, TP_ERR_INVALID, "generate: no K/V cache tensor '%s'", nm);
+                for (uint64_t r = 0; r < rows && !s; r++)
+                    memcpy(h + (r * (uint64_t)G->maxlen + (uint64_t)pos) * (uint64_t)G->hd, tmp + r * (uint64_t)G->hd, rb);
+            }
+            free(tmp);
+        } else {
+            s = read_output(G, x, mg, "logits", G->logits, (uint64_t)G->B * (uint64_t)G->V * 4);
+        }
+    }
+    tp_exec_free(x);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    if (!s) tp_cache_commit(G->cache);
+    for (uint32_t j = 0; j < st->n && !s; j++)
+        s = tp_cache_put(G->cache, st->ids[j], 0, last ? TP_CACHE_NO_HINT : ticks[j] + G->per_token, G->err);
+    free(ticks);
+    free(res);
+    free(vert);
+    return s;
+}
+
+/* ---- prefill ----------------------------------------------------------------------------------- */
+
+static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
+{
+    const tp_gen_opts *o = G->o;
+    tp_llama_opts lo;
+    tp_llama_opts_default(&lo, G->c, G->D, o->prompt_len, o->device_mem);
+    lo.batch = G->B;
+    lo.kv_out = 1;
+    if (o->vocab_chunks > lo.vocab_chunks) lo.vocab_chunks = o->vocab_chunks;
+    tp_graph *g = NULL;
+    tp_memgraph *mg = NULL;
+    tp_exec *x = NULL;
+    tp_status s = tp_llama_build(G->c, &lo, &g, G->err);
+    if (!s) s = plan_exec(G, g, &mg, &x);
+    for (uint32_t i = 0; i < (mg ? tp_memgraph_size(mg) : 0) && !s && o->data; i++) {
+        tp_mvertex mv;
+        tp_memgraph_vertex(mg, i, &mv);
+        if (mv.kind != TP_M_INPUT) continue;
+        const tp_vertex *v = tp_graph_vertex(g, mv.task);
+        if (!strcmp(v->id, "input_ids")) {
+            s = tp_exec_write(x, &mv.write, o->prompts, G->err);
+            continue;
+        }
+        void *buf = malloc(v->bytes ? v->bytes : 1);
+        if (!buf) s = oom(G);
+        if (!s) s = tp_llama_weights_read(o->weights, v->id, v->dtype, v->bytes, buf, G->err);
+        if (!s) s = tp_exec_write(x, &mv.write, buf, G->err);
+        free(buf);
+    }
+    tp_run_summary sum;
+    if (!s) s = tp_exec_run(x, &sum, G->err);
+    if (!s) account(G, &sum, run_s, bytes);
+    if (!s && o->data) s = read_output(G, x, mg, "logits", G->logits, (uint64_t)G->B * (uint64_t)G->V * 4);
+    /* the prompt's K and V into the cache tensors' host copies: [B, kv_heads, max_len, hd] */
+    uint64_t T = (uint64_t)o->prompt_len, rb = (uint64_t)G->hd * 4;
+    float *tmp = o->data ? malloc(T * rb + 1) : NULL;
+    if (!s && o->data && !tmp) s = oom(G);
+    for (int64_t l = 0; l < G->L && !s && o->data; l++)
+        for (int kv = 0; kv < 2 && !s; kv++) {
+            char nm[64];
+            snprintf(nm, sizeof nm, "kv.%lld.%s", (long long)l, kv ? "v" : "k");
+            int j = step_find(&G->steps[l], nm);
+            float *h = j >= 0 ? tp_cache_host(G->cache, G->steps[l].ids[j]) : NULL;
+            if (!h) s = tp__fail(G->err, TP_ERR_INVALID, "generate: no K/V cache tensor '%s'", nm);
+            for (int64_t b = 0; b < G->B && !s; b++)
+                for (int64_t q = 0; q < G->KVH && !s; q++) {
+                    char id[96];
+                    snprintf(id, sizeof id, "kv.%lld.%s.b%lld.g%lld", (long long)l, kv ? "v" : "k", (long long)b, (long long)q);
+                    s = read_output(G, x, mg, id, tmp, T * rb);
+                    float *dst = h + ((uint64_t)b * (uint64_t)G->KVH + (uint64_t)q) * (uint64_t)G->maxlen * (uint64_t)G->hd;
+                    if (!s) memcpy(dst, tmp, T * rb);
+                }
+        }
+    free(tmp);
+    tp_exec_free(x);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    return s;
+}
+
+/* ---- sampling ---------------------------------------------------------------------------------- */
+
+/* Greedy (temperature 0): the largest logit, ties to the lower id. Else a seeded draw from the
+ * softmax of logits / T over the top k (all when k is 0), from (seed, step, sequence). */
+static int32_t sample(const gen *G, const float *lg, int64_t step, int64_t b)
+{
+    const tp_gen_opts *o = G->o;
+    int64_t V = G->V;
+    if (o->temperature <= 0) {
+        int32_t best = 0;
+        for (int64_t i = 1; i < V; i++)
+            if (lg[i] > lg[best]) best = (int32_t)i;
+        return best;
+    }
+    int k = o->top_k > 0 && o->top_k < V ? o->top_k : (int)V;
+    int32_t *ids = malloc((size_t)k * sizeof *ids);
+    double *p = malloc((size_t)k * sizeof *p);
+    int32_t tok = 0;
+    if (ids && p) {
+        int n = tp_llama_top_k(lg, V, k, ids);
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += p[i] = exp(((double)lg[ids[i]] - (double)lg[ids[0]]) / o->temperature);
+        uint64_t h = tp__mix64(tp__mix64(o->seed ^ 0x9e3779b97f4a7c15ull) ^ tp__mix64((uint64_t)step * 1000003u + (uint64_t)b));
+        double u = (double)(h >> 11) * (1.0 / 9007199254740992.0) * sum;
+        tok = ids[n - 1];
+        for (int i = 0; i < n; i++) {
+            if (u < p[i]) {
+                tok = ids[i];
+                break;
+            }
+            u -= p[i];
+        }
+    }
+    free(ids);
+    free(p);
+    return tok;
+}
+
+/* the embedding rows of tokens (one per sequence) as the residual stream */
+static void embed_rows(gen *G, const int32_t *tok)
+{
+    for (int64_t b = 0; b < G->B; b++)
+        for (int64_t i = 0; i < G->H; i++) {
+            uint64_t at = (uint64_t)tok[b] * (uint64_t)G->H + (uint64_t)i;
+            float f;
+            switch (G->c->dtype) {
+            case TP_DT_F16: f = tp__f16_to_f32(((const uint16_t *)G->embed)[at]); break;
+            case TP_DT_BF16: f = tp__bf16_to_f32(((const uint16_t *)G->embed)[at]); break;
+            default: f = ((const float *)G->embed)[at]; break;
+            }
+            G->x[b * G->H + i] = f;
+        }
+}
+
+/* ---- the whole generation ------------------------------------------------------------------------ */
+
+tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *err)
+{
+    memset(r, 0, sizeof *r);
+    const tp_llama_config *c = o->config;
+    if (o->batch < 1 || o->prompt_len < 1 || o->max_new < 1 || o->devices < 1 || o->devices > TP_MAX_DEVICES ||
+        o->devices > c->layers || !o->backend || (o->data && (!o->weights || !o->prompts)))
+        return tp__fail(err, TP_ERR_ARG, "generate: need batch, prompt, new tokens >= 1, 1..layers devices, a backend and weights");
+    if (o->prompt_len > INT32_MAX - o->max_new)
+        return tp__fail(err, TP_ERR_ARG, "generate: prompt plus new tokens exceed 2^31-1 positions");
+    gen G0 = {0}, *G = &G0;
+    G->o = o;
+    G->c = c;
+    G->err = err;
+    G->r = r;
+    G->D = o->devices;
+    G->L = c->layers;
+    G->B = o->batch;
+    G->H = c->hidden;
+    G->hd = c->hidden / c->heads;
+    G->KVH = c->kv_heads;
+    G->V = c->vocab;
+    G->VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1;
+    G->maxlen = o->prompt_len + o->max_new; /* the last new token's K/V are never needed: slack */
+    tp_status s = tp_llama_generate_need(c, G->D, G->B, G->maxlen, G->VC, &r->need, err);
+    if (s) return s;
+    if (o->device_mem < r->need.min_cap) {
+        char b1[32], b2[32];
+        return tp__fail(err, TP_ERR_INFEASIBLE, "generate: a decode step needs %s of device memory, the cap is %s",
+                        tp_format_size(r->need.min_cap, b1, sizeof b1), tp_format_size(o->device_mem, b2, sizeof b2));
+    }
+    r->tokens = calloc((size_t)(G->B * o->max_new), sizeof *r->tokens);
+    G->x = calloc((size_t)(G->B * G->H), sizeof *G->x);
+    G->logits = calloc((size_t)(G->B * G->V), sizeof *G->logits);
+    G->nsteps = (uint32_t)G->L + 1;
+    G->steps = calloc(G->nsteps, sizeof *G->steps);
+    if (!r->tokens || !G->x || !G->logits || !G->steps) s = oom(G);
+    /* the session: the caps, and host memory for the largest plan's inputs and offloads */
+    uint64_t cap[TP_MAX_DEVICES], host = r->need.model_bytes + r->need.kv_bytes + 4 * r->need.work_bytes;
+    {
+        uint64_t w = (uint64_t)G->B * (uint64_t)o->prompt_len * (uint64_t)G->V * 4;
+        host += w + r->need.model_bytes; /* the prefill's inputs and what it may offload */
+    }
+    for (int d = 0; d < G->D; d++) cap[d] = o->device_mem;
+    if (!s) s = tp_session_new(o->backend, G->D, cap, host, &G->sess, err);
+    tp_cache_opts co;
+    tp_cache_opts_init(&co, G->D, cap);
+    co.policy = o->policy ? o->policy : "latency";
+    co.prefetch = o->prefetch;
+    co.deferred = 1;
+    co.no_host = !o->data;
+    for (int d = 0; d < G->D; d++) { /* the bottom work_bytes stay the plans' */
+        co.base[d] = r->need.work_bytes;
+        co.size[d] = o->device_mem - r->need.work_bytes;
+    }
+    if (!s) s = tp_cache_new(NULL, &co, &G->cache, err);
+    /* cache tensors, step by step, and the embedding table on the host */
+    for (uint32_t si = 0; si < G->nsteps && !s; si++) {
+        tp_graph *g = NULL;
+        s = si < G->L ? build_layer(G, si, 0, &g) : build_head(G, 0, &g);
+        G->steps[si].dev = si < G->L ? layer_dev(G, si) : G->D - 1;
+        if (!s) s = make_step(G, &G->steps[si], g, si);
+        tp_graph_free(g);
+        G->per_token += G->steps[si].n;
+    }
+    uint64_t eb = (uint64_t)G->V * (uint64_t)G->H * tp_dtype_size(c->dtype);
+    if (!s && o->data && !(G->embed = malloc(eb))) s = oom(G);
+    if (!s && o->data) s = tp_llama_weights_read(o->weights, "model.embed_tokens.weight", c->dtype, eb, G->embed, err);
+    /* prefill */
+    double t0 = tp__now(), run_s = 0;
+    uint64_t bytes = 0;
+    if (!s) s = prefill(G, &run_s, &bytes);
+    r->ttft = tp__now() - t0;
+    r->prefill_run_seconds = run_s;
+    r->prefill_bytes = bytes;
+    for (int64_t b = 0; b < G->B && !s; b++) r->tokens[b * o->max_new] = o->data ? sample(G, G->logits + b * G->V, 0, b) : 0;
+    if (!s && o->on_step) {
+        int32_t *t = malloc((size_t)G->B * sizeof *t);
+        if (!t) s = oom(G);
+        for (int64_t b = 0; b < G->B && t; b++) t[b] = r->tokens[b * o->max_new];
+        tp_gen_step ev = {0, o->data ? G->logits : NULL, t, r->ttft, run_s, bytes};
+        if (t) o->on_step(o->ctx, &ev);
+        free(t);
+    }
+    /* first hints: the order of the first decode step's gets */
+    uint64_t tick = tp_cache_clock(G->cache);
+    for (uint32_t si = 0; si < G->nsteps && !s; si++)
+        for (uint32_t j = 0; j < G->steps[si].n && !s; j++) s = tp_cache_hint(G->cache, G->steps[si].ids[j], tick++, err);
+    /* decode */
+    int32_t *tok = malloc((size_t)G->B * sizeof *tok);
+    if (!s && !tok) s = oom(G);
+    double t1 = tp__now();
+    for (int64_t step = 1; step < o->max_new && !s; step++) {
+        int64_t pos = o->prompt_len + step - 1;
+        double ts = tp__now(), rs = 0;
+        uint64_t bs = 0;
+        for (int64_t b = 0; b < G->B; b++) tok[b] = r->tokens[b * o->max_new + step - 1];
+        if (o->data) embed_rows(G, tok);
+        for (uint32_t si = 0; si < G->nsteps && !s; si++) s = run_step(G, si, pos, step + 1 == o->max_new, &rs, &bs);
+        for (int64_t b = 0; b < G->B && !s; b++) tok[b] = r->tokens[b * o->max_new + step] = o->data ? sample(G, G->logits + b * G->V, step, b) : 0;
+        r->decode_run_seconds += rs;
+        r->decode_bytes += bs;
+        r->decode_steps++;
+        if (!s && o->on_step) {
+            tp_gen_step ev = {step, o->data ? G->logits : NULL, tok, tp__now() - ts, rs, bs};
+            o->on_step(o->ctx, &ev);
+        }
+    }
+    r->decode_seconds = tp__now() - t1;
+    free(tok);
+    if (G->cache) tp_cache_counters_get(G->cache, &r->cache);
+    tp_cache_free(G->cache);
+    tp_session_free(G->sess);
+    free_steps(G);
+    free(G->x);
+    free(G->logits);
+    free(G->embed);
+    if (s) {
+        free(r->tokens);
+        r->tokens = NULL;
+    }
+    return s;
+}
+
+void tp_gen_result_free(tp_gen_result *r)
+{
+    if (!r) return;
+    free(r->tokens);
+    r->tokens = NULL;
+}
