@@ -149,4 +149,24 @@ expect 2 "layered model: sizes overflow 64 bits" \
 no_file "$D/g.json"
 expect 0 "" "$T" gen layered -o "$D/g.json"
 
+# LLaMA batches and decode steps (issue 12): options out of range are refused with the numbers
+expect 2 "batch needs an integer in 1..1048576: 1048577" "$T" gen llama --preset tiny --seq 4 --batch 1048577 -o "$D/b.json"
+expect 2 "gen llama: llama: batch 2 of 2147483647 tokens: need 1 <= batch <= 2^20 and batch x tokens <= 2^31-1" \
+    "$T" gen llama --preset tiny --seq 2147483647 --batch 2 -o "$D/b.json"
+expect 2 "gen: the TaskGraph needs about .* of host memory" \
+    "$T" gen llama --preset tiny --seq 1048576 --batch 1024 --blocks 1048576 -o "$D/b.json"
+no_file "$D/b.json"
+expect 2 "gen decode: llama decode layer: pos 5 is outside \[0, max_len 5)" "$T" gen decode --preset tiny --pos 5 --max-len 5
+expect 2 "gen decode: llama decode layer: layer 2 is outside \[0, 2)" "$T" gen decode --preset tiny --layer 2
+expect 2 "gen decode: llama decode layer: max_len 2147483648 is outside \[1, 2^31-1\]" \
+    "$T" gen decode --preset tiny --pos 0 --max-len 2147483648
+expect 2 "gen decode: llama decode layer: batch 1048576 x 64 KV heads x 2147483647 positions: the KV cache or the scores overflow 64 bits" \
+    "$T" gen decode --preset 65b --batch 1048576 --max-len 2147483647 -o "$D/d.json"
+expect 2 "gen decode: llama decode head: vocab_chunks 1001 is outside \[1, vocabulary 1000\]" \
+    "$T" gen decode --preset tiny --head --vocab-chunks 1001 -o "$D/d.json"
+expect 2 "gen decode: llama decode layer: device 1 is outside \[0, 1)" "$T" gen decode --preset tiny --device 1 -o "$D/d.json"
+expect 2 "name one of --model DIR and --preset NAME" "$T" gen decode --layer 0
+no_file "$D/d.json"
+expect 0 "" "$T" gen decode --preset llama2-70b --batch 1048576 --pos 2047 --max-len 2048 -o "$D/d.json"
+
 finish

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """LLaMA prefill logits against an independent PyTorch implementation of Hugging Face LLaMA
 semantics (written here, with Debian's python3-torch), for D = 1, 2 and 3 devices under a cap
-that forces offloads; the same logits under the fixed and random orders; bad model
-directories rejected with exit 2 naming the tensor or field. With BACKEND cuda every run is
+that forces offloads; the same logits under the fixed and random orders; a batch of 3 prompts
+in one graph (`turnip gen llama --batch 3 --kv-out`, run by `turnip run`): each sequence's
+logits and every layer's keys and values per KV group; bad model directories rejected with
+exit 2 naming the tensor or field. With BACKEND cuda every run is
 on the GPU, and the logits must also agree with the cpu backend's.
 usage: llama_torch.py TURNIP SOURCE_DIR [cpu|cuda|cuda-fast] (cuda-fast: the cuda backend's default
 tensor-core matmuls, at a 16-bit tolerance)"""
@@ -13,7 +15,7 @@ turnip, src = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(src, "scripts"))
 sys.path.insert(0, os.path.join(src, "tests"))
 from make_tiny_llama import make
-from tputil import read_st, need_backend, backend_flags
+from tputil import read_st, need_backend, backend_flags, write_st as write_inputs
 
 backend = sys.argv[3] if len(sys.argv) > 3 else "cpu"
 need_backend(turnip, backend)
@@ -38,8 +40,9 @@ def load_weights(d, cfg):
     return {k: torch.tensor(np.asarray(v, dtype=np.float32)) for k, v in vals.items()}
 
 
-def reference(W, cfg, ids):
-    """Hugging Face LlamaForCausalLM forward (eager attention), in float32."""
+def reference(W, cfg, ids, kv=None):
+    """Hugging Face LlamaForCausalLM forward (eager attention), in float32; with a list kv,
+    appends per layer (keys after RoPE, values), each [NKV, T, hd]: what the KV cache holds."""
     H, NH, NKV = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd, eps, theta = H // NH, cfg["rms_norm_eps"], cfg["rope_theta"]
     T = len(ids)
@@ -62,6 +65,8 @@ def reference(W, cfg, ids):
         k = (h @ W[p + "self_attn.k_proj.weight"].T).view(T, NKV, hd).transpose(0, 1)
         v = (h @ W[p + "self_attn.v_proj.weight"].T).view(T, NKV, hd).transpose(0, 1)
         q, k = q * cos + rot(q) * sin, k * cos + rot(k) * sin
+        if kv is not None:
+            kv.append((k.numpy().copy(), v.numpy().copy()))
         k, v = k.repeat_interleave(NH // NKV, 0), v.repeat_interleave(NH // NKV, 0)
         att = torch.softmax(q @ k.transpose(1, 2) / hd ** 0.5 + mask, dim=-1, dtype=torch.float32)
         o = (att @ v).transpose(0, 1).reshape(T, H)
@@ -141,6 +146,86 @@ err = float(np.abs(got - ref).max())
 ok = err <= 1e-3 * float(np.abs(ref).max())
 print(f"{'ok  ' if ok else 'FAIL'} main job configuration: max |logits - torch| = {err:.2e}")
 failures += not ok
+
+# batch prefill (issue 12): B = 3 prompts in one graph with every layer's keys and values as
+# outputs, written by `turnip gen llama` and run by `turnip run` on inputs made here from the
+# checkpoint (weight slices cut as their input ids say); per sequence, the last position's
+# logits and, per layer and KV group, the keys (after RoPE) and values equal the reference's
+def checkpoint_raw(d, dt):
+    """tensor name -> (dt, numpy array of its stored bits: uint16 for the 16-bit types)"""
+    out = {}
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".safetensors"):
+            vals, raws = read_st(os.path.join(d, f))
+            out.update({k: (dt, np.frombuffer(raws[k], dtype=np.float32 if dt == "f32" else np.uint16).reshape(v.shape))
+                        for k, v in vals.items()})
+    return out
+
+
+def graph_inputs(tg, raw, ids):
+    """the safetensors tensors of every input of TaskGraph tg: input_ids, and each weight id
+    NAME[#rA:B|#cA:B][@dN] cut from the checkpoint"""
+    t = {}
+    for v in json.load(open(tg))["vertices"]:
+        if v["kind"] != "input":
+            continue
+        if v["id"] == "input_ids":
+            t["input_ids"] = ("i32", (len(ids),), np.asarray(ids, dtype=np.int32).tobytes())
+            continue
+        name = v["id"].split("@")[0]
+        sl = None
+        if "#" in name:
+            name, sl = name.split("#")
+        dt, a = raw[name]
+        if sl:
+            lo_, hi = map(int, sl[1:].split(":"))
+            a = a[lo_:hi] if sl[0] == "r" else a[:, lo_:hi]
+        assert list(a.shape) == v["shape"], (v["id"], a.shape, v["shape"])
+        t[v["id"]] = (dt, a.shape, np.ascontiguousarray(a).tobytes())
+    return t
+
+
+Bt, Tb = 3, 24
+for dtype, tol in [("float32", 1e-2 if fast else 1e-3), ("bfloat16", 3e-2 if fast else 1e-3), ("float16", 3e-2 if fast else 1e-3)]:
+    d = os.path.join(tmp, dtype)
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    W, raw = load_weights(d, cfg), checkpoint_raw(d, {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}[dtype])
+    prompts = [[int(i) for i in rng.integers(0, cfg["vocab_size"], Tb)] for _ in range(Bt)]
+    refs, kvs = [], []
+    for pr in prompts:
+        kvs.append([])
+        refs.append(reference(W, cfg, pr, kvs[-1]))
+    for D, blocks, extra, cap in [(2, 3, [], "1MiB"), (1, 1, ["--all-logits"], "64MiB")]:
+        tg, ip, op = (os.path.join(tmp, f"batch_{dtype}_{D}.{x}") for x in ("json", "in.st", "out.st"))
+        subprocess.run([turnip, "gen", "llama", "--model", d, "--seq", str(Tb), "--batch", str(Bt), "--kv-out", "--devices", str(D),
+                        "--blocks", str(blocks), "--vocab-chunks", "2", "--mlp-chunks", "2", "-o", tg] + extra, check=True)
+        write_inputs(ip, graph_inputs(tg, raw, [i for pr in prompts for i in pr]))
+        r = subprocess.run([turnip, "run", tg, "--device-mem", cap, "--inputs", ip, "--out", op] + bflags, capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(f"turnip run {tg}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
+        rows = r.stdout.split("capacity", 1)[1].split("host:", 1)[0].splitlines()[1:]
+        evicted = sum(int(line.split()[11]) + int(line.split()[14]) for line in rows)
+        got = read_st(op)[0]
+        want_logits = np.concatenate(refs) if extra else np.stack([rf[-1] for rf in refs])
+        scale = float(np.abs(want_logits).max())
+        err = float(np.abs(got["logits"] - want_logits).max()) if got["logits"].shape == want_logits.shape else float("inf")
+        ok = err <= tol * scale and (evicted > 0 or D == 1)
+        print(f"{'ok  ' if ok else 'FAIL'} {dtype} batch {Bt} x {Tb} D={D} blocks {blocks}{' all-logits' if extra else ''} cap {cap}: "
+              f"logits {got['logits'].shape} max |logits - torch| = {err:.2e} (allowed {tol * scale:.2e}); {evicted} offloads+drops")
+        failures += not ok
+        worst, n = 0.0, 0
+        for l in range(cfg["num_hidden_layers"]):
+            for b in range(Bt):
+                for g in range(cfg["num_key_value_heads"]):
+                    for w, kvi in (("k", 0), ("v", 1)):
+                        ref_kv = kvs[b][l][kvi][g]
+                        x = got.get(f"kv.{l}.{w}.b{b}.g{g}")
+                        e = float(np.abs(x - ref_kv).max() / max(1e-30, np.abs(ref_kv).max())) if x is not None and x.shape == ref_kv.shape else float("inf")
+                        worst, n = max(worst, e), n + 1
+        ok = worst <= tol and len(got) == n + 1
+        print(f"{'ok  ' if ok else 'FAIL'} {dtype} batch D={D}: {n} KV outputs (of {len(got) - 1}), "
+              f"worst max |kv - torch| / max |torch| = {worst:.2e} (allowed {tol})")
+        failures += not ok
 
 # bad model directories: exit 2 naming the tensor or field
 good = os.path.join(tmp, "float32")

@@ -128,6 +128,10 @@ b, Bb = inp("ws.cache", (3, 8, 4)); q, Q = inp("ws.row", (3, 1, 4))
 Ref = Bb.copy(); Ref[:, 5:6, :] = Q
 kern("write_slice_inplace", "write_slice", [b, q], (3, 8, 4), Ref, attrs={"axis": 1, "start": 5})
 V[-1]["inplace"] = 0  # the cache's last use: the row is written where the cache is
+kern("reshape", "reshape", [x], (8, 15), X.reshape(8, 15))
+r, R = inp("rs.in", (2, 3, 4))
+kern("reshape_inplace", "reshape", [r], (1, 6, 4), R.reshape(1, 6, 4))
+V[-1]["inplace"] = 0  # its only reader: the same bytes, nothing moves
 
 # relative to the output's scale: f32 compute error, or half an ulp of the 16-bit output
 tol = {"f32": 1e-5, "f16": 1e-3, "bf16": 8e-3}
@@ -205,6 +209,7 @@ kern("big_gelu", "gelu", [x], (64, 1000), 0.5 * X * (1 + erf(X / math.sqrt(2))))
 x, X = inp("big.tr", (3, 40, 50, 7))
 kern("big_transpose", "transpose", [x], (50, 3, 7, 40), X.transpose(2, 0, 3, 1), attrs={"perm": [2, 0, 3, 1]})
 kern("big_slice", "slice", [x], (3, 40, 20, 7), X[:, :, 10:30, :], attrs={"axis": 2, "start": 10, "length": 20})
+kern("big_reshape", "reshape", [x], (120, 350), X.reshape(120, 350))
 t, Tb = inp("big.emb", (300, 96)); ids = np.array([5, 299, 300, 1000, 150, 0, 2000], dtype=np.int32)
 V.append({"id": "big.ids", "kind": "input", "device": 0, "dtype": "i32", "shape": [7]})
 inputs["big.ids"] = ("i32", (7,), ids.tobytes())

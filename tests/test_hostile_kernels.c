@@ -43,6 +43,18 @@ TEST(hostile_slice_bounds_without_overflow)
     prep(HDR X("f32", "[4, 2]") "," K("slice", "[\"x\"]", "f32", "[1, 2]", "{\"axis\":0,\"start\":3,\"length\":1}"), "k", TP_OK, NULL);
 }
 
+TEST(hostile_reshape_counts_elements)
+{
+    prep(HDR X("f32", "[4, 2]") "," K("reshape", "[\"x\"]", "f32", "[3, 3]", "{}"), "k", TP_ERR_INVALID,
+         "vertex 'k' (reshape): reshape's output has 9 elements, its input 8");
+    prep(HDR X("f16", "[4, 2]") "," K("reshape", "[\"x\"]", "f32", "[8]", "{}"), "k", TP_ERR_INVALID,
+         "reshape's output must have its input's dtype");
+    prep(HDR X("f32", "[4, 2]") "," K("reshape", "[\"x\", \"x\"]", "f32", "[8]", "{}"), "k", TP_ERR_INVALID, "takes 1 input, has 2");
+    /* 2^62 elements as shapes only: counted without overflow, no scratch */
+    prep(HDR X("f16", "[4611686018427387904]") "," K("reshape", "[\"x\"]", "f16", "[2147483648, 2147483648]", "{}"), "k", TP_OK, NULL);
+    prep(HDR X("bf16", "[2, 3, 4]") "," K("reshape", "[\"x\"]", "bf16", "[1, 24, 1]", "{}"), "k", TP_OK, NULL);
+}
+
 TEST(hostile_offsets_bounded)
 {
     prep(HDR X("f32", "[4, 2]") "," K("softmax", "[\"x\"]", "f32", "[4, 2]", "{\"causal\":true,\"row_offset\":-9223372036854775808}"), "k",

@@ -1,5 +1,6 @@
-/* cmd_gen.c - turnip gen: a synthetic transformer-like TaskGraph (gen layered), or random
- * inputs for a TaskGraph (gen inputs). */
+/* cmd_gen.c - turnip gen: a synthetic transformer-like TaskGraph (gen layered), LLaMA graphs
+ * from a config (gen llama: the batched prefill; gen decode: one layer or the head of a decode
+ * step), or random inputs for a TaskGraph (gen inputs). */
 #include <string.h>
 #include "cli.h"
 
@@ -33,6 +34,32 @@ static const cli_opt inputs_opts[] = {
     CLI_O_END,
 };
 
+typedef struct {
+    const char *model, *preset, *out;
+    long long seq, batch, devices, blocks, mlp_chunks, vocab_chunks, layer, pos, max_len, device;
+    int kv_out, all_logits, head;
+} llama_flags;
+
+static const cli_opt llama_opts[] = {
+    CLI_O_STR("--model", "DIR", llama_flags, model, "the model's config.json is DIR/config.json"),
+    CLI_O_STR("--preset", "NAME", llama_flags, preset, "or a built-in shape: tiny, 7b, 13b, 65b, llama3-8b, llama2-70b"),
+    CLI_O_INT("--batch", "B", llama_flags, batch, 1, TP_LLAMA_MAX_BATCH, "sequences (default 1)"),
+    CLI_O_INT("--devices", "D", llama_flags, devices, 1, TP_MAX_DEVICES, "devices of the graph (default 1)"),
+    CLI_O_INT("--vocab-chunks", "C", llama_flags, vocab_chunks, 1, 65536, "row chunks of lm_head (per device for llama; default 1)"),
+    CLI_O_INT("--seq", "T", llama_flags, seq, 1, LLONG_MAX, "llama: prompt tokens of each sequence (required)"),
+    CLI_O_SWITCH("--kv-out", llama_flags, kv_out, "llama: every layer's keys and values are outputs (kv.L.k.bB.gG, ...)"),
+    CLI_O_SWITCH("--all-logits", llama_flags, all_logits, "llama: logits of every position, not just the last"),
+    CLI_O_INT("--blocks", "N", llama_flags, blocks, 1, INT_MAX, "llama: query blocks (default 1)"),
+    CLI_O_INT("--mlp-chunks", "C", llama_flags, mlp_chunks, 1, INT_MAX, "llama: column chunks of each device's MLP (default 1)"),
+    CLI_O_INT("--layer", "L", llama_flags, layer, 0, LLONG_MAX, "decode: the layer (default 0)"),
+    CLI_O_SWITCH("--head", llama_flags, head, "decode: the final norm and lm_head instead of a layer"),
+    CLI_O_INT("--pos", "P", llama_flags, pos, 0, LLONG_MAX, "decode: position of the new token (default 0)"),
+    CLI_O_INT("--max-len", "M", llama_flags, max_len, 1, LLONG_MAX, "decode: positions the KV cache holds (default P + 1)"),
+    CLI_O_INT("--device", "N", llama_flags, device, 0, TP_MAX_DEVICES - 1, "decode: the device every vertex is on (default 0)"),
+    CLI_O_STR("-o", "FILE", llama_flags, out, "write the TaskGraph there (default: standard output)"),
+    CLI_O_END,
+};
+
 static void help(FILE *f)
 {
     cli_print_help(f,
@@ -54,6 +81,74 @@ static void help(FILE *f)
                    "floats from N(0, 0.5^2), integers uniform in [0, N) (default 10), bytes-only inputs as u8.\n"
                    "\n",
                    inputs_opts, NULL);
+    cli_print_help(f,
+                   "\n"
+                   "usage: turnip gen llama (--model DIR | --preset NAME) --seq T [--batch B] [--kv-out] [--all-logits]\n"
+                   "                        [--devices D] [--blocks N] [--mlp-chunks C] [--vocab-chunks C] [-o TASKGRAPH]\n"
+                   "       turnip gen decode (--model DIR | --preset NAME) [--layer L | --head] [--batch B] [--pos P]\n"
+                   "                         [--max-len M] [--vocab-chunks C] [--devices D] [--device N] [-o TASKGRAPH]\n"
+                   "\n"
+                   "llama writes the LLaMA prefill TaskGraph of B prompts of T tokens (tp_llama_build: input_ids\n"
+                   "i32 [B*T], logits f32 [B, vocab], weights named after the Hugging Face tensors, sliced).\n"
+                   "decode writes one layer of one decode step with a KV cache (tp_llama_decode_layer: inputs x,\n"
+                   "the layer's weights and the caches kv.L.k, kv.L.v [B, kv_heads, M, head_dim]; outputs x.out,\n"
+                   "k_new, v_new) or with --head the final norm and lm_head (tp_llama_decode_head: logits).\n"
+                   "Run them with turnip run and inputs by name (turnip gen inputs makes random ones).\n"
+                   "\n",
+                   llama_opts, NULL);
+}
+
+static tp_status read_llama_config(const llama_flags *fl, tp_llama_config *c, tp_error *e)
+{
+    if (!fl->model) return tp_llama_preset(fl->preset, c, e);
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/config.json", fl->model) >= sizeof path)
+        return cli_set_error(e, TP_ERR_ARG, "--model: the directory name is too long");
+    return tp_llama_config_read(path, c, e);
+}
+
+/* gen llama | gen decode */
+static int gen_llama(int argc, char **argv, int decode)
+{
+    const char *cmd = decode ? "gen decode" : "gen llama";
+    llama_flags fl = {.batch = 1, .devices = 1, .vocab_chunks = 1, .blocks = 1, .mlp_chunks = 1};
+    int npos, rc = cli_parse("gen", llama_opts, &fl, argc, argv, 3, NULL, 0, &npos, NULL);
+    if (rc) return rc;
+    if (!fl.model == !fl.preset) return cli_usage_error("gen", "name one of --model DIR and --preset NAME", NULL);
+    if (!decode && !fl.seq) return cli_usage_error("gen", "gen llama needs --seq T", NULL);
+    tp_error e;
+    tp_llama_config c;
+    tp_status s = read_llama_config(&fl, &c, &e);
+    if (s) return cli_fail(NULL, s, &e);
+    tp_graph *g = NULL;
+    if (decode) {
+        tp_llama_decode_opts o = {(int)fl.devices, (int)fl.device, fl.layer, fl.batch, fl.pos,
+                                  fl.max_len ? fl.max_len : fl.pos < LLONG_MAX ? fl.pos + 1 : fl.pos, (int)fl.vocab_chunks};
+        s = fl.head ? tp_llama_decode_head(&c, &o, &g, &e) : tp_llama_decode_layer(&c, &o, &g, &e);
+        if (!s && (s = tp_graph_finalize(g, &e))) tp_graph_free(g);
+    } else {
+        tp_llama_opts lo;
+        tp_llama_opts_default(&lo, &c, (int)fl.devices, fl.seq, UINT64_MAX);
+        lo.batch = fl.batch;
+        lo.kv_out = fl.kv_out;
+        lo.all_logits = fl.all_logits;
+        lo.blocks = (int)fl.blocks;
+        lo.mlp_chunks = (int)fl.mlp_chunks;
+        lo.vocab_chunks = (int)fl.vocab_chunks;
+        tp_build_estimate est; /* refuse a graph the machine cannot hold before building it */
+        tp_llama_estimate(&c, &lo, &est);
+        if ((rc = cli_refuse_host("gen", "", "the TaskGraph needs", est.graph_bytes, &est))) return rc;
+        s = tp_llama_build(&c, &lo, &g, &e);
+    }
+    if (s) return cli_fail(cmd, s, &e);
+    cli_out out;
+    if ((rc = cli_out_open("gen", fl.out, &out))) {
+        tp_graph_free(g);
+        return rc;
+    }
+    s = tp_graph_write(g, out.f, &e);
+    tp_graph_free(g);
+    return cli_out_finish("gen", &out, s, &e);
 }
 
 static int gen_inputs(int argc, char **argv)
@@ -75,6 +170,7 @@ static int gen_inputs(int argc, char **argv)
 static int run(int argc, char **argv)
 {
     if (argc > 2 && !strcmp(argv[2], "inputs")) return gen_inputs(argc, argv);
+    if (argc > 2 && (!strcmp(argv[2], "llama") || !strcmp(argv[2], "decode"))) return gen_llama(argc, argv, !strcmp(argv[2], "decode"));
     tp_layered_opts lo;
     tp_layered_opts_init(&lo);
     layered_flags fl = {lo.devices, lo.layers, lo.heads, lo.chunks, lo.seq, lo.head_dim, lo.dtype_bytes, NULL};
@@ -82,7 +178,7 @@ static int run(int argc, char **argv)
     int npos, rc = cli_parse("gen", layered_opts, &fl, argc, argv, 2, &model, 1, &npos, NULL);
     if (rc) return rc;
     if (npos && strcmp(model, "layered")) return cli_usage_error("gen", "unknown argument", model);
-    if (!npos) return cli_usage_error("gen", "name a model: layered", NULL);
+    if (!npos) return cli_usage_error("gen", "name a model: layered, llama, decode or inputs", NULL);
     lo.devices = (int)fl.devices;
     lo.layers = (int)fl.layers;
     lo.heads = (int)fl.heads;
@@ -107,4 +203,4 @@ static int run(int argc, char **argv)
     return cli_out_finish("gen", &out, s, &e);
 }
 
-const cli_cmd cmd_gen = {"gen", "write a synthetic transformer-like TaskGraph", run, help};
+const cli_cmd cmd_gen = {"gen", "write a synthetic or LLaMA (prefill, decode) TaskGraph, or random inputs", run, help};

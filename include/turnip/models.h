@@ -51,25 +51,67 @@ tp_status tp_llama_preset(const char *name, tp_llama_config *c, tp_error *err);
 
 typedef struct tp_llama_opts {
     int devices;      /* attention heads (by KV group), MLP columns and vocabulary split over them */
-    int64_t seq;      /* prompt tokens T */
+    int64_t seq;      /* prompt tokens T (of each sequence) */
     int blocks;       /* query blocks: the T x T scores are computed T/blocks rows at a time */
     int all_logits;   /* output logits for every position, not just the last */
     int mlp_chunks;   /* column chunks of each device's MLP slice (>= 1) */
     int vocab_chunks; /* row chunks of each device's vocabulary slice, for lm_head and embedding */
+    int64_t batch;    /* B prompts of T tokens each (1..TP_LLAMA_MAX_BATCH, B x T <= TP_LLAMA_MAX_SEQ) */
+    int kv_out;       /* 1: every layer's keys (after RoPE) and values are outputs too */
 } tp_llama_opts;
 
-/* Fills o: blocks so one head's scores take ~1/16 of `cap`, chunks so a weight chunk is at
- * most cap/8. */
+/* Fills o: batch 1, kv_out 0, blocks so one head's scores take ~1/16 of `cap`, chunks so a
+ * weight chunk is at most cap/8. */
 void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devices, int64_t seq, uint64_t cap);
 
-/* Builds the prefill TaskGraph. Weight inputs are named after Hugging Face tensors, with a
- * slice and a device suffix where split: "NAME", "NAME#rA:B" (rows A..B-1), "NAME#cA:B"
- * (columns), then "@dN" for copies on device N > 0. "input_ids" (i32 [T]) is the prompt; the
- * output "logits" is f32 [1, vocab] (or [T, vocab]). Activations are f32. */
+/* Builds the prefill TaskGraph (finalized). Weight inputs are named after Hugging Face tensors,
+ * with a slice and a device suffix where split: "NAME", "NAME#rA:B" (rows A..B-1), "NAME#cA:B"
+ * (columns), then "@dN" for copies on device N > 0; one input per weight slice, shared by every
+ * sequence. "input_ids" (i32 [B x T], sequence-major) holds the prompts; the output "logits" is
+ * f32 [B, vocab], the last position of each sequence (with all_logits [B x T, vocab], every
+ * position, sequence-major). The sequences never attend to each other. With kv_out, for every
+ * layer L, sequence b and KV group g the outputs "kv.L.k.bB.gG" and "kv.L.v.bB.gG" (f32
+ * [T, head_dim]) are the prompt's keys after RoPE and its values: what a Hugging Face KV cache
+ * holds for that group. Activations are f32. B = 1 without kv_out is the graph of one prompt
+ * as before batches existed (the same vertices, ids and order). */
 tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err);
 
-/* The most prompt tokens tp_llama_build takes: 2^31-1. */
+/* The most prompt tokens tp_llama_build takes (T, and B x T over a batch): 2^31-1. */
 #define TP_LLAMA_MAX_SEQ INT32_MAX
+/* The most sequences of a batch (tp_llama_build, tp_llama_decode_*): 2^20. */
+#define TP_LLAMA_MAX_BATCH ((int64_t)1 << 20)
+
+/* ---- LLaMA decode: one step of generation with a KV cache -------------------------------- */
+
+typedef struct tp_llama_decode_opts {
+    int devices;      /* devices of the graph (1..TP_MAX_DEVICES); every vertex goes on `device` */
+    int device;
+    int64_t layer;    /* which layer (tp_llama_decode_layer) */
+    int64_t batch;    /* B >= 1 sequences, all at the same position */
+    int64_t pos;      /* position of the new token (0-based; the cache holds positions 0..pos-1) */
+    int64_t max_len;  /* positions the KV cache holds (pos < max_len) */
+    int vocab_chunks; /* tp_llama_decode_head: lm_head in this many row chunks (>= 1) */
+} tp_llama_decode_opts;
+
+/* One layer of one decode step (Hugging Face semantics), NOT finalized: the caller may add
+ * vertices, outputs and session declarations (resident, keep), then calls tp_graph_finalize.
+ * Inputs: "x" f32 [B, hidden] (the residual stream entering the layer); the layer's weights
+ * under their Hugging Face names, whole, in the config's dtype ("model.layers.L.input_layernorm.weight",
+ * "...post_attention_layernorm.weight", "...self_attn.{q,k,v,o}_proj.weight",
+ * "...mlp.{gate,up,down}_proj.weight"); the KV cache "kv.L.k" and "kv.L.v", f32
+ * [B, kv_heads, max_len, head_dim]. The new token's keys (after RoPE at position pos) and
+ * values are written at position pos of the caches by write_slice kernels declared in place on
+ * them, "kv.L.k.updated" and "kv.L.v.updated" (not outputs: the caller keeps the cache on the
+ * device); attention covers positions 0..pos of the updated caches (positions past pos are
+ * never read). Outputs: "x.out" f32 [B, hidden]; "k_new" and "v_new" f32 [B, kv_heads, 1,
+ * head_dim], the rows written. Uses devices, device, layer, batch, pos, max_len. */
+tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err);
+/* The final norm and lm_head of a decode step, NOT finalized. Inputs: "x" f32 [B, hidden],
+ * "model.norm.weight", and "lm_head.weight" [vocab, hidden] ("model.embed_tokens.weight" with
+ * tied embeddings), with vocab_chunks > 1 its row chunks "NAME#rA:B" as separate inputs (as
+ * tp_llama_build names them). Output "logits" f32 [B, vocab]. Uses devices, device, batch,
+ * vocab_chunks. */
+tp_status tp_llama_decode_head(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err);
 
 /* Buffer size (with the NUL) that holds any vertex id tp_llama_build makes, and so any
  * tensor name tp_llama_parse_input splits out of one. */

@@ -18,7 +18,7 @@
 
 static const char *op_names[TP__OP_COUNT] = {
     "opaque", "matmul", "add", "sub", "mul", "scale", "silu", "gelu", "exp", "relu", "softmax",
-    "rmsnorm", "rope", "embedding", "sum", "slice", "concat", "transpose", "cast", "write_slice"};
+    "rmsnorm", "rope", "embedding", "sum", "slice", "concat", "transpose", "cast", "write_slice", "reshape"};
 
 const char *tp__op_name(tp__opcode op)
 {
@@ -34,7 +34,7 @@ int tp__kernel_inplace_ok(const tp_graph *g, uint32_t vi, const tp__kplan *kp, u
     switch (kp->op) {
     case TP__OP_OPAQUE: case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: return 1;
     case TP__OP_SCALE: case TP__OP_SILU: case TP__OP_GELU: case TP__OP_EXP: case TP__OP_RELU: case TP__OP_CAST:
-    case TP__OP_WRITE_SLICE: return k == 0;
+    case TP__OP_WRITE_SLICE: case TP__OP_RESHAPE: return k == 0;
     default: return 0;
     }
 }
@@ -372,6 +372,18 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
         s = want_out(c, nd, shp);
         break;
     }
+    case TP__OP_RESHAPE: /* the bytes as they are: same dtype, same element count */
+        kp->scratch_floats = 0;
+        if (v->dtype != x0->dtype) {
+            s = PFAIL("reshape's output must have its input's dtype", v->id, v->op);
+            goto done;
+        }
+        if (tp__numel(v) != tp__numel(x0)) {
+            s = PFAIL("reshape's output has %llu elements, its input %llu", v->id, v->op, (unsigned long long)tp__numel(v),
+                      (unsigned long long)tp__numel(x0));
+            goto done;
+        }
+        break;
     case TP__OP_CONCAT: {
         if ((s = attr_axis(c, a, nd, &kp->axis))) goto done;
         int64_t total = 0;
@@ -443,6 +455,10 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
         const float *pf = as_f32(in[1], P->dtype, tp__numel(P), &sc);
         for (uint64_t q = 0; q < outer; q++)
             store((uint8_t *)out + ((q * oext + (uint64_t)kp->start) * inner) * es, v->dtype, pf + q * len * inner, len * inner);
+        return TP_OK;
+    }
+    if (kp->op == TP__OP_RESHAPE) { /* row-major bytes unchanged; nothing to do in place */
+        if (out != in[0]) memcpy(out, in[0], n * tp_dtype_size(v->dtype));
         return TP_OK;
     }
     const float *a = kp->op == TP__OP_SUM || kp->op == TP__OP_CONCAT ? NULL : as_f32(in[0], x0->dtype, tp__numel(x0), &sc);

@@ -14,7 +14,7 @@ typedef enum {
     TP__OP_OPAQUE = 0, TP__OP_MATMUL, TP__OP_ADD, TP__OP_SUB, TP__OP_MUL, TP__OP_SCALE,
     TP__OP_SILU, TP__OP_GELU, TP__OP_EXP, TP__OP_RELU, TP__OP_SOFTMAX, TP__OP_RMSNORM,
     TP__OP_ROPE, TP__OP_EMBEDDING, TP__OP_SUM, TP__OP_SLICE, TP__OP_CONCAT, TP__OP_TRANSPOSE,
-    TP__OP_CAST, TP__OP_WRITE_SLICE, TP__OP_COUNT
+    TP__OP_CAST, TP__OP_WRITE_SLICE, TP__OP_RESHAPE, TP__OP_COUNT
 } tp__opcode;
 
 /* The largest magnitude of an offset attribute (row_offset, pos_offset, id_offset): 2^53,
@@ -35,7 +35,7 @@ uint64_t tp__numel(const tp_vertex *v);
 
 /* 1 when kernel v (prepared into kp) may write its output over its input k: element for
  * element (same element count and size) and an op that reads each element before it writes
- * it (or, write_slice's base, leaves it where it is). */
+ * it (or, write_slice's base and reshape's input, leaves it where it is). */
 int tp__kernel_inplace_ok(const tp_graph *g, uint32_t v, const tp__kplan *kp, uint32_t k);
 
 /* Elements of v's shape before `axis` (*outer) and after it (*inner): slice, concat and

@@ -6,7 +6,12 @@
  * partial sums return by transfers and are summed with the residual on device 0. Attention
  * runs per (query head, row block): the scores of block b cover keys 0..end of b only (the
  * rest is causally masked), T/B x (b+1)T/B at a time, which is what bounds the memory of
- * long prompts. Keys and values of a group grow block by block by concatenation. */
+ * long prompts. Keys and values of a group grow block by block by concatenation.
+ *
+ * A batch of S prompts (issue 12) is S sequences of row blocks over one embedding of all S x T
+ * ids: every per-block vertex exists per (sequence, block), keys and values per sequence, and
+ * every weight input is shared. The prompt's keys and values per layer and group can be outputs
+ * (kv_out), named for the generation driver, which fills its KV cache from them. */
 #include <float.h>
 #include <jansson.h>
 #include <limits.h>
@@ -19,6 +24,7 @@
 #include "turnip/models.h"
 #include "io/util.h"
 #include "models/estimate.h"
+#include "models/llama_int.h"
 
 /* ---- configs ------------------------------------------------------------------------------ */
 
@@ -314,6 +320,7 @@ void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devic
     memset(o, 0, sizeof *o);
     o->devices = devices;
     o->seq = seq;
+    o->batch = 1;
     if (devices < 1) devices = 1;
     if (seq < 1) seq = 1;
     uint64_t rows = (uint64_t)seq > UINT64_MAX / 8 ? 0 : cap / 16 / (8 * (uint64_t)seq);
@@ -325,17 +332,30 @@ void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devic
     o->vocab_chunks = chunks_for((uint64_t)(c->vocab / devices) * (uint64_t)c->hidden * es, cap / 8);
 }
 
-/* x[q] += the D per-device partials of row block q: the partials come to device 0 by
- * transfers (named "<part>@d0") and are summed there with the residual into "<sum>" */
-static void gather_sum(B *b, uint32_t *x, const uint32_t *partb, uint32_t *tmp, int D, int NB, int64_t T, int64_t H, long long l,
-                       const char *part, const char *sum)
+/* the label of row block q of sequence s in vertex ids: "bQ" for one sequence (the ids of a
+ * single prompt are those of a batch of one), "sS.bQ" in a batch */
+static const char *blk(char *buf, size_t len, int64_t S, int64_t s, int q)
 {
-    for (int q = 0; q < NB && !b->st; q++) {
+    if (S == 1) snprintf(buf, len, "b%d", q);
+    else snprintf(buf, len, "s%lld.b%d", (long long)s, q);
+    return buf;
+}
+
+/* x[qq] += the D per-device partials of row block qq (sequence qq / NB, block qq % NB): the
+ * partials come to device 0 by transfers (named "<part>@d0") and are summed there with the
+ * residual into "<sum>" */
+static void gather_sum(B *b, uint32_t *x, const uint32_t *partb, uint32_t *tmp, int D, int64_t S, int NB, int64_t T, int64_t H,
+                       long long l, const char *part, const char *sum)
+{
+    char bl[48];
+    for (int64_t qq = 0; qq < S * NB && !b->st; qq++) {
+        int q = (int)(qq % NB);
         int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
-        tmp[0] = x[q];
+        blk(bl, sizeof bl, S, qq / NB, q);
+        tmp[0] = x[qq];
         for (int d = 0; d < D; d++)
-            tmp[1 + d] = d ? X(b, 0, partb[q * D + d], nm(b, "L%lld.%s.b%d.d%d@d0", l, part, q, d)) : partb[q * D];
-        x[q] = K(b, 0, nm(b, "L%lld.%s.b%d", l, sum, q), "sum", (uint32_t)D + 1, tmp, rows, H, NULL, (double)rows * H * D);
+            tmp[1 + d] = d ? X(b, 0, partb[qq * D + d], nm(b, "L%lld.%s.%s.d%d@d0", l, part, bl, d)) : partb[qq * D];
+        x[qq] = K(b, 0, nm(b, "L%lld.%s.%s", l, sum, bl), "sum", (uint32_t)D + 1, tmp, rows, H, NULL, (double)rows * H * D);
     }
 }
 
@@ -350,61 +370,100 @@ static int config_ok(const tp_llama_config *c)
            tp_dtype_size(c->dtype) <= 4;
 }
 
+tp_status tp__llama_check(const tp_llama_config *c, const char *where, tp_error *err)
+{
+    if (!config_ok(c))
+        return tp__fail(err, TP_ERR_ARG, "%s: a config field is out of range (tp_llama_config_read checks them)", where);
+    return check(c, where, err);
+}
+
+/* lm_head over the rows of hn (on device 0), the vocabulary split over D devices in VC row
+ * chunks each; the chunks come back to device 0 and are joined into one [rows, V] vertex named
+ * `id` (a concat, or a copy when there is one chunk). `bl` labels the vertices made. */
+static uint32_t lm_head(B *b, uint32_t hn, int64_t rows, const char *bl, const char *id, int D, int VC, uint32_t *parts)
+{
+    const tp_llama_config *c = b->c;
+    const char *lm = c->tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    int64_t V = c->vocab, H = c->hidden;
+    int np = 0;
+    for (int d = 0; d < D; d++) {
+        uint32_t hin = d ? X(b, d, hn, nm(b, "final.%s@d%d", bl, d)) : hn;
+        for (int k = 0; k < VC; k++) {
+            int64_t v0 = lo(V, D * VC, d * VC + k), v1 = lo(V, D * VC, d * VC + k + 1);
+            uint32_t w = W(b, d, lm, D * VC > 1 ? 'r' : 0, v0, v1, v1 - v0, H);
+            uint32_t lg = mm(b, d, nm(b, "logits.%s.d%d.v%d", bl, d, k), hin, w, rows, v1 - v0, H);
+            parts[np++] = d ? X(b, 0, lg, nm(b, "logits.%s.d%d.v%d@d0", bl, d, k)) : lg;
+        }
+    }
+    if (np > 1) return K(b, 0, id, "concat", (uint32_t)np, parts, rows, V, "{\"axis\":1}", 0);
+    return K(b, 0, id, "scale", 1, parts, rows, V, "{\"alpha\":1}", 0); /* name the output even without a concat */
+}
+
 tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err)
 {
     tp_status s0;
-    if (!config_ok(c)) return tp__fail(err, TP_ERR_ARG, "llama: a config field is out of range (tp_llama_config_read checks them)");
-    if ((s0 = check(c, "llama", err))) return s0;
+    if ((s0 = tp__llama_check(c, "llama", err))) return s0;
     int D = o->devices, NB = o->blocks;
-    int64_t T = o->seq, H = c->hidden, hd = c->hidden / c->heads, G = c->heads / c->kv_heads, V = c->vocab, F = c->intermediate;
+    int64_t T = o->seq, S = o->batch, H = c->hidden, hd = c->hidden / c->heads, G = c->heads / c->kv_heads, V = c->vocab,
+            F = c->intermediate;
     if (D < 1 || D > TP_MAX_DEVICES || T < 1 || T > TP_LLAMA_MAX_SEQ || NB < 1 || NB > T || c->kv_heads < D)
         return tp__fail(err, TP_ERR_ARG, "llama: need 1 <= devices <= KV heads (%lld), 1 <= blocks <= tokens <= 2^31-1",
                         (long long)c->kv_heads);
+    if (S < 1 || S > TP_LLAMA_MAX_BATCH || T > TP_LLAMA_MAX_SEQ / S) /* S x T without computing it */
+        return tp__fail(err, TP_ERR_ARG, "llama: batch %lld of %lld tokens: need 1 <= batch <= 2^20 and batch x tokens <= 2^31-1",
+                        (long long)S, (long long)T);
+    if (o->kv_out != 0 && o->kv_out != 1) return tp__fail(err, TP_ERR_ARG, "llama: kv_out %d is not 0 or 1", o->kv_out);
     int VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1, MC = o->mlp_chunks > 0 ? o->mlp_chunks : 1;
     if ((int64_t)VC * D > V || (int64_t)MC * D > F)
         return tp__fail(err, TP_ERR_ARG, "llama: more chunks than vocabulary rows or MLP columns");
+    int64_t NBt = S * NB; /* row blocks of the whole batch, sequence-major; at most S x T < 2^31 */
     B b0 = {tp_graph_new(D), err, TP_OK, c, {0}}, *b = &b0;
     if (!b->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-    uint32_t *x = malloc(sizeof(uint32_t) * (size_t)NB);
+    uint32_t *x = malloc(sizeof(uint32_t) * (size_t)NBt);
     uint32_t *KK = malloc(sizeof(uint32_t) * (size_t)c->kv_heads * 2), *VV = KK + c->kv_heads;
-    /* heads[]: one device's heads (a concat), D + 1 partials (a sum), D x VC logit chunks */
-    size_t hcap = (size_t)c->heads + (size_t)D * (size_t)VC + (size_t)D + 4;
+    /* heads[]: one device's heads (a concat), D + 1 partials (a sum), D x VC logit chunks, the
+     * batch's last tokens or logit blocks */
+    size_t hcap = (size_t)c->heads + (size_t)D * (size_t)VC + (size_t)D + 4 + (size_t)NBt;
     uint32_t *heads = malloc(sizeof(uint32_t) * hcap);
-    if (!x || !KK || !heads) {
+    uint32_t *partb = malloc(sizeof(uint32_t) * (size_t)NBt * (size_t)D);
+    if (!x || !KK || !heads || !partb) {
         free(x);
         free(KK);
         free(heads);
+        free(partb);
         tp_graph_free(b->g);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
-    char attrs[128];
-    int64_t ids_shape[1] = {T};
+    char attrs[128], bl[48];
+    int64_t ids_shape[1] = {S * T};
     uint32_t ids = 0, emb = 0;
     b->st = tp_graph_add_input(b->g, "input_ids", 0, TP_DT_I32, 1, ids_shape, 0, &ids, err);
     if (VC == 1) {
         uint32_t table = W(b, 0, "model.embed_tokens.weight", 0, 0, 0, V, H);
         uint32_t ein[2] = {table, ids};
-        emb = K(b, 0, "embed", "embedding", 2, ein, T, H, NULL, 0);
+        emb = K(b, 0, "embed", "embedding", 2, ein, S * T, H, NULL, 0);
     } else { /* the table in VC row chunks: masked lookups, summed */
         emb = 0;
         for (int k = 0; k < VC && !b->st; k++) {
             int64_t v0 = lo(V, VC, k), v1 = lo(V, VC, k + 1);
             uint32_t ein[2] = {W(b, 0, "model.embed_tokens.weight", 'r', v0, v1, v1 - v0, H), ids};
             snprintf(attrs, sizeof attrs, "{\"id_offset\":%lld,\"masked\":true}", (long long)v0);
-            uint32_t e1 = K(b, 0, nm(b, "embed.v%d", k), "embedding", 2, ein, T, H, attrs, 0);
+            uint32_t e1 = K(b, 0, nm(b, "embed.v%d", k), "embedding", 2, ein, S * T, H, attrs, 0);
             if (k) {
                 uint32_t ad[2] = {emb, e1};
-                e1 = K(b, 0, nm(b, "embed.sum%d", k), "add", 2, ad, T, H, NULL, (double)T * H);
+                e1 = K(b, 0, nm(b, "embed.sum%d", k), "add", 2, ad, S * T, H, NULL, (double)(S * T) * H);
             }
             emb = e1;
         }
     }
-    for (int q = 0; q < NB; q++) {
+    for (int64_t qq = 0; qq < NBt; qq++) {
+        int q = (int)(qq % NB);
         int64_t r0 = lo(T, NB, q), r1 = lo(T, NB, q + 1);
-        if (NB == 1) x[q] = emb;
+        if (NBt == 1) x[qq] = emb;
         else {
-            snprintf(attrs, sizeof attrs, "{\"axis\":0,\"start\":%lld,\"length\":%lld}", (long long)r0, (long long)(r1 - r0));
-            x[q] = K(b, 0, nm(b, "x0.b%d", q), "slice", 1, &emb, r1 - r0, H, attrs, 0);
+            snprintf(attrs, sizeof attrs, "{\"axis\":0,\"start\":%lld,\"length\":%lld}", (long long)((qq / NB) * T + r0),
+                     (long long)(r1 - r0));
+            x[qq] = K(b, 0, nm(b, "x0.%s", blk(bl, sizeof bl, S, qq / NB, q)), "slice", 1, &emb, r1 - r0, H, attrs, 0);
         }
     }
     double scale = 1.0 / sqrt((double)hd);
@@ -412,78 +471,89 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
     for (int64_t l = 0; l < c->layers && !b->st; l++) {
         snprintf(pre, sizeof pre, "model.layers.%lld.", (long long)l);
         char wn[160];
-        /* attention: per device, per block */
-        uint32_t *partb = malloc(sizeof(uint32_t) * (size_t)NB * (size_t)D);
-        if (!partb) {
-            b->st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
-            break;
-        }
+        /* attention: per device, per sequence, per block; a sequence's keys and values grow
+         * block by block (its own only: no attention across sequences) */
         for (int d = 0; d < D && !b->st; d++) {
             int64_t g0 = lo(c->kv_heads, D, d), g1 = lo(c->kv_heads, D, d + 1);
             snprintf(wn, sizeof wn, "%sinput_layernorm.weight", pre);
             uint32_t lnw = vec(b, d, wn, H);
-            for (int q = 0; q < NB && !b->st; q++) {
-                int64_t r0 = lo(T, NB, q), r1 = lo(T, NB, q + 1), rows = r1 - r0;
-                uint32_t xin = d ? X(b, d, x[q], nm(b, "L%lld.x.b%d@d%d", (long long)l, q, d)) : x[q];
+            for (int64_t qq = 0; qq < NBt && !b->st; qq++) {
+                int q = (int)(qq % NB), last = q == NB - 1;
+                int64_t sq = qq / NB, r0 = lo(T, NB, q), r1 = lo(T, NB, q + 1), rows = r1 - r0;
+                blk(bl, sizeof bl, S, sq, q);
+                uint32_t xin = d ? X(b, d, x[qq], nm(b, "L%lld.x.%s@d%d", (long long)l, bl, d)) : x[qq];
                 uint32_t nin[2] = {xin, lnw};
                 snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
-                uint32_t hn = K(b, d, nm(b, "L%lld.attn_norm.b%d.d%d", (long long)l, q, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
+                uint32_t hn = K(b, d, nm(b, "L%lld.attn_norm.%s.d%d", (long long)l, bl, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
                 int nh = 0;
                 for (int64_t g = g0; g < g1 && !b->st; g++) {
+                    /* the prompt's whole keys and values of a group, with kv_out: outputs named
+                     * "kv.L.k.bS.gG" and "kv.L.v.bS.gG" (the last block's rope or concat) */
+                    char kid[96], vid[96];
+                    int kvo = o->kv_out && last;
+                    snprintf(kid, sizeof kid, "kv.%lld.k.b%lld.g%lld", (long long)l, (long long)sq, (long long)g);
+                    snprintf(vid, sizeof vid, "kv.%lld.v.b%lld.g%lld", (long long)l, (long long)sq, (long long)g);
                     snprintf(wn, sizeof wn, "%sself_attn.k_proj.weight", pre);
                     uint32_t wk = W(b, d, wn, 'r', g * hd, (g + 1) * hd, hd, H);
                     snprintf(wn, sizeof wn, "%sself_attn.v_proj.weight", pre);
                     uint32_t wv = W(b, d, wn, 'r', g * hd, (g + 1) * hd, hd, H);
-                    uint32_t k = mm(b, d, nm(b, "L%lld.k.g%lld.b%d", (long long)l, (long long)g, q), hn, wk, rows, hd, H);
+                    uint32_t k = mm(b, d, nm(b, "L%lld.k.g%lld.%s", (long long)l, (long long)g, bl), hn, wk, rows, hd, H);
                     snprintf(attrs, sizeof attrs, "{\"theta\":%.17g,\"pos_offset\":%lld}", c->theta, (long long)r0);
-                    k = K(b, d, nm(b, "L%lld.k_rope.g%lld.b%d", (long long)l, (long long)g, q), "rope", 1, &k, rows, hd, attrs, 6.0 * rows * hd);
-                    uint32_t v = mm(b, d, nm(b, "L%lld.v.g%lld.b%d", (long long)l, (long long)g, q), hn, wv, rows, hd, H);
+                    k = K(b, d, kvo && q == 0 ? kid : nm(b, "L%lld.k_rope.g%lld.%s", (long long)l, (long long)g, bl), "rope", 1, &k, rows, hd,
+                          attrs, 6.0 * rows * hd);
+                    uint32_t v = mm(b, d, kvo && q == 0 ? vid : nm(b, "L%lld.v.g%lld.%s", (long long)l, (long long)g, bl), hn, wv, rows, hd, H);
                     if (q == 0) {
                         KK[g] = k;
                         VV[g] = v;
                     } else {
                         uint32_t kc[2] = {KK[g], k}, vc[2] = {VV[g], v};
-                        KK[g] = K(b, d, nm(b, "L%lld.K.g%lld.b%d", (long long)l, (long long)g, q), "concat", 2, kc, r1, hd, "{\"axis\":0}", 0);
-                        VV[g] = K(b, d, nm(b, "L%lld.V.g%lld.b%d", (long long)l, (long long)g, q), "concat", 2, vc, r1, hd, "{\"axis\":0}", 0);
+                        KK[g] = K(b, d, kvo ? kid : nm(b, "L%lld.K.g%lld.%s", (long long)l, (long long)g, bl), "concat", 2, kc, r1, hd,
+                                  "{\"axis\":0}", 0);
+                        VV[g] = K(b, d, kvo ? vid : nm(b, "L%lld.V.g%lld.%s", (long long)l, (long long)g, bl), "concat", 2, vc, r1, hd,
+                                  "{\"axis\":0}", 0);
                     }
+                    if (kvo && !b->st) b->st = tp_graph_add_output(b->g, KK[g], err);
+                    if (kvo && !b->st) b->st = tp_graph_add_output(b->g, VV[g], err);
                     for (int64_t h = g * G; h < (g + 1) * G && !b->st; h++) {
                         snprintf(wn, sizeof wn, "%sself_attn.q_proj.weight", pre);
                         uint32_t wq = W(b, d, wn, 'r', h * hd, (h + 1) * hd, hd, H);
-                        uint32_t qq = mm(b, d, nm(b, "L%lld.q.h%lld.b%d", (long long)l, (long long)h, q), hn, wq, rows, hd, H);
-                        qq = K(b, d, nm(b, "L%lld.q_rope.h%lld.b%d", (long long)l, (long long)h, q), "rope", 1, &qq, rows, hd, attrs, 6.0 * rows * hd);
-                        uint32_t sin[2] = {qq, KK[g]};
+                        uint32_t qh = mm(b, d, nm(b, "L%lld.q.h%lld.%s", (long long)l, (long long)h, bl), hn, wq, rows, hd, H);
+                        qh = K(b, d, nm(b, "L%lld.q_rope.h%lld.%s", (long long)l, (long long)h, bl), "rope", 1, &qh, rows, hd, attrs, 6.0 * rows * hd);
+                        uint32_t sin[2] = {qh, KK[g]};
                         char sa[96];
                         snprintf(sa, sizeof sa, "{\"trans_b\":true,\"alpha\":%.17g}", scale);
-                        uint32_t sc = K(b, d, nm(b, "L%lld.scores.h%lld.b%d", (long long)l, (long long)h, q), "matmul", 2, sin, rows, r1, sa,
+                        uint32_t sc = K(b, d, nm(b, "L%lld.scores.h%lld.%s", (long long)l, (long long)h, bl), "matmul", 2, sin, rows, r1, sa,
                                         2.0 * rows * r1 * hd);
                         char ma[96];
                         snprintf(ma, sizeof ma, "{\"causal\":true,\"row_offset\":%lld}", (long long)r0);
-                        uint32_t pr = K(b, d, nm(b, "L%lld.probs.h%lld.b%d", (long long)l, (long long)h, q), "softmax", 1, &sc, rows, r1, ma,
+                        uint32_t pr = K(b, d, nm(b, "L%lld.probs.h%lld.%s", (long long)l, (long long)h, bl), "softmax", 1, &sc, rows, r1, ma,
                                         5.0 * rows * r1);
                         uint32_t pin[2] = {pr, VV[g]};
-                        heads[nh++] = K(b, d, nm(b, "L%lld.attn.h%lld.b%d", (long long)l, (long long)h, q), "matmul", 2, pin, rows, hd, NULL,
+                        heads[nh++] = K(b, d, nm(b, "L%lld.attn.h%lld.%s", (long long)l, (long long)h, bl), "matmul", 2, pin, rows, hd, NULL,
                                         2.0 * rows * r1 * hd);
                     }
                 }
                 uint32_t att = heads[0];
-                if (nh > 1) att = K(b, d, nm(b, "L%lld.heads.b%d.d%d", (long long)l, q, d), "concat", (uint32_t)nh, heads, rows, nh * hd, "{\"axis\":1}", 0);
+                if (nh > 1) att = K(b, d, nm(b, "L%lld.heads.%s.d%d", (long long)l, bl, d), "concat", (uint32_t)nh, heads, rows, nh * hd, "{\"axis\":1}", 0);
                 snprintf(wn, sizeof wn, "%sself_attn.o_proj.weight", pre);
                 uint32_t wo = W(b, d, wn, 'c', g0 * G * hd, g1 * G * hd, H, (g1 - g0) * G * hd);
-                partb[q * D + d] = mm(b, d, nm(b, "L%lld.o.b%d.d%d", (long long)l, q, d), att, wo, rows, H, nh * hd);
+                partb[qq * D + d] = mm(b, d, nm(b, "L%lld.o.%s.d%d", (long long)l, bl, d), att, wo, rows, H, nh * hd);
             }
         }
-        gather_sum(b, x, partb, heads, D, NB, T, H, (long long)l, "o", "h");
+        gather_sum(b, x, partb, heads, D, S, NB, T, H, (long long)l, "o", "h");
         /* MLP: each device's columns in MC chunks, partial outputs accumulated in a chain */
         for (int d = 0; d < D && !b->st; d++) {
             int64_t f0 = lo(F, D, d), f1 = lo(F, D, d + 1);
             snprintf(wn, sizeof wn, "%spost_attention_layernorm.weight", pre);
             uint32_t lnw = vec(b, d, wn, H);
-            for (int q = 0; q < NB && !b->st; q++) {
+            for (int64_t qq = 0; qq < NBt && !b->st; qq++) {
+                int q = (int)(qq % NB);
                 int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
-                uint32_t xin = d ? X(b, d, x[q], nm(b, "L%lld.h.b%d@d%d", (long long)l, q, d)) : x[q];
+                blk(bl, sizeof bl, S, qq / NB, q);
+                uint32_t xin = d ? X(b, d, x[qq], nm(b, "L%lld.h.%s@d%d", (long long)l, bl, d)) : x[qq];
                 uint32_t nin[2] = {xin, lnw};
                 snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
-                uint32_t hn = K(b, d, nm(b, "L%lld.mlp_norm.b%d.d%d", (long long)l, q, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
+                uint32_t hn = K(b, d, nm(b, "L%lld.mlp_norm.%s.d%d", (long long)l, bl, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
                 uint32_t acc = 0;
                 for (int k = 0; k < MC && !b->st; k++) {
                     int64_t c0 = f0 + lo(f1 - f0, MC, k), c1 = f0 + lo(f1 - f0, MC, k + 1), fd = c1 - c0;
@@ -493,63 +563,63 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                     uint32_t wu = W(b, d, wn, 'r', c0, c1, fd, H);
                     snprintf(wn, sizeof wn, "%smlp.down_proj.weight", pre);
                     uint32_t wdn = W(b, d, wn, 'c', c0, c1, H, fd);
-                    uint32_t gt = mm(b, d, nm(b, "L%lld.gate.b%d.d%d.c%d", (long long)l, q, d, k), hn, wg, rows, fd, H);
-                    uint32_t up = mm(b, d, nm(b, "L%lld.up.b%d.d%d.c%d", (long long)l, q, d, k), hn, wu, rows, fd, H);
-                    uint32_t sg = K(b, d, nm(b, "L%lld.silu.b%d.d%d.c%d", (long long)l, q, d, k), "silu", 1, &gt, rows, fd, NULL, 4.0 * rows * fd);
+                    uint32_t gt = mm(b, d, nm(b, "L%lld.gate.%s.d%d.c%d", (long long)l, bl, d, k), hn, wg, rows, fd, H);
+                    uint32_t up = mm(b, d, nm(b, "L%lld.up.%s.d%d.c%d", (long long)l, bl, d, k), hn, wu, rows, fd, H);
+                    uint32_t sg = K(b, d, nm(b, "L%lld.silu.%s.d%d.c%d", (long long)l, bl, d, k), "silu", 1, &gt, rows, fd, NULL, 4.0 * rows * fd);
                     uint32_t pin[2] = {sg, up};
-                    uint32_t pr = K(b, d, nm(b, "L%lld.swiglu.b%d.d%d.c%d", (long long)l, q, d, k), "mul", 2, pin, rows, fd, NULL, (double)rows * fd);
-                    uint32_t dn = mm(b, d, nm(b, "L%lld.down.b%d.d%d.c%d", (long long)l, q, d, k), pr, wdn, rows, H, fd);
+                    uint32_t pr = K(b, d, nm(b, "L%lld.swiglu.%s.d%d.c%d", (long long)l, bl, d, k), "mul", 2, pin, rows, fd, NULL, (double)rows * fd);
+                    uint32_t dn = mm(b, d, nm(b, "L%lld.down.%s.d%d.c%d", (long long)l, bl, d, k), pr, wdn, rows, H, fd);
                     if (k) {
                         uint32_t ad[2] = {acc, dn};
-                        dn = K(b, d, nm(b, "L%lld.down_acc.b%d.d%d.c%d", (long long)l, q, d, k), "add", 2, ad, rows, H, NULL, (double)rows * H);
+                        dn = K(b, d, nm(b, "L%lld.down_acc.%s.d%d.c%d", (long long)l, bl, d, k), "add", 2, ad, rows, H, NULL, (double)rows * H);
                     }
                     acc = dn;
                 }
-                partb[q * D + d] = acc;
+                partb[qq * D + d] = acc;
             }
         }
-        gather_sum(b, x, partb, heads, D, NB, T, H, (long long)l, "down", "out");
-        free(partb);
+        gather_sum(b, x, partb, heads, D, S, NB, T, H, (long long)l, "down", "out");
     }
     /* final norm and lm_head, vocabulary split over devices */
-    const char *lm = c->tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
-    uint32_t normw = vec(b, 0, "model.norm.weight", H);
-    uint32_t *blocks = malloc(sizeof(uint32_t) * (size_t)(NB + 1));
-    int first = o->all_logits ? 0 : NB - 1;
-    for (int q = first; q < NB && !b->st && blocks; q++) {
-        int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
-        uint32_t nin[2] = {x[q], normw};
-        snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
-        uint32_t hn = K(b, 0, nm(b, "final_norm.b%d", q), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
-        if (!o->all_logits) { /* the last position only */
-            snprintf(attrs, sizeof attrs, "{\"axis\":0,\"start\":%lld,\"length\":1}", (long long)(rows - 1));
-            hn = K(b, 0, "last_token", "slice", 1, &hn, 1, H, attrs, 0);
-            rows = 1;
+    uint32_t normw = vec(b, 0, "model.norm.weight", H), outv = 0;
+    snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
+    uint32_t *parts = heads + NBt, *blocks = heads; /* logit chunks after the blocks */
+    if (o->all_logits) { /* every position: block by block, joined in sequence-major order */
+        for (int64_t qq = 0; qq < NBt && !b->st; qq++) {
+            int q = (int)(qq % NB);
+            int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
+            blk(bl, sizeof bl, S, qq / NB, q);
+            uint32_t nin[2] = {x[qq], normw};
+            uint32_t hn = K(b, 0, nm(b, "final_norm.%s", bl), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
+            char id[64] = "logits"; /* one block: the output itself */
+            if (NBt > 1) snprintf(id, sizeof id, D * VC > 1 ? "logits.%s" : "logits.%s.c", bl);
+            blocks[qq] = lm_head(b, hn, rows, bl, id, D, VC, parts);
         }
-        int np = 0;
-        for (int d = 0; d < D; d++) {
-            uint32_t hin = d ? X(b, d, hn, nm(b, "final.b%d@d%d", q, d)) : hn;
-            for (int k = 0; k < VC; k++) {
-                int64_t v0 = lo(V, D * VC, d * VC + k), v1 = lo(V, D * VC, d * VC + k + 1);
-                uint32_t w = W(b, d, lm, D * VC > 1 ? 'r' : 0, v0, v1, v1 - v0, H);
-                uint32_t lg = mm(b, d, nm(b, "logits.b%d.d%d.v%d", q, d, k), hin, w, rows, v1 - v0, H);
-                heads[np++] = d ? X(b, 0, lg, nm(b, "logits.b%d.d%d.v%d@d0", q, d, k)) : lg;
-            }
+        outv = NBt > 1 ? K(b, 0, "logits", "concat", (uint32_t)NBt, blocks, S * T, V, "{\"axis\":0}", 0) : blocks[0];
+    } else if (S == 1) { /* the last position of one prompt: the norm of its last block, then its last row */
+        int64_t rows = lo(T, NB, NB) - lo(T, NB, NB - 1);
+        blk(bl, sizeof bl, 1, 0, NB - 1);
+        uint32_t nin[2] = {x[NB - 1], normw};
+        uint32_t hn = K(b, 0, nm(b, "final_norm.%s", bl), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
+        snprintf(attrs, sizeof attrs, "{\"axis\":0,\"start\":%lld,\"length\":1}", (long long)(rows - 1));
+        hn = K(b, 0, "last_token", "slice", 1, &hn, 1, H, attrs, 0);
+        outv = lm_head(b, hn, 1, bl, "logits", D, VC, parts);
+    } else { /* the last position of each sequence: their rows joined, normed, one lm_head */
+        for (int64_t sq = 0; sq < S && !b->st; sq++) {
+            int64_t rows = lo(T, NB, NB) - lo(T, NB, NB - 1);
+            char sa[96];
+            snprintf(sa, sizeof sa, "{\"axis\":0,\"start\":%lld,\"length\":1}", (long long)(rows - 1));
+            blocks[sq] = K(b, 0, nm(b, "last_token.s%lld", (long long)sq), "slice", 1, &x[sq * NB + NB - 1], 1, H, sa, 0);
         }
-        const char *bid = (o->all_logits && NB > 1) ? nm(b, "logits.b%d", q) : "logits";
-        blocks[q] = np > 1 ? K(b, 0, bid, "concat", (uint32_t)np, heads, rows, V, "{\"axis\":1}", 0) : heads[0];
-        if (np == 1 && !b->st) { /* name the output "logits" even without a concat */
-            uint32_t in1 = heads[0];
-            blocks[q] = K(b, 0, (o->all_logits && NB > 1) ? nm(b, "logits.b%d.c", q) : "logits", "scale", 1, &in1, rows, V, "{\"alpha\":1}", 0);
-        }
+        uint32_t lt = K(b, 0, "last_tokens", "concat", (uint32_t)S, blocks, S, H, "{\"axis\":0}", 0);
+        uint32_t nin[2] = {lt, normw};
+        uint32_t hn = K(b, 0, "final_norm", "rmsnorm", 2, nin, S, H, attrs, 4.0 * S * H);
+        outv = lm_head(b, hn, S, "last", "logits", D, VC, parts);
     }
-    uint32_t outv = blocks ? blocks[NB - 1] : 0;
-    if (o->all_logits && NB > 1 && blocks && !b->st)
-        outv = K(b, 0, "logits", "concat", (uint32_t)NB, blocks, T, V, "{\"axis\":0}", 0);
-    free(blocks);
     free(x);
     free(KK);
     free(heads);
+    free(partb);
     if (!b->st) b->st = tp_graph_add_output(b->g, outv, err);
     if (!b->st) b->st = tp_graph_finalize(b->g, err);
     if (b->st) {
@@ -570,6 +640,7 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
     double D = Di, NB = o->blocks < 1 ? 1 : o->blocks, T = (double)o->seq, Hh = (double)c->heads, KV = (double)c->kv_heads,
            L = (double)c->layers, H = (double)c->hidden, V = (double)c->vocab, es = (double)tp_dtype_size(c->dtype);
     double VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1, MC = o->mlp_chunks > 0 ? o->mlp_chunks : 1;
+    double S = o->batch < 1 ? 1 : (double)o->batch, NBt = S * NB; /* row blocks of the batch */
     int AL = o->all_logits;
     /* per layer, the devices whose heads are concatenated (more than one) and the heads they join */
     double cdev = 0, cin = 0, G = (double)(c->heads / c->kv_heads);
@@ -580,22 +651,29 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
     /* inputs: ids, the embedding table, per layer 2 norms, q, k, v rows, o columns and 3 MLP
      * matrices per chunk, the final norm and lm_head (shared with a tied embedding on one device) */
     double inputs = 1 + VC + L * (3 * D + 2 * KV + Hh + 3 * D * MC) + 1 + (c->tie_embeddings && Di == 1 ? 0 : D * VC);
-    double qn = AL ? NB : 1, np = D * VC;
-    double kern = (VC == 1 ? 1 : 2 * VC - 1) + (NB > 1 ? NB : 0) +
-                  L * (NB * (D - 1) + NB * D + 3 * KV * NB + 2 * KV * (NB - 1) + 5 * Hh * NB + NB * cdev + D * NB /* attention */
-                       + NB * D                                                                                    /* sum */
-                       + NB * (D - 1) + NB * D + D * NB * (6 * MC - 1)                                             /* MLP */
-                       + NB * D) +                                                                                 /* sum */
-                  qn * (1 + (AL ? 0 : 1) + (D - 1) + np + (D - 1) * VC + 1) + (AL && NB > 1 ? 1 : 0);
-    double edges = (VC == 1 ? 2 : 4 * VC - 2) + (NB > 1 ? NB : 0) +
-                   L * (NB * (D - 1) + 2 * NB * D + 5 * KV * NB + 4 * KV * (NB - 1) + 8 * Hh * NB + NB * cin + 2 * D * NB +
-                        NB * (2 * D) + NB * (D - 1) + 2 * NB * D + D * NB * (11 * MC - 2) + NB * (2 * D)) +
-                   qn * (2 + (AL ? 0 : 1) + (D - 1) + 2 * np + (D - 1) * VC + (np > 1 ? np : 1)) + (AL && NB > 1 ? NB : 0);
+    double np = D * VC;
+    /* lm_head over one block of rows: transfers of the normed rows, chunk matmuls, their
+     * transfers back, the join (vertices; edges) */
+    double lmk = (D - 1) + np + (D - 1) * VC + 1, lme = (D - 1) + 2 * np + (D - 1) * VC + (np > 1 ? np : 1);
+    /* the final part: every block normed and through lm_head, joined (all_logits); one prompt's
+     * last block normed and its last row sliced; or each sequence's last row sliced, joined, normed */
+    double fk = AL ? NBt * (1 + lmk) + (NBt > 1 ? 1 : 0) : S == 1 ? 2 + lmk : S + 2 + lmk;
+    double fe = AL ? NBt * (2 + lme) + (NBt > 1 ? NBt : 0) : S == 1 ? 3 + lme : 2 * S + 2 + lme;
+    double kern = (VC == 1 ? 1 : 2 * VC - 1) + (NBt > 1 ? NBt : 0) +
+                  L * (NBt * (D - 1) + NBt * D + 3 * KV * NBt + 2 * KV * S * (NB - 1) + 5 * Hh * NBt + NBt * cdev + D * NBt /* attention */
+                       + NBt * D                                                                                      /* sum */
+                       + NBt * (D - 1) + NBt * D + D * NBt * (6 * MC - 1)                                             /* MLP */
+                       + NBt * D) +                                                                                   /* sum */
+                  fk;
+    double edges = (VC == 1 ? 2 : 4 * VC - 2) + (NBt > 1 ? NBt : 0) +
+                   L * (NBt * (D - 1) + 2 * NBt * D + 5 * KV * NBt + 4 * KV * S * (NB - 1) + 8 * Hh * NBt + NBt * cin + 2 * D * NBt +
+                        NBt * (2 * D) + NBt * (D - 1) + 2 * NBt * D + D * NBt * (11 * MC - 2) + NBt * (2 * D)) +
+                   fe;
     e->vertices = inputs + kern;
     e->edges = edges;
-    tp__estimate_bytes(e, T * 4 + NB * 4 * (D + 1) + (Hh + np + D) * 4);
-    /* the first embedding: its table (or first row chunk), the ids and its [T, hidden] f32 output */
+    tp__estimate_bytes(e, S * T * 4 + NBt * 4 * (D + 1) + (Hh + np + D + NBt) * 4);
+    /* the first embedding: its table (or first row chunk), the ids and its [S x T, hidden] f32 output */
     e->vertex = VC == 1 ? "embed" : "embed.v0";
-    e->vertex_bytes = (o->vocab_chunks > 1 ? floor(V / o->vocab_chunks) : V) * H * es + T * 4 + T * H * 4;
+    e->vertex_bytes = (o->vocab_chunks > 1 ? floor(V / o->vocab_chunks) : V) * H * es + S * T * 4 + S * T * H * 4;
     e->device = 0;
 }

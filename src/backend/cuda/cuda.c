@@ -336,6 +336,9 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
                                  len * inner, (uint64_t)v->shape[kp->axis] * inner);
         break;
     }
+    case TP__OP_RESHAPE: /* the same bytes: a copy, or nothing in place */
+        if (out != in[0]) e = (int)cudaMemcpyAsync(out, in[0], n * tp_dtype_size(v->dtype), cudaMemcpyDeviceToDevice, st);
+        break;
     case TP__OP_SLICE: case TP__OP_CONCAT: {
         uint64_t outer, inner;
         tp__axis_blocks(v, kp->axis, &outer, &inner);

@@ -1,0 +1,227 @@
+/* llama_decode.c - one step of LLaMA generation with a KV cache (Hugging Face semantics;
+ * issue 12): a layer graph and a head graph, each on one device, for B sequences at the same
+ * position `pos`.
+ *
+ * The layer keeps the batch together: every projection is one [B, *] matmul against the whole
+ * Hugging Face weight; queries and keys go through RoPE as [1, B x heads, head_dim] (so every
+ * row is at position pos) by reshapes, which cost nothing when the planner honours them in
+ * place. The new keys and values are written into the caches at position pos by write_slice
+ * kernels declared in place on the cache inputs, so an append moves one row per head.
+ * Attention is one batched matmul over (sequence, KV group): the G query heads of a group are
+ * the G rows of a [G, head_dim] x [head_dim, pos+1] product against that group's cached keys
+ * (no repetition of keys per head), a softmax without mask (the cache holds the past only)
+ * and a product with the group's values. The caller adds what its session needs (resident
+ * caches and weights, kept values) and finalizes. */
+#include <math.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "turnip/models.h"
+#include "io/util.h"
+#include "models/llama_int.h"
+
+typedef struct {
+    tp_graph *g;
+    tp_error *err;
+    tp_status st;
+    int dev;
+    tp_dtype wdt; /* the weights' dtype */
+} dec;
+
+static uint32_t in_(dec *d, const char *id, tp_dtype dt, int nd, int64_t a, int64_t b, int64_t c, int64_t e)
+{
+    int64_t shape[4] = {a, b, c, e};
+    uint32_t v = 0;
+    if (!d->st) d->st = tp_graph_add_input(d->g, id, d->dev, dt, nd, shape, 0, &v, d->err);
+    return v;
+}
+
+/* an f32 kernel of shape [a, b, c, e] (the first nd) */
+static uint32_t k_(dec *d, const char *id, const char *op, uint32_t n, const uint32_t *in, int nd, int64_t a, int64_t b, int64_t c,
+                   int64_t e, const char *attrs, double flops)
+{
+    int64_t shape[4] = {a, b, c, e};
+    uint32_t v = 0;
+    if (!d->st) d->st = tp_graph_add_kernel(d->g, id, d->dev, op, n, in, TP_DT_F32, nd, shape, 0, attrs, flops, &v, d->err);
+    return v;
+}
+
+/* x [m, k] times weight w [n, k] transposed: [m, n] */
+static uint32_t mm(dec *d, const char *id, uint32_t x, uint32_t w, int64_t m, int64_t n, int64_t k)
+{
+    uint32_t in[2] = {x, w};
+    return k_(d, id, "matmul", 2, in, 2, m, n, 0, 0, "{\"trans_b\":true}", 2.0 * (double)m * (double)n * (double)k);
+}
+
+/* a reshape of x, declared in place (x has no other reader) */
+static uint32_t view(dec *d, const char *id, uint32_t x, int nd, int64_t a, int64_t b, int64_t c, int64_t e)
+{
+    uint32_t v = k_(d, id, "reshape", 1, &x, nd, a, b, c, e, NULL, 0);
+    if (!d->st) d->st = tp_graph_set_inplace(d->g, v, 0, d->err);
+    return v;
+}
+
+static void output(dec *d, uint32_t v)
+{
+    if (!d->st) d->st = tp_graph_add_output(d->g, v, d->err);
+}
+
+/* a * b * c * e * 4 (f32 bytes) fits int64, all positive */
+static int fits_f32(int64_t a, int64_t b, int64_t c, int64_t e)
+{
+    int64_t p;
+    return !__builtin_mul_overflow(a, b, &p) && !__builtin_mul_overflow(p, c, &p) && !__builtin_mul_overflow(p, e, &p) &&
+           !__builtin_mul_overflow(p, 4, &p);
+}
+
+/* the options both builders use: the config, devices, device, batch */
+static tp_status check_common(const tp_llama_config *c, const tp_llama_decode_opts *o, const char *what, tp_error *err)
+{
+    tp_status s = tp__llama_check(c, what, err);
+    if (s) return s;
+    if (o->devices < 1 || o->devices > TP_MAX_DEVICES)
+        return tp__fail(err, TP_ERR_ARG, "%s: devices %d is outside [1, %d]", what, o->devices, TP_MAX_DEVICES);
+    if (o->device < 0 || o->device >= o->devices)
+        return tp__fail(err, TP_ERR_ARG, "%s: device %d is outside [0, %d)", what, o->device, o->devices);
+    if (o->batch < 1 || o->batch > TP_LLAMA_MAX_BATCH)
+        return tp__fail(err, TP_ERR_ARG, "%s: batch %lld is outside [1, 2^20]", what, (long long)o->batch);
+    return TP_OK;
+}
+
+tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err)
+{
+    const char *what = "llama decode layer";
+    tp_status s = check_common(c, o, what, err);
+    if (s) return s;
+    int64_t Bn = o->batch, L = o->layer, pos = o->pos, M = o->max_len, H = c->hidden, NH = c->heads, KV = c->kv_heads,
+            hd = H / NH, G = NH / KV, F = c->intermediate, P = pos + 1;
+    if (L < 0 || L >= c->layers)
+        return tp__fail(err, TP_ERR_ARG, "%s: layer %lld is outside [0, %lld)", what, (long long)L, (long long)c->layers);
+    if (M < 1 || M > TP_LLAMA_MAX_SEQ)
+        return tp__fail(err, TP_ERR_ARG, "%s: max_len %lld is outside [1, 2^31-1]", what, (long long)M);
+    if (pos < 0 || pos >= M)
+        return tp__fail(err, TP_ERR_ARG, "%s: pos %lld is outside [0, max_len %lld)", what, (long long)pos, (long long)M);
+    /* the largest tensors: the caches [B, KV, max_len, hd] and the scores [B, KV, G, pos+1] */
+    if (!fits_f32(Bn, KV, M, hd) || !fits_f32(Bn, KV, G, P))
+        return tp__fail(err, TP_ERR_ARG, "%s: batch %lld x %lld KV heads x %lld positions: the KV cache or the scores overflow 64 bits",
+                        what, (long long)Bn, (long long)KV, (long long)M);
+    dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype}, *d = &d0;
+    if (!d->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    char id[TP_LLAMA_ID_MAX], attrs[160];
+    long long l = (long long)L;
+#define ID(...) (snprintf(id, sizeof id, __VA_ARGS__), id)
+#define WT(name, nd, a, b) in_(d, ID("model.layers.%lld." name, l), d->wdt, nd, a, b, 0, 0)
+    uint32_t x = in_(d, "x", TP_DT_F32, 2, Bn, H, 0, 0);
+    uint32_t wln = WT("input_layernorm.weight", 1, H, 0), wq = WT("self_attn.q_proj.weight", 2, NH * hd, H),
+             wk = WT("self_attn.k_proj.weight", 2, KV * hd, H), wv = WT("self_attn.v_proj.weight", 2, KV * hd, H),
+             wo = WT("self_attn.o_proj.weight", 2, H, NH * hd), wpn = WT("post_attention_layernorm.weight", 1, H, 0),
+             wg = WT("mlp.gate_proj.weight", 2, F, H), wu = WT("mlp.up_proj.weight", 2, F, H), wd = WT("mlp.down_proj.weight", 2, H, F);
+    uint32_t ck = in_(d, ID("kv.%lld.k", l), TP_DT_F32, 4, Bn, KV, M, hd), cv = in_(d, ID("kv.%lld.v", l), TP_DT_F32, 4, Bn, KV, M, hd);
+    /* attention */
+    char eps[64];
+    snprintf(eps, sizeof eps, "{\"eps\":%.17g}", c->eps);
+    uint32_t nin[2] = {x, wln};
+    uint32_t hn = k_(d, ID("L%lld.attn_norm", l), "rmsnorm", 2, nin, 2, Bn, H, 0, 0, eps, 4.0 * (double)(Bn * H));
+    snprintf(attrs, sizeof attrs, "{\"theta\":%.17g,\"pos_offset\":%lld}", c->theta, (long long)pos);
+    uint32_t q = mm(d, ID("L%lld.q", l), hn, wq, Bn, NH * hd, H);
+    q = view(d, ID("L%lld.q.rows", l), q, 3, 1, Bn * NH, hd, 0);
+    q = k_(d, ID("L%lld.q_rope", l), "rope", 1, &q, 3, 1, Bn * NH, hd, 0, attrs, 6.0 * (double)(Bn * NH * hd));
+    q = view(d, ID("L%lld.q.groups", l), q, 4, Bn, KV, G, hd);
+    uint32_t k = mm(d, ID("L%lld.k", l), hn, wk, Bn, KV * hd, H);
+    k = view(d, ID("L%lld.k.rows", l), k, 3, 1, Bn * KV, hd, 0);
+    k = k_(d, ID("L%lld.k_rope", l), "rope", 1, &k, 3, 1, Bn * KV, hd, 0, attrs, 6.0 * (double)(Bn * KV * hd));
+    k = view(d, "k_new", k, 4, Bn, KV, 1, hd);
+    uint32_t v = mm(d, ID("L%lld.v", l), hn, wv, Bn, KV * hd, H);
+    v = view(d, "v_new", v, 4, Bn, KV, 1, hd);
+    output(d, k);
+    output(d, v);
+    /* the append: one row per (sequence, KV head) written into the cache's own bytes */
+    snprintf(attrs, sizeof attrs, "{\"axis\":2,\"start\":%lld}", (long long)pos);
+    uint32_t wk_in[2] = {ck, k}, wv_in[2] = {cv, v};
+    uint32_t kc = k_(d, ID("kv.%lld.k.updated", l), "write_slice", 2, wk_in, 4, Bn, KV, M, hd, attrs, 0);
+    if (!d->st) d->st = tp_graph_set_inplace(d->g, kc, 0, d->err);
+    uint32_t vc = k_(d, ID("kv.%lld.v.updated", l), "write_slice", 2, wv_in, 4, Bn, KV, M, hd, attrs, 0);
+    if (!d->st) d->st = tp_graph_set_inplace(d->g, vc, 0, d->err);
+    if (P < M) { /* positions 0..pos: the rest of the cache is never read */
+        snprintf(attrs, sizeof attrs, "{\"axis\":2,\"start\":0,\"length\":%lld}", (long long)P);
+        kc = k_(d, ID("L%lld.K", l), "slice", 1, &kc, 4, Bn, KV, P, hd, attrs, 0);
+        vc = k_(d, ID("L%lld.V", l), "slice", 1, &vc, 4, Bn, KV, P, hd, attrs, 0);
+    }
+    snprintf(attrs, sizeof attrs, "{\"trans_b\":true,\"alpha\":%.17g}", 1.0 / sqrt((double)hd));
+    uint32_t sin[2] = {q, kc};
+    double work = (double)(Bn * NH) * (double)P; /* scores */
+    uint32_t sc = k_(d, ID("L%lld.scores", l), "matmul", 2, sin, 4, Bn, KV, G, P, attrs, 2.0 * work * (double)hd);
+    uint32_t pr = k_(d, ID("L%lld.probs", l), "softmax", 1, &sc, 4, Bn, KV, G, P, NULL, 5.0 * work);
+    uint32_t pin[2] = {pr, vc};
+    uint32_t at = k_(d, ID("L%lld.attn", l), "matmul", 2, pin, 4, Bn, KV, G, hd, NULL, 2.0 * work * (double)hd);
+    at = view(d, ID("L%lld.heads", l), at, 2, Bn, NH * hd, 0, 0);
+    uint32_t o1 = mm(d, ID("L%lld.o", l), at, wo, Bn, H, NH * hd);
+    uint32_t ad[2] = {x, o1};
+    uint32_t h = k_(d, ID("L%lld.h", l), "add", 2, ad, 2, Bn, H, 0, 0, NULL, (double)(Bn * H));
+    /* gated MLP */
+    nin[0] = h;
+    nin[1] = wpn;
+    hn = k_(d, ID("L%lld.mlp_norm", l), "rmsnorm", 2, nin, 2, Bn, H, 0, 0, eps, 4.0 * (double)(Bn * H));
+    uint32_t gt = mm(d, ID("L%lld.gate", l), hn, wg, Bn, F, H), up = mm(d, ID("L%lld.up", l), hn, wu, Bn, F, H);
+    uint32_t sg = k_(d, ID("L%lld.silu", l), "silu", 1, &gt, 2, Bn, F, 0, 0, NULL, 4.0 * (double)(Bn * F));
+    uint32_t sw[2] = {sg, up};
+    uint32_t pm = k_(d, ID("L%lld.swiglu", l), "mul", 2, sw, 2, Bn, F, 0, 0, NULL, (double)(Bn * F));
+    uint32_t dn = mm(d, ID("L%lld.down", l), pm, wd, Bn, H, F);
+    ad[0] = h;
+    ad[1] = dn;
+    output(d, k_(d, "x.out", "add", 2, ad, 2, Bn, H, 0, 0, NULL, (double)(Bn * H)));
+#undef WT
+#undef ID
+    if (d->st) {
+        tp_graph_free(d->g);
+        return d->st;
+    }
+    *out = d->g;
+    return TP_OK;
+}
+
+tp_status tp_llama_decode_head(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err)
+{
+    const char *what = "llama decode head";
+    tp_status s = check_common(c, o, what, err);
+    if (s) return s;
+    int64_t Bn = o->batch, H = c->hidden, V = c->vocab, VC = o->vocab_chunks;
+    if (VC < 1 || VC > V)
+        return tp__fail(err, TP_ERR_ARG, "%s: vocab_chunks %lld is outside [1, vocabulary %lld]", what, (long long)VC, (long long)V);
+    if ((V - 1) / VC + 1 > INT32_MAX) /* a chunk's rows are a matmul dimension */
+        return tp__fail(err, TP_ERR_ARG, "%s: vocabulary %lld in %lld chunks: a chunk of more than 2^31-1 rows (take 2 or more)", what,
+                        (long long)V, (long long)VC);
+    uint32_t *parts = malloc(sizeof(uint32_t) * (size_t)VC);
+    dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype}, *d = &d0;
+    if (!d->g || !parts) {
+        free(parts);
+        tp_graph_free(d->g);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
+    const char *lm = c->tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+    char eps[64], id[TP_LLAMA_ID_MAX];
+    snprintf(eps, sizeof eps, "{\"eps\":%.17g}", c->eps);
+    uint32_t nin[2];
+    nin[0] = in_(d, "x", TP_DT_F32, 2, Bn, H, 0, 0);
+    nin[1] = in_(d, "model.norm.weight", d->wdt, 1, H, 0, 0, 0);
+    uint32_t hn = k_(d, "final_norm", "rmsnorm", 2, nin, 2, Bn, H, 0, 0, eps, 4.0 * (double)(Bn * H));
+    for (int64_t k = 0; k < VC && !d->st; k++) { /* rows [V k / VC, V (k+1) / VC): tp_llama_build's split */
+        int64_t v0 = V * k / VC, v1 = V * (k + 1) / VC;
+        if (VC == 1) snprintf(id, sizeof id, "%s", lm);
+        else snprintf(id, sizeof id, "%s#r%lld:%lld", lm, (long long)v0, (long long)v1);
+        uint32_t w = in_(d, id, d->wdt, 2, v1 - v0, H, 0, 0);
+        if (VC == 1) snprintf(id, sizeof id, "logits");
+        else snprintf(id, sizeof id, "logits.v%lld", (long long)k);
+        parts[k] = mm(d, id, hn, w, Bn, v1 - v0, H);
+    }
+    output(d, VC == 1 ? parts[0] : k_(d, "logits", "concat", (uint32_t)VC, parts, 2, Bn, V, 0, 0, "{\"axis\":1}", 0));
+    free(parts);
+    if (d->st) {
+        tp_graph_free(d->g);
+        return d->st;
+    }
+    *out = d->g;
+    return TP_OK;
+}

@@ -1,0 +1,316 @@
+/* test_models.c - the LLaMA builders' structure (issue 12): the prefill's closed-form estimate
+ * equals the graph it builds for batches, KV outputs and every split; a batch shares its weight
+ * inputs and names its outputs as the contract says; the decode layer and head graphs have the
+ * contract's inputs, outputs and shapes, in-place cache appends, flops on every computing
+ * kernel, and refuse options out of range with TP_ERR_ARG. Values are checked against numpy
+ * and PyTorch by tests/decode_numpy.py and tests/llama_torch.py. */
+#include <stdio.h>
+#include <string.h>
+#include "turnip/turnip.h"
+#include "harness.h"
+
+static tp_llama_config tiny(int64_t heads, int64_t kv, int tie)
+{
+    tp_llama_config c = {64, 96, heads, kv, 2, 50, 1e-5, 10000.0, TP_DT_F16, tie};
+    return c;
+}
+
+static double edges_of(const tp_graph *g)
+{
+    double e = 0;
+    for (uint32_t v = 0; v < tp_graph_size(g); v++) e += tp_graph_vertex(g, v)->ninputs;
+    return e;
+}
+
+static const tp_vertex *find(const tp_graph *g, const char *id)
+{
+    int64_t i = tp_graph_find(g, id);
+    CHECKF(i >= 0, "no vertex '%s'", id);
+    return tp_graph_vertex(g, (uint32_t)i);
+}
+
+static void shape_is(const tp_vertex *v, int nd, int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    int64_t want[4] = {a, b, c, d};
+    CHECKF(v->ndim == nd, "'%s' has %d dimensions, wanted %d", v->id, v->ndim, nd);
+    for (int i = 0; i < nd; i++) CHECKF(v->shape[i] == want[i], "'%s' axis %d is %lld, wanted %lld", v->id, i, (long long)v->shape[i], (long long)want[i]);
+}
+
+static int is_output(const tp_graph *g, uint32_t v)
+{
+    for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++)
+        if (tp_graph_outputs(g)[k] == v) return 1;
+    return 0;
+}
+
+TEST(models_llama_estimate_exact_with_batches)
+{
+    int n = 0;
+    for (int tie = 0; tie < 2; tie++)
+        for (int D = 1; D <= 2; D++)
+            for (int64_t S = 1; S <= 3; S++)
+                for (int NB = 1; NB <= 3; NB += 2)
+                    for (int AL = 0; AL < 2; AL++)
+                        for (int VC = 1; VC <= 2; VC++) {
+                            tp_llama_config c = tiny(4, 2, tie);
+                            tp_llama_opts o;
+                            tp_error e;
+                            tp_llama_opts_default(&o, &c, D, 6, UINT64_MAX);
+                            o.batch = S;
+                            o.blocks = NB;
+                            o.all_logits = AL;
+                            o.vocab_chunks = VC;
+                            o.mlp_chunks = 3 - VC;
+                            o.kv_out = (int)(S + NB) % 2;
+                            tp_graph *g;
+                            ASSERT_OK_ERR(tp_llama_build(&c, &o, &g, &e), e);
+                            tp_build_estimate est;
+                            tp_llama_estimate(&c, &o, &est);
+                            CHECKF(est.vertices == tp_graph_size(g) && est.edges == edges_of(g),
+                                   "tie %d D %d B %lld blocks %d all %d VC %d: %u vertices %.0f edges, estimated %.0f and %.0f", tie, D,
+                                   (long long)S, NB, AL, VC, tp_graph_size(g), edges_of(g), est.vertices, est.edges);
+                            tp_graph_free(g);
+                            n++;
+                        }
+    ASSERT_EQ(n, 96);
+}
+
+TEST(models_llama_batch_shares_weights_and_names_outputs)
+{
+    tp_llama_config c = tiny(4, 2, 0);
+    tp_llama_opts o;
+    tp_error e;
+    tp_graph *g1, *g3;
+    tp_llama_opts_default(&o, &c, 2, 5, UINT64_MAX);
+    o.blocks = 2;
+    ASSERT_OK_ERR(tp_llama_build(&c, &o, &g1, &e), e);
+    o.batch = 3;
+    o.kv_out = 1;
+    ASSERT_OK_ERR(tp_llama_build(&c, &o, &g3, &e), e);
+    uint32_t in1 = 0, in3 = 0;
+    for (uint32_t v = 0; v < tp_graph_size(g1); v++) in1 += tp_graph_vertex(g1, v)->kind == TP_V_INPUT;
+    for (uint32_t v = 0; v < tp_graph_size(g3); v++) {
+        const tp_vertex *x = tp_graph_vertex(g3, v);
+        if (x->kind != TP_V_INPUT) continue;
+        in3++;
+        CHECKF(tp_graph_find(g1, x->id) >= 0, "input '%s' is not one of the single prompt's", x->id);
+    }
+    ASSERT_EQ(in1, in3); /* one input per weight slice, whatever the batch */
+    shape_is(find(g3, "input_ids"), 1, 15, 0, 0, 0);
+    const tp_vertex *lg = find(g3, "logits");
+    shape_is(lg, 2, 3, 50, 0, 0);
+    ASSERT_EQ(tp_graph_num_outputs(g3), 1 + 2 * 2 * 3 * 2); /* logits, k and v per layer, sequence, group */
+    char id[64];
+    for (int l = 0; l < 2; l++)
+        for (int b = 0; b < 3; b++)
+            for (int gq = 0; gq < 2; gq++)
+                for (int kv = 0; kv < 2; kv++) {
+                    snprintf(id, sizeof id, "kv.%d.%c.b%d.g%d", l, kv ? 'v' : 'k', b, gq);
+                    const tp_vertex *x = find(g3, id);
+                    shape_is(x, 2, 5, 16, 0, 0);
+                    CHECKF(is_output(g3, (uint32_t)tp_graph_find(g3, id)), "'%s' is not an output", id);
+                    ASSERT_EQ(x->device, gq); /* group g lives on device g with two devices and two groups */
+                }
+    ASSERT_EQ(tp_graph_num_outputs(g1), 1);
+    CHECK(tp_graph_find(g1, "kv.0.k.b0.g0") < 0);
+    tp_graph_free(g1);
+    tp_graph_free(g3);
+    o.all_logits = 1;
+    ASSERT_OK_ERR(tp_llama_build(&c, &o, &g3, &e), e);
+    shape_is(find(g3, "logits"), 2, 15, 50, 0, 0);
+    tp_graph_free(g3);
+}
+
+TEST(models_llama_batch_refuses_out_of_range)
+{
+    tp_llama_config c = tiny(4, 2, 0);
+    tp_llama_opts o;
+    tp_error e;
+    tp_graph *g = NULL;
+    tp_llama_opts_default(&o, &c, 1, 4, UINT64_MAX);
+    o.batch = 0;
+    ASSERT_STATUS(tp_llama_build(&c, &o, &g, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "batch 0") != NULL, "%s", e.msg);
+    o.batch = TP_LLAMA_MAX_BATCH + 1;
+    ASSERT_STATUS(tp_llama_build(&c, &o, &g, &e), TP_ERR_ARG);
+    o.batch = 2;
+    o.seq = TP_LLAMA_MAX_SEQ / 2 + 1; /* B x T one above 2^31-1 */
+    ASSERT_STATUS(tp_llama_build(&c, &o, &g, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "batch x tokens") != NULL, "%s", e.msg);
+    o.seq = 4;
+    o.kv_out = 2;
+    ASSERT_STATUS(tp_llama_build(&c, &o, &g, &e), TP_ERR_ARG);
+    CHECK(g == NULL);
+    o.kv_out = 0;
+    o.batch = INT64_MAX; /* the estimate stays finite and large */
+    tp_build_estimate est;
+    tp_llama_estimate(&c, &o, &est);
+    CHECK(est.vertices > 1e18 && est.vertex_bytes > 1e18);
+}
+
+static tp_llama_decode_opts dopts(int64_t B, int64_t pos, int64_t max_len)
+{
+    tp_llama_decode_opts o = {2, 1, 1, B, pos, max_len, 1};
+    return o;
+}
+
+TEST(models_decode_layer_contract)
+{
+    for (int gqa = 0; gqa < 2; gqa++)
+        for (int64_t pos = 0; pos < 8; pos += 7) {
+            tp_llama_config c = tiny(4, gqa ? 2 : 4, 0);
+            int64_t KV = c.kv_heads, hd = 16, B = 3;
+            tp_llama_decode_opts o = dopts(B, pos, 8);
+            tp_error e;
+            tp_graph *g;
+            ASSERT_OK_ERR(tp_llama_decode_layer(&c, &o, &g, &e), e);
+            ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+            ASSERT_EQ(tp_graph_devices(g), 2);
+            shape_is(find(g, "x"), 2, B, 64, 0, 0);
+            shape_is(find(g, "model.layers.1.input_layernorm.weight"), 1, 64, 0, 0, 0);
+            shape_is(find(g, "model.layers.1.post_attention_layernorm.weight"), 1, 64, 0, 0, 0);
+            shape_is(find(g, "model.layers.1.self_attn.q_proj.weight"), 2, 64, 64, 0, 0);
+            shape_is(find(g, "model.layers.1.self_attn.k_proj.weight"), 2, KV * hd, 64, 0, 0);
+            shape_is(find(g, "model.layers.1.self_attn.v_proj.weight"), 2, KV * hd, 64, 0, 0);
+            shape_is(find(g, "model.layers.1.self_attn.o_proj.weight"), 2, 64, 64, 0, 0);
+            shape_is(find(g, "model.layers.1.mlp.gate_proj.weight"), 2, 96, 64, 0, 0);
+            shape_is(find(g, "model.layers.1.mlp.up_proj.weight"), 2, 96, 64, 0, 0);
+            shape_is(find(g, "model.layers.1.mlp.down_proj.weight"), 2, 64, 96, 0, 0);
+            shape_is(find(g, "kv.1.k"), 4, B, KV, 8, hd);
+            shape_is(find(g, "kv.1.v"), 4, B, KV, 8, hd);
+            ASSERT_EQ(find(g, "model.layers.1.mlp.down_proj.weight")->dtype, TP_DT_F16);
+            ASSERT_EQ(find(g, "kv.1.k")->dtype, TP_DT_F32);
+            uint32_t inputs = 0;
+            for (uint32_t v = 0; v < tp_graph_size(g); v++) {
+                const tp_vertex *x = tp_graph_vertex(g, v);
+                ASSERT_EQ(x->device, 1);
+                if (x->kind == TP_V_INPUT) {
+                    inputs++;
+                    continue;
+                }
+                int moves = !strcmp(x->op, "reshape") || !strcmp(x->op, "slice") || !strcmp(x->op, "write_slice");
+                CHECKF(moves || x->flops > 0, "kernel '%s' (%s) has no flops", x->id, x->op);
+                if (!strcmp(x->op, "reshape") || !strcmp(x->op, "write_slice")) CHECKF(tp_graph_inplace(g, v) == 0, "'%s' is not in place", x->id);
+            }
+            ASSERT_EQ(inputs, 12); /* x, 9 weights, 2 caches */
+            ASSERT_EQ(tp_graph_num_outputs(g), 3);
+            const char *outs[3] = {"k_new", "v_new", "x.out"};
+            for (int k = 0; k < 3; k++) CHECKF(is_output(g, (uint32_t)tp_graph_find(g, outs[k])), "'%s' is not an output", outs[k]);
+            shape_is(find(g, "k_new"), 4, B, KV, 1, hd);
+            shape_is(find(g, "v_new"), 4, B, KV, 1, hd);
+            shape_is(find(g, "x.out"), 2, B, 64, 0, 0);
+            /* the appends: write_slice over the cache input, at pos along axis 2 */
+            const tp_vertex *ku = find(g, "kv.1.k.updated");
+            ASSERT_STR_EQ(ku->op, "write_slice");
+            ASSERT_EQ(ku->inputs[0], (uint32_t)tp_graph_find(g, "kv.1.k"));
+            ASSERT_EQ(ku->inputs[1], (uint32_t)tp_graph_find(g, "k_new"));
+            char want[64];
+            snprintf(want, sizeof want, "{\"axis\":2,\"start\":%lld}", (long long)pos);
+            ASSERT_STR_EQ(ku->attrs_json, want);
+            CHECK(!is_output(g, (uint32_t)tp_graph_find(g, "kv.1.k.updated")));
+            ASSERT_EQ(tp_graph_find(g, "L1.K") >= 0, pos + 1 < 8); /* no slice when the cache is full */
+            shape_is(find(g, "L1.scores"), 4, B, KV, 4 / KV, pos + 1);
+            tp_graph_free(g);
+        }
+}
+
+TEST(models_decode_head_contract)
+{
+    for (int tie = 0; tie < 2; tie++)
+        for (int VC = 1; VC <= 3; VC += 2) {
+            tp_llama_config c = tiny(4, 2, tie);
+            tp_llama_decode_opts o = dopts(3, 0, 1);
+            o.layer = 99; /* not the head's: ignored */
+            o.vocab_chunks = VC;
+            tp_error e;
+            tp_graph *g;
+            ASSERT_OK_ERR(tp_llama_decode_head(&c, &o, &g, &e), e);
+            ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+            shape_is(find(g, "x"), 2, 3, 64, 0, 0);
+            shape_is(find(g, "model.norm.weight"), 1, 64, 0, 0, 0);
+            const char *lm = tie ? "model.embed_tokens.weight" : "lm_head.weight";
+            char id[96];
+            if (VC == 1) shape_is(find(g, lm), 2, 50, 64, 0, 0);
+            else {
+                int64_t rows[3] = {16, 17, 17}, at = 0; /* 50 k / 3 */
+                for (int k = 0; k < 3; k++) {
+                    snprintf(id, sizeof id, "%s#r%lld:%lld", lm, (long long)at, (long long)(at + rows[k]));
+                    shape_is(find(g, id), 2, rows[k], 64, 0, 0);
+                    at += rows[k];
+                }
+            }
+            const tp_vertex *lg = find(g, "logits");
+            shape_is(lg, 2, 3, 50, 0, 0);
+            ASSERT_EQ(tp_graph_num_outputs(g), 1);
+            CHECK(is_output(g, (uint32_t)tp_graph_find(g, "logits")));
+            for (uint32_t v = 0; v < tp_graph_size(g); v++) {
+                const tp_vertex *x = tp_graph_vertex(g, v);
+                ASSERT_EQ(x->device, 1);
+                CHECKF(x->kind == TP_V_INPUT || !strcmp(x->op, "concat") || x->flops > 0, "kernel '%s' has no flops", x->id);
+            }
+            tp_graph_free(g);
+        }
+}
+
+TEST(models_decode_refuses_out_of_range)
+{
+    tp_llama_config c = tiny(4, 2, 0);
+    tp_error e;
+    tp_graph *g = NULL;
+    struct {
+        tp_llama_decode_opts o;
+        int head;
+        const char *needle;
+    } bad[] = {
+        {{0, 0, 0, 1, 0, 1, 1}, 0, "devices 0 is outside [1, 64]"},
+        {{TP_MAX_DEVICES + 1, 0, 0, 1, 0, 1, 1}, 1, "devices 65"},
+        {{2, 2, 0, 1, 0, 1, 1}, 0, "device 2 is outside [0, 2)"},
+        {{2, -1, 0, 1, 0, 1, 1}, 1, "device -1"},
+        {{1, 0, 0, 0, 0, 1, 1}, 0, "batch 0 is outside [1, 2^20]"},
+        {{1, 0, 0, TP_LLAMA_MAX_BATCH + 1, 0, 1, 1}, 1, "batch 1048577"},
+        {{1, 0, 2, 1, 0, 1, 1}, 0, "layer 2 is outside [0, 2)"},
+        {{1, 0, -1, 1, 0, 1, 1}, 0, "layer -1"},
+        {{1, 0, 0, 1, 0, 0, 1}, 0, "max_len 0 is outside [1, 2^31-1]"},
+        {{1, 0, 0, 1, 0, (int64_t)INT32_MAX + 1, 1}, 0, "max_len 2147483648"},
+        {{1, 0, 0, 1, 4, 4, 1}, 0, "pos 4 is outside [0, max_len 4)"},
+        {{1, 0, 0, 1, -1, 4, 1}, 0, "pos -1"},
+        {{1, 0, 0, 1, INT64_MAX, INT64_MAX, 1}, 0, "max_len"},
+        {{1, 0, 0, 1, 0, 1, 0}, 1, "vocab_chunks 0 is outside [1, vocabulary 50]"},
+        {{1, 0, 0, 1, 0, 1, 51}, 1, "vocab_chunks 51"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        memset(&e, 0, sizeof e);
+        tp_status s = bad[i].head ? tp_llama_decode_head(&c, &bad[i].o, &g, &e) : tp_llama_decode_layer(&c, &bad[i].o, &g, &e);
+        CHECKF(s == TP_ERR_ARG && strstr(e.msg, bad[i].needle), "case %zu: %s, '%s' (wanted '%s')", i, tp_status_str(s), e.msg, bad[i].needle);
+        CHECK(g == NULL);
+    }
+    /* the largest cache: 2^20 sequences x 2^31-1 positions x one head of 2^20 overflows 64 bits */
+    tp_llama_config big = {1 << 20, 8, 1, 1, 1, 8, 1e-5, 10000.0, TP_DT_BF16, 0};
+    tp_llama_decode_opts o = {1, 0, 0, TP_LLAMA_MAX_BATCH, 0, INT32_MAX, 1};
+    ASSERT_STATUS(tp_llama_decode_layer(&big, &o, &g, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "overflow 64 bits") != NULL, "%s", e.msg);
+    /* a config out of range, or whose heads do not divide */
+    tp_llama_config cb = c;
+    cb.theta = 1e300;
+    o = dopts(1, 0, 1);
+    ASSERT_STATUS(tp_llama_decode_layer(&cb, &o, &g, &e), TP_ERR_ARG);
+    cb = c;
+    cb.kv_heads = 3;
+    CHECK(tp_llama_decode_head(&cb, &o, &g, &e) != TP_OK);
+    CHECK(g == NULL);
+    /* a vocabulary of 2^31 needs two chunks: a matmul dimension is at most 2^31-1 */
+    cb = c;
+    cb.vocab = (int64_t)INT32_MAX + 1;
+    o = dopts(1, 0, 1);
+    ASSERT_STATUS(tp_llama_decode_head(&cb, &o, &g, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "vocabulary 2147483648 in 1 chunks: a chunk of more than 2^31-1 rows") != NULL, "%s", e.msg);
+    o.vocab_chunks = 2;
+    ASSERT_OK_ERR(tp_llama_decode_head(&cb, &o, &g, &e), e);
+    ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+    tp_graph_free(g);
+    /* the limits themselves are accepted: pos = max_len - 1 */
+    o = dopts(2, 6, 7);
+    ASSERT_OK_ERR(tp_llama_decode_layer(&c, &o, &g, &e), e);
+    ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+    tp_graph_free(g);
+}
