@@ -139,6 +139,24 @@ expect 2 "--completion is for --backend cuda" "$T" run "$MLP" --device-mem 1MiB 
 expect 2 "--matmul is for --backend cuda" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --matmul exact
 expect 2 "--matmul is for --backend cuda" "$T" llama --preset tiny --seq-len 4 --device-mem 1MiB --matmul fast
 expect 2 "matmul must be fast or exact" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend cuda --matmul tf32
+# turnip generate (issue 12): refusals before any work, and a run that works
+expect 0 "usage: turnip generate" "$T" generate --help
+expect 2 "give one of --model DIR and --preset NAME" "$T" generate --seq-len 4 --max-new-tokens 2 --device-mem 1MiB
+expect 2 "give one of --prompt-ids and --seq-len" "$T" generate --preset tiny --max-new-tokens 2 --device-mem 1MiB
+expect 2 "--max-new-tokens is required" "$T" generate --preset tiny --seq-len 4 --device-mem 1MiB
+expect 2 "--device-mem is required" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2
+expect 2 "a size or a percentage" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 0%
+expect 2 "--device-mem: a size" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 12XB
+expect 2 "below the .* a decode step needs" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 1KiB
+expect 2 "the prompts differ in length" "$T" generate --preset tiny --prompt-ids "1,2;3" --max-new-tokens 2 --device-mem 50%
+expect 2 "is not a token id" "$T" generate --preset tiny --prompt-ids "1,x" --max-new-tokens 2 --device-mem 50%
+expect 2 "is not a token id" "$T" generate --preset tiny --prompt-ids "1,99999999" --max-new-tokens 2 --device-mem 50%
+expect 2 "--batch 2, but 3 prompts" "$T" generate --preset tiny --prompt-ids "1;2;3" --batch 2 --max-new-tokens 2 --device-mem 50%
+expect 2 "--policy: one of" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --policy mru
+expect 2 "layers and a head" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --devices 64
+expect 2 "--out needs data" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --backend sim --out "$D/g.st"
+expect 2 "--prefetch" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --prefetch 3
+expect 0 "tokens\[1\]:" "$T" generate --preset tiny --seq-len 4 --batch 2 --max-new-tokens 3 --device-mem 30% --policy lru --out "$D/g.st"
 backends=$("$T" --version | grep '^backends:')
 case "$backends" in
 *"cuda (no usable GPU"*)

@@ -14,7 +14,7 @@ typedef struct {
     cli_exec_flags x;
     cli_backend_flags b;
     const char *model, *preset, *prompt_ids, *device_mem, *policy, *out, *machine, *plan_order;
-    long long seq_len, max_new, devices, batch, top_k, prefetch, vocab_chunks;
+    long long seq_len, max_new, devices, batch, top_k, prefetch, vocab_chunks, lookahead;
     double temperature;
     int no_verify, quiet;
 } flags;
@@ -37,6 +37,9 @@ static const cli_opt opts[] = {
     CLI_O_INT("--batch", "B", flags, batch, 1, 1 << 20, "sequences generated together (default: the prompts given, or 1)"),
     CLI_O_STR("--policy", "NAME", flags, policy, "the tensor cache's eviction: fifo, lru, size or latency (the default)"),
     CLI_O_INT("--prefetch", "0|1|2", flags, prefetch, 0, 2, prefetch_help),
+    CLI_O_INT("--lookahead", "0|1", flags, lookahead, 0, 1,
+              "1: each step also pins the next step's tensors, so their loads\n"
+              "overlap its compute (one step more pinned); 0 (the default): only its own"),
     CLI_O_NUM("--temperature", "T", flags, temperature, 0, 100, "0 (the default): greedy; else sample from softmax(logits / T)"),
     CLI_O_INT("--top-k", "K", flags, top_k, 0, INT32_MAX, "sample among the K likeliest tokens (0: all; default 0)"),
     CLI_O_SEED(flags, x),
@@ -60,7 +63,7 @@ static void help(FILE *f)
         f,
         "usage: turnip generate (--model DIR | --preset NAME) (--prompt-ids 1,2,3[;4,5,6..] | --seq-len N)\n"
         "                       --max-new-tokens N --device-mem SIZE|P% [--devices D] [--batch B]\n"
-        "                       [--policy fifo|lru|size|latency] [--prefetch 0|1|2]\n"
+        "                       [--policy fifo|lru|size|latency] [--prefetch 0|1|2] [--lookahead 0|1]\n"
         "                       [--temperature T --top-k K] [--seed S] [--out FILE] [--order POLICY]\n"
         "                       [--backend cpu|cuda|sim] [--machine NAME] [--link-bandwidth GB/s] [--quiet]\n"
         "\n"
@@ -160,7 +163,7 @@ static tp_status write_out(const char *path, const report *rp, const int32_t *to
 
 static int run(int argc, char **argv)
 {
-    flags fl = {.x = {.streams = 1, .fail_vertex = -1, .repeat = 1}, .devices = 1, .prefetch = 1, .vocab_chunks = 1};
+    flags fl = {.x = {.streams = 1, .fail_vertex = -1, .repeat = 1}, .devices = 1, .prefetch = 1, .vocab_chunks = 1, .lookahead = 0};
     int npos, rc = cli_parse("generate", opts, &fl, argc, argv, 2, NULL, 0, &npos, NULL);
     if (rc) return rc;
     if (npos) return cli_usage_error("generate", "no positional arguments", NULL);
@@ -180,7 +183,8 @@ static int run(int argc, char **argv)
     tp_status s = TP_OK;
     tp_llama_config c;
     if ((s = read_config(&fl, &c, &e))) return cli_fail("generate", s, &e);
-    if (fl.devices > c.layers) return cli_errorf("generate", 2, "--devices %lld: the model has %lld layers", fl.devices, (long long)c.layers);
+    if (fl.devices > c.layers + 1)
+        return cli_errorf("generate", 2, "--devices %lld: the model has %lld layers and a head to spread", fl.devices, (long long)c.layers);
     int32_t *ids = NULL;
     int64_t nseq = 1, T = fl.seq_len;
     if (fl.prompt_ids && (rc = parse_prompts(fl.prompt_ids, c.vocab, &ids, &nseq, &T))) {
@@ -223,14 +227,14 @@ static int run(int argc, char **argv)
             return cli_usage_error("generate", "--device-mem: a size (4GiB, 512MiB, ..) or a percentage", fl.device_mem);
         }
     }
-    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     printf("model: %s; %lld layers, hidden %lld, %lld heads (%lld KV), vocab %lld, %s weights; batch %lld, prompt %lld, %lld new tokens\n",
            fl.model ? fl.model : fl.preset, (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads,
            (long long)c.vocab, tp_dtype_name(c.dtype), (long long)B, (long long)T, fl.max_new);
     printf("memory: weights %s, KV cache %s, step work %s; everything resident needs %s per device, a step at least %s; cap %s (%.0f%%)\n",
            tp_format_size(need.model_bytes, b1, sizeof b1), tp_format_size(need.kv_bytes, b2, sizeof b2),
            tp_format_size(need.work_bytes, b3, sizeof b3), tp_format_size(need.need, b4, sizeof b4),
-           tp_format_size(need.min_cap, b5, sizeof b5), tp_format_size(cap, b1, sizeof b1), 100.0 * (double)cap / (double)need.need);
+           tp_format_size(need.min_cap, b5, sizeof b5), tp_format_size(cap, b6, sizeof b6), 100.0 * (double)cap / (double)need.need);
     if (cap < need.min_cap) {
         free(ids);
         return cli_errorf("generate", 2, "--device-mem %s: below the %s a decode step needs (its tensors pinned and its work)",
@@ -279,6 +283,7 @@ static int run(int argc, char **argv)
     cli_run_opts(&fl.x, &go.run);
     go.plan_order = TP_ORDER_DEFAULT;
     go.verify = !fl.no_verify;
+    go.lookahead = (int)fl.lookahead;
     go.data = !use_sim;
     go.on_step = on_step;
     go.ctx = &rp;
@@ -306,6 +311,13 @@ static int run(int argc, char **argv)
                    (double)(r.decode_steps * B) / r.decode_seconds, (double)(r.decode_steps * B) / r.decode_run_seconds);
             printf("bytes moved per token: %s; bound (weights + KV - cap): %s%s\n", cli_bytes_str(per, b1, sizeof b1),
                    cli_bytes_str(bound, b2, sizeof b2), bound > 0 ? "" : " (everything fits)");
+            if (r.decode_steps > 1) { /* the first decode step fills the empty cache */
+                double steady = (double)(r.decode_bytes - r.first_decode_bytes) / (double)(r.decode_steps - 1);
+                double ts = (r.decode_seconds - r.first_decode_seconds) / (double)(r.decode_steps - 1);
+                printf("steady state (after the first decode step): %s per token, %.4f s per step", cli_bytes_str(steady, b3, sizeof b3), ts);
+                if (bound > 0) printf(", bytes / bound %.3f", steady / bound);
+                printf("\n");
+            }
             if (bound > 0) printf("bytes / bound: %.3f\n", per / bound);
         }
         printf("cache: %llu hits, %llu misses, %llu loads (%s), %llu evictions (%s), prefetches %llu (used %llu, wasted %llu)\n",

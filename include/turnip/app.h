@@ -52,12 +52,15 @@ void tp_llama_weights_close(tp_llama_weights *w);
 
 /* What a generation needs on a device, from the shapes alone (bytes): the cache tensors of the
  * weights (the embedding table stays on the host unless it is also the lm_head) and of the
- * K/V cache, a step's working memory (the plans' own, kept below the cache's range), and
- * per device: need (everything resident: the figure --device-mem P% is a percentage of) and
- * min_cap (the largest step's tensors pinned at once plus the working memory: below it no
+ * K/V cache, a step's working memory (the plans' own, kept below the cache's range: the
+ * activations and room to stream the largest tensor when a step's tensors do not all fit the
+ * cache), and per device: need (everything resident: the figure --device-mem P% is a
+ * percentage of) and min_cap (one kernel's inputs and output and a page of cache: below it no
  * step fits). */
 typedef struct tp_gen_need {
     uint64_t model_bytes, kv_bytes, work_bytes, step_max, need, min_cap;
+    uint64_t stream_bytes; /* the largest cache tensor (its room is part of work_bytes) */
+    uint64_t work_min;     /* the most one kernel needs at once (inputs, output): the least work room */
 } tp_gen_need;
 tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t batch, int64_t max_len, int vocab_chunks,
                                  tp_gen_need *out, tp_error *err);
@@ -91,6 +94,9 @@ typedef struct tp_gen_opts {
     tp_run_opts run;               /* dispatch policy and seed of every plan's run */
     tp_order plan_order;
     int verify;                    /* 1: every plan is checked by the verifier before it runs */
+    int lookahead;                 /* 1: a step pins the next step's tensors, so their loads run
+                                      in its plan beside its compute (one step's tensors more
+                                      pinned at a time) */
     int data;                      /* 0: the backend holds no data (sim): timings and bytes only */
     void (*on_step)(void *ctx, const tp_gen_step *st);
     void *ctx;
@@ -105,6 +111,9 @@ typedef struct tp_gen_result {
     double decode_seconds;         /* wall seconds of all decode steps */
     double decode_run_seconds;     /* their executors' makespans */
     uint64_t decode_bytes;         /* moved by every decode step's plans */
+    uint64_t first_decode_bytes;   /* of them by the first decode step (the cache starts empty) */
+    double first_decode_seconds;
+    uint64_t streamed_bytes;       /* of tensors a step read without the cache (it did not fit) */
     int64_t decode_steps;
     tp_cache_counters cache;
 } tp_gen_result;

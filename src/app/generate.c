@@ -19,7 +19,8 @@
  *
  * The embedding lookup of the new tokens is done on the host from the table (one row per
  * sequence), so the table never needs device memory unless it is also the lm_head.
- * Devices: layer l runs on device l*D/L (contiguous groups), the head on the last device;
+ * Devices: the L layer steps and the head step are spread over the D <= L + 1 devices in
+ * contiguous groups (step i on device i*D/(L+1));
  * the residual stream moves through the host between steps (B x hidden floats). */
 #include <math.h>
 #include <stdlib.h>
@@ -34,6 +35,9 @@ typedef struct step_t {
     uint32_t n;           /* cache tensors it reads */
     tp_cache_id *ids;     /* [n] */
     char **names;         /* [n] graph input names (owned) */
+    uint64_t *tick;       /* [n] the clock at each one's get (TP_CACHE_NO_HINT: streamed) */
+    uint8_t *streamed;    /* [n] read without the cache this time */
+    int armed;            /* its tensors are pinned (pin_step ran, unpin_step not yet) */
 } step_t;
 
 typedef struct gen {
@@ -48,6 +52,8 @@ typedef struct gen {
     step_t *steps;        /* L layer steps, then the head */
     uint32_t nsteps;
     uint64_t per_token;   /* cache gets per decode step */
+    uint64_t range;       /* bytes of the cache's range on each device */
+    uint64_t pinned[TP_MAX_DEVICES]; /* bytes the driver holds pinned per device */
     float *x;             /* [B, H] residual stream */
     float *logits;        /* [B, V] */
     void *embed;          /* the embedding table, host (its dtype) */
@@ -59,9 +65,10 @@ static tp_status oom(gen *G)
     return tp__fail(G->err, TP_ERR_NOMEM, "out of memory");
 }
 
+/* the device of step i (layers 0..L-1, then the head L): contiguous groups of steps */
 static int layer_dev(const gen *G, int64_t l)
 {
-    return (int)(l * G->D / G->L);
+    return (int)(l * G->D / (G->L + 1));
 }
 
 /* ---- sizes ------------------------------------------------------------------------------- */
@@ -74,18 +81,32 @@ static tp_status build_layer(const gen *G, int64_t l, int64_t pos, tp_graph **g)
 
 static tp_status build_head(const gen *G, int64_t pos, tp_graph **g)
 {
-    tp_llama_decode_opts d = {G->D, G->D - 1, 0, G->B, pos, G->maxlen, G->VC};
+    tp_llama_decode_opts d = {G->D, layer_dev(G, G->L), 0, G->B, pos, G->maxlen, G->VC};
     return tp_llama_decode_head(G->c, &d, g, G->err);
 }
 
-/* bytes of a graph's inputs other than "x" (cache tensors) and of everything else (work) */
-static void graph_bytes(tp_graph *g, uint64_t *cache_b, uint64_t *work_b)
+/* bytes of a graph's inputs other than "x" (cache tensors), the largest of them, and of
+ * everything else (work) */
+static void graph_bytes(tp_graph *g, uint64_t *cache_b, uint64_t *big, uint64_t *work_b, uint64_t *vneed)
 {
-    *cache_b = *work_b = 0;
+    *cache_b = *work_b = *big = *vneed = 0;
     for (uint32_t i = 0; i < tp_graph_size(g); i++) {
         const tp_vertex *v = tp_graph_vertex(g, i);
-        if (v->kind == TP_V_INPUT && strcmp(v->id, "x")) *cache_b += v->bytes + 256;
-        else if (tp_graph_inplace(g, i) < 0) *work_b += v->bytes;
+        if (v->kind == TP_V_KERNEL) { /* what one kernel needs at once: distinct inputs and output */
+            uint64_t n = tp_graph_inplace(g, i) < 0 ? v->bytes + 256 : 0;
+            for (uint32_t k = 0; k < v->ninputs; k++) {
+                uint32_t j;
+                for (j = 0; j < k && v->inputs[j] != v->inputs[k]; j++) {}
+                if (j == k) n += tp_graph_vertex(g, v->inputs[k])->bytes + 256;
+            }
+            if (n > *vneed) *vneed = n;
+        }
+        if (v->kind == TP_V_INPUT && strcmp(v->id, "x")) {
+            *cache_b += v->bytes + 256;
+            if (v->bytes + 256 > *big) *big = v->bytes + 256;
+        } else if (tp_graph_inplace(g, i) < 0) {
+            *work_b += v->bytes;
+        }
     }
 }
 
@@ -93,8 +114,8 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
                                  tp_gen_need *out, tp_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (devices < 1 || devices > TP_MAX_DEVICES || devices > c->layers)
-        return tp__fail(err, TP_ERR_ARG, "generate: devices must be 1..%lld (the layers)", (long long)c->layers);
+    if (devices < 1 || devices > TP_MAX_DEVICES || devices > c->layers + 1)
+        return tp__fail(err, TP_ERR_ARG, "generate: devices must be 1..%lld (the layers and the head)", (long long)c->layers + 1);
     tp_gen_opts o = {0};
     o.config = c;
     gen G0 = {0}, *G = &G0;
@@ -115,14 +136,16 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
             tp_graph_free(g);
             return s;
         }
-        uint64_t cb, wb;
-        graph_bytes(g, &cb, &wb);
+        uint64_t cb, wb, big, vn;
+        graph_bytes(g, &cb, &big, &wb, &vn);
         tp_graph_free(g);
         if (wb > out->work_bytes) out->work_bytes = wb;
+        if (vn > out->work_min) out->work_min = vn;
+        if (big > out->stream_bytes) out->stream_bytes = big;
         if (cb > out->step_max) out->step_max = cb;
         if (pass) {
             out->model_bytes += cb;
-            dev_cache[devices - 1] += cb;
+            dev_cache[layer_dev(G, c->layers)] += cb;
         } else {
             /* K and V of one layer: [B, kv_heads, max_len, hd] f32 each */
             uint64_t kv = 2 * ((uint64_t)batch * (uint64_t)c->kv_heads * (uint64_t)max_len * (uint64_t)(c->hidden / c->heads) * 4 + 256);
@@ -131,10 +154,14 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
             for (int64_t l = 0; l < c->layers; l++) dev_cache[layer_dev(G, l)] += cb;
         }
     }
-    out->work_bytes += out->work_bytes / 4 + 4096; /* the planner's alignment and fragments */
+    /* the plans' own memory, below the cache's range: the activations (all of a step's, no
+     * reuse counted), room to stream the largest tensor when it is not cached, and slack for
+     * the planner's alignment */
+    out->work_bytes += out->work_bytes / 4 + out->stream_bytes + 4096;
     for (int d = 0; d < devices; d++)
         if (dev_cache[d] + out->work_bytes > out->need) out->need = dev_cache[d] + out->work_bytes;
-    out->min_cap = out->step_max + out->work_bytes;
+    out->work_min += 4096;
+    out->min_cap = out->work_min + 4096; /* and a cache range of at least a page */
     return TP_OK;
 }
 
@@ -146,6 +173,8 @@ static void free_steps(gen *G)
         for (uint32_t j = 0; j < G->steps[s].n; j++) free(G->steps[s].names[j]);
         free(G->steps[s].names);
         free(G->steps[s].ids);
+        free(G->steps[s].tick);
+        free(G->steps[s].streamed);
     }
     free(G->steps);
 }
@@ -159,7 +188,9 @@ static tp_status make_step(gen *G, step_t *st, tp_graph *g, int64_t l)
         if (tp_graph_vertex(g, i)->kind == TP_V_INPUT && strcmp(tp_graph_vertex(g, i)->id, "x")) n++;
     st->ids = calloc(n + 1, sizeof *st->ids);
     st->names = calloc(n + 1, sizeof *st->names);
-    if (!st->ids || !st->names) return oom(G);
+    st->tick = calloc(n + 1, sizeof *st->tick);
+    st->streamed = calloc(n + 1, 1);
+    if (!st->ids || !st->names || !st->tick || !st->streamed) return oom(G);
     tp_status s = TP_OK;
     for (uint32_t i = 0; i < tp_graph_size(g) && !s; i++) {
         const tp_vertex *v = tp_graph_vertex(g, i);
@@ -226,13 +257,61 @@ static tp_status plan_exec(gen *G, const tp_graph *g, tp_memgraph **mg, tp_exec 
     return s;
 }
 
-static void account(gen *G, const tp_run_summary *sum, double *run_s, uint64_t *bytes)
+static void account(const tp_run_summary *sum, double *run_s, uint64_t *bytes)
 {
     *run_s += sum->makespan;
     *bytes += sum->bytes_moved;
 }
 
-/* One layer (l >= 0) or head (l < 0) step of decode position pos. */
+/* Pins the tensors step si reads (loads are listed for the next plan) while the pinned bytes
+ * of its device fit the cache's range; a tensor beyond that (a step larger than the range) is
+ * streamed instead: a plain input of its plan, loaded and dropped by it, never admitted. */
+static tp_status pin_step(gen *G, uint32_t si)
+{
+    step_t *st = &G->steps[si];
+    tp_status s = TP_OK;
+    for (uint32_t j = 0; j < st->n && !s; j++) {
+        uint64_t off, b = tp_cache_bytes(G->cache, st->ids[j]);
+        int d = -1;
+        st->tick[j] = TP_CACHE_NO_HINT;
+        st->streamed[j] = 0;
+        if (!(tp_cache_where(G->cache, st->ids[j], &d, &off) && d == st->dev) && G->pinned[st->dev] + b > G->range) {
+            st->streamed[j] = 1;
+            continue;
+        }
+        st->tick[j] = tp_cache_clock(G->cache);
+        s = tp_cache_get(G->cache, st->ids[j], st->dev, &off, G->err);
+        if (s == TP_ERR_NOMEM) { /* the range is fragmented by pinned tensors: stream this one */
+            s = TP_OK;
+            st->streamed[j] = 1;
+            st->tick[j] = TP_CACHE_NO_HINT;
+            continue;
+        }
+        if (!s) G->pinned[st->dev] += b;
+    }
+    st->armed = !s;
+    return s;
+}
+
+/* Unpins step si's tensors with their next access (none after the last step). */
+static tp_status unpin_step(gen *G, uint32_t si, int last)
+{
+    step_t *st = &G->steps[si];
+    tp_status s = TP_OK;
+    for (uint32_t j = 0; j < st->n && !s; j++) {
+        if (!st->streamed[j]) {
+            s = tp_cache_put(G->cache, st->ids[j], 0, last ? TP_CACHE_NO_HINT : st->tick[j] + G->per_token, G->err);
+            G->pinned[st->dev] -= tp_cache_bytes(G->cache, st->ids[j]);
+        } else if (!last) {
+            s = tp_cache_hint(G->cache, st->ids[j], tp_cache_clock(G->cache) + G->per_token - 1, G->err);
+        }
+    }
+    st->armed = 0;
+    return s;
+}
+
+/* One step (a layer si < L, or the head) of decode position pos. With lookahead, the next
+ * step's tensors are pinned now, so their loads run in this plan beside its compute. */
 static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *run_s, uint64_t *bytes)
 {
     step_t *st = &G->steps[si];
@@ -241,40 +320,35 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
     tp_status s = si < G->L ? build_layer(G, si, pos, &g) : build_head(G, pos, &g);
-    uint64_t *ticks = calloc(st->n + 1, sizeof *ticks);
-    uint32_t maxr = 0, nres = 0;
-    tp_cache_id *res = NULL;
-    if (!s && !ticks) s = oom(G);
-    /* pin what the step reads (loads are listed for this plan), then the policy's prefetch */
-    for (uint32_t j = 0; j < st->n && !s; j++) {
-        uint64_t off;
-        ticks[j] = tp_cache_clock(G->cache);
-        s = tp_cache_get(G->cache, st->ids[j], dev, &off, G->err);
-    }
+    if (!s && !st->armed) s = pin_step(G, si);
+    uint32_t next = si + 1 < G->nsteps ? si + 1 : 0;
+    if (!s && G->o->lookahead && !(last && next == 0) && !G->steps[next].armed) s = pin_step(G, next);
     if (!s) s = tp_cache_prefetch(G->cache, dev, NULL, G->err);
-    /* every tensor the cache holds on dev is an input of this plan: pinned where it is */
-    if (!s) {
-        nres = tp_cache_residents(G->cache, dev, NULL, 0);
-        maxr = nres;
-        res = malloc((maxr + 1) * sizeof *res);
-        if (!res) s = oom(G);
-        else nres = tp_cache_residents(G->cache, dev, res, maxr);
-    }
+    /* inputs of this plan: every tensor the cache holds on dev, pinned where it is, and what
+     * it is to load on other devices (a next step's there) */
     const tp_cache_load *pend = NULL;
     uint32_t npend = s ? 0 : tp_cache_pending(G->cache, &pend);
-    uint32_t *vert = res ? malloc((nres + 1) * sizeof *vert) : NULL;
-    if (!s && !vert) s = oom(G);
+    uint32_t nres = s ? 0 : tp_cache_residents(G->cache, dev, NULL, 0);
+    tp_cache_id *res = malloc((nres + npend + 1) * sizeof *res);
+    uint32_t *vert = malloc((nres + npend + 1) * sizeof *vert);
+    int *rdev = malloc((nres + npend + 1) * sizeof *rdev);
+    if (!s && (!res || !vert || !rdev)) s = oom(G);
+    if (!s) nres = tp_cache_residents(G->cache, dev, res, nres);
+    for (uint32_t q = 0; q < npend && !s; q++)
+        if (pend[q].device != dev) res[nres++] = pend[q].id;
     for (uint32_t k = 0; k < nres && !s; k++) {
+        uint64_t off;
+        tp_cache_where(G->cache, res[k], &rdev[k], &off);
         uint32_t j;
         for (j = 0; j < st->n && st->ids[j] != res[k]; j++) {}
-        if (j < st->n) {
+        if (j < st->n && rdev[k] == dev) {
             int64_t v = tp_graph_find(g, st->names[j]);
             if (v < 0) s = tp__fail(G->err, TP_ERR_INVALID, "generate: the step graph has no input '%s'", st->names[j]);
             else vert[k] = (uint32_t)v;
         } else {
             char id[32];
             snprintf(id, sizeof id, "cache.%u", (unsigned)res[k]);
-            s = tp_graph_add_input(g, id, dev, TP_DT_NONE, -1, NULL, tp_cache_bytes(G->cache, res[k]), &vert[k], G->err);
+            s = tp_graph_add_input(g, id, rdev[k], TP_DT_NONE, -1, NULL, tp_cache_bytes(G->cache, res[k]), &vert[k], G->err);
         }
     }
     if (!s) s = tp_graph_finalize(g, G->err);
@@ -288,26 +362,26 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
         if (!s) s = tp_graph_set_resident_flags(g, vert[k], TP_RESIDENT_PIN | (load ? TP_RESIDENT_LOAD : 0u), G->err);
     }
     if (!s) s = plan_exec(G, g, &mg, &x);
-    /* inputs: the residual stream and the tensors this plan loads */
+    /* inputs: the residual stream, the tensors this plan loads, the streamed ones */
     for (uint32_t i = 0; i < (mg ? tp_memgraph_size(mg) : 0) && !s && G->o->data; i++) {
         tp_mvertex mv;
         tp_memgraph_vertex(mg, i, &mv);
         if (mv.kind != TP_M_INPUT) continue;
         const char *id = tp_graph_vertex(g, mv.task)->id;
-        if (!strcmp(id, "x")) {
-            s = tp_exec_write(x, &mv.write, G->x, G->err);
-            continue;
-        }
-        for (uint32_t k = 0; k < nres; k++)
-            if (vert[k] == mv.task) {
-                const void *h = tp_cache_host(G->cache, res[k]);
-                s = h ? tp_exec_write(x, &mv.write, h, G->err) : tp__fail(G->err, TP_ERR_ARG, "generate: no host copy of '%s'", id);
-                break;
+        const void *h = NULL;
+        if (!strcmp(id, "x")) h = G->x;
+        for (uint32_t k = 0; k < nres && !h; k++)
+            if (vert[k] == mv.task) h = tp_cache_host(G->cache, res[k]);
+        for (uint32_t j = 0; j < st->n && !h; j++)
+            if (st->streamed[j] && !strcmp(st->names[j], id)) {
+                h = tp_cache_host(G->cache, st->ids[j]);
+                G->r->streamed_bytes += mv.write.bytes;
             }
+        s = h ? tp_exec_write(x, &mv.write, h, G->err) : tp__fail(G->err, TP_ERR_ARG, "generate: no host copy for input '%s'", id);
     }
     tp_run_summary sum;
     if (!s) s = tp_exec_run(x, &sum, G->err);
-    if (!s) account(G, &sum, run_s, bytes);
+    if (!s) account(&sum, run_s, bytes);
     if (!s && G->o->data) {
         uint64_t xb = (uint64_t)G->B * (uint64_t)G->H * 4;
         if (si < G->L) {
@@ -335,11 +409,10 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
     tp_memgraph_free(mg);
     tp_graph_free(g);
     if (!s) tp_cache_commit(G->cache);
-    for (uint32_t j = 0; j < st->n && !s; j++)
-        s = tp_cache_put(G->cache, st->ids[j], 0, last ? TP_CACHE_NO_HINT : ticks[j] + G->per_token, G->err);
-    free(ticks);
+    if (!s) s = unpin_step(G, si, last);
     free(res);
     free(vert);
+    free(rdev);
     return s;
 }
 
@@ -375,7 +448,7 @@ static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
     }
     tp_run_summary sum;
     if (!s) s = tp_exec_run(x, &sum, G->err);
-    if (!s) account(G, &sum, run_s, bytes);
+    if (!s) account(&sum, run_s, bytes);
     if (!s && o->data) s = read_output(G, x, mg, "logits", G->logits, (uint64_t)G->B * (uint64_t)G->V * 4);
     /* the prompt's K and V into the cache tensors' host copies: [B, kv_heads, max_len, hd] */
     uint64_t T = (uint64_t)o->prompt_len, rb = (uint64_t)G->hd * 4;
@@ -465,7 +538,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     memset(r, 0, sizeof *r);
     const tp_llama_config *c = o->config;
     if (o->batch < 1 || o->prompt_len < 1 || o->max_new < 1 || o->devices < 1 || o->devices > TP_MAX_DEVICES ||
-        o->devices > c->layers || !o->backend || (o->data && (!o->weights || !o->prompts)))
+        o->devices > c->layers + 1 || !o->backend || (o->data && (!o->weights || !o->prompts)))
         return tp__fail(err, TP_ERR_ARG, "generate: need batch, prompt, new tokens >= 1, 1..layers devices, a backend and weights");
     if (o->prompt_len > INT32_MAX - o->max_new)
         return tp__fail(err, TP_ERR_ARG, "generate: prompt plus new tokens exceed 2^31-1 positions");
@@ -509,17 +582,23 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     co.policy = o->policy ? o->policy : "latency";
     co.prefetch = o->prefetch;
     co.deferred = 1;
-    co.no_host = !o->data;
-    for (int d = 0; d < G->D; d++) { /* the bottom work_bytes stay the plans' */
-        co.base[d] = r->need.work_bytes;
-        co.size[d] = o->device_mem - r->need.work_bytes;
+    /* the bottom of each device stays the plans': room for all of a step's activations and a
+     * streamed tensor, or under a tight cap half of it, never less than one kernel's need (the
+     * planner offloads the rest: TURNIP inside the step) */
+    uint64_t work = r->need.work_bytes < o->device_mem / 2 ? r->need.work_bytes : o->device_mem / 2;
+    if (work < r->need.work_min) work = r->need.work_min;
+    for (int d = 0; d < G->D; d++) {
+        co.base[d] = work;
+        co.size[d] = o->device_mem - work;
     }
+    G->range = o->device_mem - work;
     if (!s) s = tp_cache_new(NULL, &co, &G->cache, err);
     /* cache tensors, step by step, and the embedding table on the host */
     for (uint32_t si = 0; si < G->nsteps && !s; si++) {
         tp_graph *g = NULL;
         s = si < G->L ? build_layer(G, si, 0, &g) : build_head(G, 0, &g);
-        G->steps[si].dev = si < G->L ? layer_dev(G, si) : G->D - 1;
+        G->steps[si].dev = layer_dev(G, si);
+        if (!s) s = tp_graph_finalize(g, err);
         if (!s) s = make_step(G, &G->steps[si], g, si);
         tp_graph_free(g);
         G->per_token += G->steps[si].n;
@@ -561,6 +640,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
         for (int64_t b = 0; b < G->B && !s; b++) tok[b] = r->tokens[b * o->max_new + step] = o->data ? sample(G, G->logits + b * G->V, step, b) : 0;
         r->decode_run_seconds += rs;
         r->decode_bytes += bs;
+        if (step == 1) r->first_decode_bytes = bs, r->first_decode_seconds = tp__now() - ts;
         r->decode_steps++;
         if (!s && o->on_step) {
             tp_gen_step ev = {step, o->data ? G->logits : NULL, tok, tp__now() - ts, rs, bs};
