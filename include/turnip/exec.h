@@ -134,6 +134,15 @@ void tp_session_free(tp_session *s);
  * tp_exec_new refuses them with TP_ERR_ARG). */
 tp_status tp_exec_new_in(tp_session *s, const tp_memgraph *mg, const tp_run_opts *o, tp_exec **out, tp_error *err);
 
+/* Copies r->bytes between a caller's buffer and a region of the open session's memory (a device
+ * arena or the host block) through the backend's write/read ops, e.g. to keep tensors on a device
+ * between plans (turnip/cache.h). TP_ERR_ARG while an executor made in s is live, for a region
+ * outside the session's memory, or on a backend that holds no data (sim). */
+tp_status tp_session_write(tp_session *s, const tp_region *r, const void *src, tp_error *err);
+tp_status tp_session_read(tp_session *s, const tp_region *r, void *dst, tp_error *err);
+/* The session's device count; each arena's bytes into cap[0..count-1] when cap is not NULL. */
+int tp_session_devices(const tp_session *s, uint64_t *cap);
+
 /* Convenience for the command line and tests: loads every TaskGraph input of mg from a
  * safetensors file (names = input ids; dtype and shape must agree with the graph), and
  * writes every output to a safetensors file named by output ids. */

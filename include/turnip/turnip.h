@@ -9,6 +9,7 @@
 #include "turnip/plan.h"
 #include "turnip/models.h"
 #include "turnip/exec.h"
+#include "turnip/cache.h"
 #include "turnip/backend.h"
 #include "turnip/app.h"
 #define TP_VERSION "0.1.0"
