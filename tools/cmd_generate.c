@@ -43,7 +43,9 @@ static const cli_opt opts[] = {
     CLI_O_NUM("--temperature", "T", flags, temperature, 0, 100, "0 (the default): greedy; else sample from softmax(logits / T)"),
     CLI_O_INT("--top-k", "K", flags, top_k, 0, INT32_MAX, "sample among the K likeliest tokens (0: all; default 0)"),
     CLI_O_SEED(flags, x),
-    CLI_O_INT("--vocab-chunks", "C", flags, vocab_chunks, 1, 1 << 20, "lm_head in C row chunks, each a cache tensor (default 1)"),
+    CLI_O_INT("--vocab-chunks", "C", flags, vocab_chunks, 1, 1 << 20,
+              "lm_head in C row chunks, each a cache tensor (default: 1, or as many as keep\n"
+              "a chunk within an eighth of the cap)"),
     CLI_O_STR("--out", "FILE", flags, out, "write tokens [B, N] and logits.S [B, vocab] for every step S there (safetensors)"),
     CLI_O_POLICY(flags, x),
     CLI_O_STREAMS(flags, x),
@@ -163,7 +165,7 @@ static tp_status write_out(const char *path, const report *rp, const int32_t *to
 
 static int run(int argc, char **argv)
 {
-    flags fl = {.x = {.streams = 1, .fail_vertex = -1, .repeat = 1}, .devices = 1, .prefetch = 1, .vocab_chunks = 1, .lookahead = 0};
+    flags fl = {.x = {.streams = 1, .fail_vertex = -1, .repeat = 1}, .devices = 1, .prefetch = 1, .lookahead = 0};
     int npos, rc = cli_parse("generate", opts, &fl, argc, argv, 2, NULL, 0, &npos, NULL);
     if (rc) return rc;
     if (npos) return cli_usage_error("generate", "no positional arguments", NULL);
@@ -201,7 +203,7 @@ static int run(int argc, char **argv)
         return cli_errorf("generate", 2, "prompt plus new tokens exceed 2^31-1 positions");
     }
     tp_gen_need need;
-    if ((s = tp_llama_generate_need(&c, (int)fl.devices, B, T + fl.max_new, (int)fl.vocab_chunks, &need, &e))) {
+    if ((s = tp_llama_generate_need(&c, (int)fl.devices, B, T + fl.max_new, fl.vocab_chunks ? (int)fl.vocab_chunks : 1, &need, &e))) {
         free(ids);
         return cli_fail("generate", s, &e);
     }
@@ -225,6 +227,23 @@ static int run(int argc, char **argv)
         } else if (tp_parse_size(fl.device_mem, &cap) || !cap) {
             free(ids);
             return cli_usage_error("generate", "--device-mem: a size (4GiB, 512MiB, ..) or a percentage", fl.device_mem);
+        }
+    }
+    /* without --vocab-chunks: the lm_head in chunks of at most an eighth of the cap, so a tight
+     * cap is not refused for the head alone (the percentage stays of the unchunked need) */
+    if (!fl.vocab_chunks) {
+        double lm = (double)c.vocab * (double)c.hidden * (double)tp_dtype_size(c.dtype);
+        long long vc = 1;
+        while (vc < c.vocab && vc < (1 << 20) && lm / (double)vc > (double)cap / 8) vc *= 2;
+        fl.vocab_chunks = vc < c.vocab ? vc : c.vocab;
+        if (fl.vocab_chunks > 1) {
+            tp_gen_need n2;
+            if ((s = tp_llama_generate_need(&c, (int)fl.devices, B, T + fl.max_new, (int)fl.vocab_chunks, &n2, &e))) {
+                free(ids);
+                return cli_fail("generate", s, &e);
+            }
+            n2.need = need.need;
+            need = n2;
         }
     }
     char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];

@@ -31,7 +31,7 @@
  *
  * Errors: TP_ERR_ARG for a bad handle, device or state (named in the message); TP_ERR_NOMEM when
  * a pinned set cannot fit a device's range (the message names the pinned bytes, the request and
- * the range) or host memory runs out; TP_ERR_INFEASIBLE for a tensor larger than every range.
+ * the range, or a tensor larger than the range) or host memory runs out.
  * A failed call leaves the cache consistent and usable (evictions it already made stay made).
  *
  * Costs: create, destroy, put, hint and a hit are O(log n) (n: tensors), a miss O(log n) per
@@ -69,6 +69,9 @@ typedef struct tp_cache_opts {
                             is later than the prefetched one's */
     int deferred;        /* 1: loads are not done but listed (tp_cache_pending) for the caller's next
                             plan to do */
+    int no_host;         /* 1: no host copies at all (tp_cache_host gives NULL): sizes and counters
+                            only, for a backend that holds no data (sim) at any model size; only
+                            without a session */
 } tp_cache_opts;
 /* ndevices devices with ranges [0, size[d]) (size may be NULL: zeros), policy "latency",
  * prefetch 1, align 0 (256), not deferred. */
@@ -88,8 +91,9 @@ void tp_cache_free(tp_cache *c);
 /* A tensor of dtype dt (not TP_DT_NONE) and shape[0..ndim-1] (0..TP_MAX_DIMS dims, each >= 0;
  * ndim 0 is a scalar); its host copy (malloc'd, owned by the cache) is init's bytes (borrowed,
  * copied), or zeros when init is NULL. Not resident anywhere yet, no hint. TP_ERR_ARG for a bad
- * dtype or shape or a size overflow; TP_ERR_INFEASIBLE when it is bigger than every device's
- * range; TP_ERR_NOMEM when host memory runs out. A tensor of 0 bytes takes one alignment unit. */
+ * dtype or shape or a size overflow; TP_ERR_NOMEM when host memory runs out. A tensor bigger
+ * than every device's range may be made (a caller can stream it from its host copy itself); a
+ * get of it is TP_ERR_NOMEM. A tensor of 0 bytes takes one alignment unit. */
 tp_status tp_cache_create(tp_cache *c, tp_dtype dt, int ndim, const int64_t *shape, const void *init,
                           tp_cache_id *out, tp_error *err);
 /* Forgets the tensor (the API's "free"): its device range is freed (no write-back) and its host

@@ -130,7 +130,8 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
     uint64_t dev_cache[TP_MAX_DEVICES] = {0};
     for (int pass = 0; pass < 2; pass++) { /* a layer (every layer has its shapes), then the head */
         tp_graph *g = NULL;
-        tp_status s = pass ? build_head(G, max_len - 1, &g) : build_layer(G, 0, max_len - 1, &g);
+        int64_t lastpos = max_len > 1 ? max_len - 2 : 0; /* the largest step: at max_len - 1 the builder reads the cache without a copy */
+        tp_status s = pass ? build_head(G, lastpos, &g) : build_layer(G, 0, lastpos, &g);
         if (!s) s = tp_graph_finalize(g, err);
         if (s) {
             tp_graph_free(g);
@@ -271,7 +272,7 @@ static tp_status pin_step(gen *G, uint32_t si)
     step_t *st = &G->steps[si];
     tp_status s = TP_OK;
     for (uint32_t j = 0; j < st->n && !s; j++) {
-        uint64_t off, b = tp_cache_bytes(G->cache, st->ids[j]);
+        uint64_t off, b = (tp_cache_bytes(G->cache, st->ids[j]) + 255) & ~(uint64_t)255; /* as the cache takes it */
         int d = -1;
         st->tick[j] = TP_CACHE_NO_HINT;
         st->streamed[j] = 0;
@@ -301,7 +302,7 @@ static tp_status unpin_step(gen *G, uint32_t si, int last)
     for (uint32_t j = 0; j < st->n && !s; j++) {
         if (!st->streamed[j]) {
             s = tp_cache_put(G->cache, st->ids[j], 0, last ? TP_CACHE_NO_HINT : st->tick[j] + G->per_token, G->err);
-            G->pinned[st->dev] -= tp_cache_bytes(G->cache, st->ids[j]);
+            G->pinned[st->dev] -= (tp_cache_bytes(G->cache, st->ids[j]) + 255) & ~(uint64_t)255;
         } else if (!last) {
             s = tp_cache_hint(G->cache, st->ids[j], tp_cache_clock(G->cache) + G->per_token - 1, G->err);
         }
@@ -582,6 +583,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     co.policy = o->policy ? o->policy : "latency";
     co.prefetch = o->prefetch;
     co.deferred = 1;
+    co.no_host = !o->data;
     /* the bottom of each device stays the plans': room for all of a step's activations and a
      * streamed tensor, or under a tight cap half of it, never less than one kernel's need (the
      * planner offloads the rest: TURNIP inside the step) */

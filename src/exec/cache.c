@@ -83,6 +83,7 @@ struct tp_cache {
     int nd;
     int prefetch;            /* opts.prefetch where the policy prefetches, else 0 */
     int deferred;
+    int no_host;             /* no host copies (sizes only) */
     uint64_t align;
     tp__ctensor *t;          /* slots (owned) */
     uint32_t nt, capt;       /* slots used ever, allocated */
@@ -555,6 +556,8 @@ tp_status tp_cache_new(tp_session *s, const tp_cache_opts *o, tp_cache **out, tp
         return tp__fail(err, TP_ERR_ARG, "cache: prefetch must be 0, 1 or 2, not %d", o->prefetch);
     if (o->deferred < 0 || o->deferred > 1)
         return tp__fail(err, TP_ERR_ARG, "cache: deferred must be 0 or 1, not %d", o->deferred);
+    if (o->no_host < 0 || o->no_host > 1 || (o->no_host && s))
+        return tp__fail(err, TP_ERR_ARG, "cache: no_host must be 0 or 1, and 1 only without a session");
     uint64_t scap[TP_MAX_DEVICES];
     int snd = s ? tp_session_devices(s, scap) : 0;
     if (s && o->ndevices > snd)
@@ -578,6 +581,7 @@ tp_status tp_cache_new(tp_session *s, const tp_cache_opts *o, tp_cache **out, tp
     c->nd = o->ndevices;
     c->prefetch = pol->prefetch ? o->prefetch : 0;
     c->deferred = o->deferred;
+    c->no_host = o->no_host;
     c->align = align;
     c->freeslot = TP__CNONE;
     c->dev = calloc((size_t)c->nd, sizeof *c->dev);
@@ -620,14 +624,7 @@ tp_status tp_cache_create(tp_cache *c, tp_dtype dt, int ndim, const int64_t *sha
     }
     if (bytes > (uint64_t)SIZE_MAX || bytes > UINT64_MAX - c->align)
         return tp__fail(err, TP_ERR_ARG, "cache create: the size %llu bytes overflows", (ull)bytes);
-    uint64_t take = ((bytes ? bytes : 1) + c->align - 1) & ~(c->align - 1), most = 0;
-    for (int d = 0; d < c->nd; d++)
-        if (usable(&c->dev[d]) > most) most = usable(&c->dev[d]);
-    if (take > most)
-        return tp__fail(err, TP_ERR_INFEASIBLE,
-                        "cache create: a tensor of %llu bytes (%llu aligned) is larger than every device's range (at most "
-                        "%llu usable bytes)",
-                        (ull)bytes, (ull)take, (ull)most);
+    uint64_t take = ((bytes ? bytes : 1) + c->align - 1) & ~(c->align - 1); /* > every range: gets refuse it */
     /* reserve what later steps need for one more tensor: its slot, prefetch-heap and pending room */
     uint32_t i = c->freeslot;
     if (i == TP__CNONE) {
@@ -655,9 +652,12 @@ tp_status tp_cache_create(tp_cache *c, tp_dtype dt, int ndim, const int64_t *sha
         if (!np || !nd) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
         c->cappend = nc;
     }
-    uint8_t *host = init ? malloc((size_t)(bytes ? bytes : 1)) : calloc(1, (size_t)(bytes ? bytes : 1));
-    if (!host) return tp__fail(err, TP_ERR_NOMEM, "cache create: no host memory for a copy of %llu bytes", (ull)bytes);
-    if (init && bytes) memcpy(host, init, (size_t)bytes);
+    uint8_t *host = NULL;
+    if (!c->no_host) {
+        host = init ? malloc((size_t)(bytes ? bytes : 1)) : calloc(1, (size_t)(bytes ? bytes : 1));
+        if (!host) return tp__fail(err, TP_ERR_NOMEM, "cache create: no host memory for a copy of %llu bytes", (ull)bytes);
+        if (init && bytes) memcpy(host, init, (size_t)bytes);
+    }
     if (i == TP__CNONE) i = c->nt++;
     else c->freeslot = c->t[i].rnext;
     tp__ctensor *t = &c->t[i];
