@@ -41,16 +41,14 @@ def run(turnip, args):
     if p.returncode:
         sys.exit("turnip generate %s failed (%d):\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
     out = p.stdout
-    m = re.search(r"decode: (\d+) steps x (\d+) sequences in ([\d.]+) s wall", out)
-    b = re.search(r"bytes moved per token: ([\d.]+) (\w+)", out)
-    bound = re.search(r"bound \(weights \+ KV - cap\): ([\d.]+) (\w+)", out)
+    m = re.search(r"steady state \(after the first decode step\): ([\d.]+) (\w+) per token, ([\d.]+) s per step", out)
+    bound = re.search(r"bound \(weights \+ KV - devices x cap\): ([\d.]+) (\w+)", out)
     cache = re.search(r"cache: .*", out)
     mem = re.search(r"cap ([\d.]+ \w+) \((\d+)%\)", out)
     units = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3, "TiB": 1024 ** 4}
-    steps = int(m.group(1))
     return {
-        "s_per_token": float(m.group(3)) / steps,
-        "bytes": float(b.group(1)) * units[b.group(2)],
+        "s_per_token": float(m.group(3)),
+        "bytes": float(m.group(1)) * units[m.group(2)],
         "bound": float(bound.group(1)) * units[bound.group(2)],
         "cache": cache.group(0) if cache else "",
         "cap": mem.group(1) if mem else "?",
@@ -67,6 +65,9 @@ def main():
     ap.add_argument("--model")
     ap.add_argument("--layers", type=int, default=16)
     ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--intermediate", type=int, default=688)
+    ap.add_argument("--vocab", type=int, default=512)
+    ap.add_argument("--lookahead", default="0")
     ap.add_argument("--link-gbps", type=float, default=1.0)
     ap.add_argument("--caps", default="100,50,25")
     ap.add_argument("--policies", default="latency,lru,fifo,size")
@@ -81,12 +82,15 @@ def main():
         tmp = tempfile.TemporaryDirectory()
         model = os.path.join(tmp.name, "model")
         subprocess.run([sys.executable, os.path.join(HERE, "generate_torch.py"), "--make-model", model, "--layers", str(a.layers),
-                        "--hidden", str(a.hidden)], check=True, capture_output=True)
+                        "--hidden", str(a.hidden), "--heads", "8", "--kv-heads", "4", "--intermediate", str(a.intermediate),
+                        "--vocab", str(a.vocab), "--new-tokens", "2", "--repeats", "3"], check=True, capture_output=True)
     print("machine: %s" % machine())
-    print("model: %s; link %.2f GB/s; prompt %d, %d new tokens; %d repeats per figure" % (model if a.model else "random, %d layers, hidden %d" % (a.layers, a.hidden),
+    print("model: %s; link %.2f GB/s; prompt %d, %d new tokens; %d repeats per figure; figures are the steady state "
+          "(decode steps after the first, which fills the empty cache)" % (model if a.model else
+          "random, %d layers, hidden %d, intermediate %d, 8 heads (4 KV), vocab %d, f32" % (a.layers, a.hidden, a.intermediate, a.vocab),
           a.link_gbps, a.prompt_len, a.new_tokens, a.repeats))
     base = ["--model", model, "--seq-len", str(a.prompt_len), "--max-new-tokens", str(a.new_tokens), "--link-bandwidth", str(a.link_gbps),
-            "--quiet", "--no-verify"]
+            "--quiet", "--no-verify", "--lookahead", a.lookahead]
     results = {}
     for cap in a.caps.split(","):
         for pol in a.policies.split(","):

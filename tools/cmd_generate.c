@@ -319,7 +319,7 @@ static int run(int argc, char **argv)
             for (int64_t k = 0; k < fl.max_new; k++) printf(" %d", (int)r.tokens[b * fl.max_new + k]);
             printf("\n");
         }
-        double bound = (double)need.model_bytes + (double)need.kv_bytes - (double)cap;
+        double bound = (double)need.model_bytes + (double)need.kv_bytes - (double)fl.devices * (double)cap; /* all devices' memory */
         if (bound < 0) bound = 0;
         double per = r.decode_steps ? (double)r.decode_bytes / (double)r.decode_steps : 0;
         printf("time to first token: %.3f s (prefill run %.3f s, moved %s)\n", r.ttft, r.prefill_run_seconds,
@@ -328,7 +328,7 @@ static int run(int argc, char **argv)
             printf("decode: %lld steps x %lld sequences in %.3f s wall (%.3f s in runs): %.2f tokens/s (%.2f by run time)\n",
                    (long long)r.decode_steps, (long long)B, r.decode_seconds, r.decode_run_seconds,
                    (double)(r.decode_steps * B) / r.decode_seconds, (double)(r.decode_steps * B) / r.decode_run_seconds);
-            printf("bytes moved per token: %s; bound (weights + KV - cap): %s%s\n", cli_bytes_str(per, b1, sizeof b1),
+            printf("bytes moved per token: %s; bound (weights + KV - devices x cap): %s%s\n", cli_bytes_str(per, b1, sizeof b1),
                    cli_bytes_str(bound, b2, sizeof b2), bound > 0 ? "" : " (everything fits)");
             if (r.decode_steps > 1) { /* the first decode step fills the empty cache */
                 double steady = (double)(r.decode_bytes - r.first_decode_bytes) / (double)(r.decode_steps - 1);
