@@ -320,3 +320,26 @@ int cli_refuse_host(const char *cmd, const char *prefix, const char *subject, do
                       subject, cli_bytes_str(bytes, b1, sizeof b1), est->vertices, est->edges,
                       cli_bytes_str((double)limit, b2, sizeof b2));
 }
+
+tp_status cli_llama_config(const char *model, const char *preset, tp_llama_config *c, tp_error *e)
+{
+    if (!model) return tp_llama_preset(preset, c, e);
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/config.json", model) >= sizeof path)
+        return cli_set_error(e, TP_ERR_ARG, "--model: the directory name is too long");
+    return tp_llama_config_read(path, c, e);
+}
+
+int cli_write_graph(const char *cmd, tp_graph *g, const char *path)
+{
+    cli_out out;
+    int rc = cli_out_open(cmd, path, &out);
+    if (rc) {
+        tp_graph_free(g);
+        return rc;
+    }
+    tp_error e;
+    tp_status s = tp_graph_write(g, out.f, &e);
+    tp_graph_free(g);
+    return cli_out_finish(cmd, &out, s, &e);
+}

@@ -74,6 +74,11 @@ const char *cli_bytes_str(double b, char *buf, size_t len);
  * (tp_host_mem_limit); else prints "PREFIX SUBJECT about N of host memory (V vertices, E
  * edges), more than the M available" and returns 2. */
 int cli_refuse_host(const char *cmd, const char *prefix, const char *subject, double bytes, const tp_build_estimate *est);
+/* The LLaMA config of --model DIR (DIR/config.json) or, when model is NULL, of --preset NAME. */
+tp_status cli_llama_config(const char *model, const char *preset, tp_llama_config *c, tp_error *e);
+/* Writes g as TaskGraph JSON to path (cli_out: a temporary file renamed into place; "-" or
+ * NULL: stdout), frees g, and returns the exit code (errors printed as cmd's). */
+int cli_write_graph(const char *cmd, tp_graph *g, const char *path);
 
 /* ---- planning flags ---------------------------------------------------------------------- */
 

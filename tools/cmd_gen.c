@@ -98,15 +98,6 @@ static void help(FILE *f)
                    llama_opts, NULL);
 }
 
-static tp_status read_llama_config(const llama_flags *fl, tp_llama_config *c, tp_error *e)
-{
-    if (!fl->model) return tp_llama_preset(fl->preset, c, e);
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/config.json", fl->model) >= sizeof path)
-        return cli_set_error(e, TP_ERR_ARG, "--model: the directory name is too long");
-    return tp_llama_config_read(path, c, e);
-}
-
 /* gen llama | gen decode */
 static int gen_llama(int argc, char **argv, int decode)
 {
@@ -118,7 +109,7 @@ static int gen_llama(int argc, char **argv, int decode)
     if (!decode && !fl.seq) return cli_usage_error("gen", "gen llama needs --seq T", NULL);
     tp_error e;
     tp_llama_config c;
-    tp_status s = read_llama_config(&fl, &c, &e);
+    tp_status s = cli_llama_config(fl.model, fl.preset, &c, &e);
     if (s) return cli_fail(NULL, s, &e);
     tp_graph *g = NULL;
     if (decode) {
@@ -141,14 +132,7 @@ static int gen_llama(int argc, char **argv, int decode)
         s = tp_llama_build(&c, &lo, &g, &e);
     }
     if (s) return cli_fail(cmd, s, &e);
-    cli_out out;
-    if ((rc = cli_out_open("gen", fl.out, &out))) {
-        tp_graph_free(g);
-        return rc;
-    }
-    s = tp_graph_write(g, out.f, &e);
-    tp_graph_free(g);
-    return cli_out_finish("gen", &out, s, &e);
+    return cli_write_graph("gen", g, fl.out);
 }
 
 static int gen_inputs(int argc, char **argv)
@@ -193,14 +177,7 @@ static int run(int argc, char **argv)
     tp_graph *g;
     tp_status s = tp_model_layered(&lo, &g, &e);
     if (s) return cli_fail(NULL, s, &e);
-    cli_out out;
-    if ((rc = cli_out_open("gen", fl.out, &out))) {
-        tp_graph_free(g);
-        return rc;
-    }
-    s = tp_graph_write(g, out.f, &e);
-    tp_graph_free(g);
-    return cli_out_finish("gen", &out, s, &e);
+    return cli_write_graph("gen", g, fl.out);
 }
 
 const cli_cmd cmd_gen = {"gen", "write a synthetic or LLaMA (prefill, decode) TaskGraph, or random inputs", run, help};

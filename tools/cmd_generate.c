@@ -79,15 +79,6 @@ static void help(FILE *f)
         opts, "exit: 0 ok, 2 unusable input or a cap below the smallest step (said before it starts)\n");
 }
 
-static tp_status read_config(const flags *fl, tp_llama_config *c, tp_error *e)
-{
-    if (!fl->model) return tp_llama_preset(fl->preset, c, e);
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/config.json", fl->model) >= sizeof path)
-        return cli_set_error(e, TP_ERR_ARG, "--model: the directory name is too long");
-    return tp_llama_config_read(path, c, e);
-}
-
 /* "1,2;3,4" into a new array (the caller's) of *nseq prompts of *T ids each; 0 or the exit code */
 static int parse_prompts(const char *text, int64_t vocab, int32_t **ids, int64_t *nseq, int64_t *T)
 {
@@ -184,7 +175,7 @@ static int run(int argc, char **argv)
     tp_error e;
     tp_status s = TP_OK;
     tp_llama_config c;
-    if ((s = read_config(&fl, &c, &e))) return cli_fail("generate", s, &e);
+    if ((s = cli_llama_config(fl.model, fl.preset, &c, &e))) return cli_fail("generate", s, &e);
     if (fl.devices > c.layers + 1)
         return cli_errorf("generate", 2, "--devices %lld: the model has %lld layers and a head to spread", fl.devices, (long long)c.layers);
     int32_t *ids = NULL;

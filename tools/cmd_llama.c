@@ -142,14 +142,6 @@ static int check_build(const tp_llama_config *c, const tp_llama_opts *lo, uint64
     return 0;
 }
 
-static tp_status read_config(const flags *fl, tp_llama_config *c, tp_error *e)
-{
-    if (!fl->model) return tp_llama_preset(fl->preset, c, e);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", fl->model);
-    return tp_llama_config_read(path, c, e);
-}
-
 /* --backend sim --sweep-seq: one simulated point per length and cap, a CSV and a plot */
 static int sweep(const flags *fl, const char *label)
 {
@@ -158,7 +150,7 @@ static int sweep(const flags *fl, const char *label)
     tp_error e;
     tp_llama_config c;
     tp_sim_profile prof;
-    tp_status s = read_config(fl, &c, &e);
+    tp_status s = cli_llama_config(fl->model, fl->preset, &c, &e);
     if (!s) s = tp_sim_profile_read(fl->machine, &prof, &e);
     if (s) return cli_fail(NULL, s, &e);
     int64_t nseq64, bad, *seqs = parse_list(fl->sweep_seq, 1, INT64_MAX, &nseq64, &bad); /* sizes: check_build */
@@ -282,7 +274,7 @@ static int run(int argc, char **argv)
     tp_backend *be = NULL;
     if (!use_sim && !fl.no_data && !(be = cli_backend("llama", &fl.b, &rc))) return rc; /* a missing GPU before any work */
     tp_llama_config c;
-    if ((s = read_config(&fl, &c, &e))) {
+    if ((s = cli_llama_config(fl.model, fl.preset, &c, &e))) {
         tp_backend_free(be);
         return cli_fail(NULL, s, &e);
     }
