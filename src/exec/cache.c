@@ -109,7 +109,7 @@ typedef unsigned long long ull;
  * first (ppos); H_TOP: victims in policy order, no positions kept (the groups' first tensors) */
 enum { H_EVICT = 0, H_PF = 1, H_TOP = 2 };
 
-static int hless(const tp_cache *c, int kind, uint32_t a, uint32_t b)
+static int heap_less(const tp_cache *c, int kind, uint32_t a, uint32_t b)
 {
     const tp__ctensor *x = &c->t[a], *y = &c->t[b];
     if (kind == H_PF) return x->next != y->next ? x->next < y->next : x->id < y->id;
@@ -128,7 +128,7 @@ static void hup(tp_cache *c, int kind, cheap *h, uint32_t k)
     uint32_t i = h->v[k];
     while (k) {
         uint32_t p = (k - 1) / 2;
-        if (!hless(c, kind, i, h->v[p])) break;
+        if (!heap_less(c, kind, i, h->v[p])) break;
         hset(c, kind, h, k, h->v[p]);
         k = p;
     }
@@ -141,8 +141,8 @@ static void hdown(tp_cache *c, int kind, cheap *h, uint32_t k)
     for (;;) {
         uint32_t l = 2 * k + 1, b = l;
         if (l >= h->n) break;
-        if (l + 1 < h->n && hless(c, kind, h->v[l + 1], h->v[l])) b = l + 1;
-        if (!hless(c, kind, h->v[b], i)) break;
+        if (l + 1 < h->n && heap_less(c, kind, h->v[l + 1], h->v[l])) b = l + 1;
+        if (!heap_less(c, kind, h->v[b], i)) break;
         hset(c, kind, h, k, h->v[b]);
         k = b;
     }
@@ -284,9 +284,9 @@ static uint32_t victim_peek(const tp_cache *c, const cdev *d)
 
 static void victim_next(tp_cache *c, cdev *d)
 {
-    if (!c->pol->group) return; /* evict() takes it out of the device's heap */
+    if (!c->pol->group) return; /* evict_one() takes it out of the device's heap */
     const cheap *g = &d->g[c->t[c->top.v[0]].gid].h; /* the victim is g's first */
-    uint32_t after = g->n < 2 ? TP__CNONE : g->n > 2 && hless(c, H_EVICT, g->v[2], g->v[1]) ? g->v[2] : g->v[1];
+    uint32_t after = g->n < 2 ? TP__CNONE : g->n > 2 && heap_less(c, H_EVICT, g->v[2], g->v[1]) ? g->v[2] : g->v[1];
     cheap *h = &c->top;
     uint32_t last = h->v[--h->n]; /* pop the victim... */
     if (h->n) {
@@ -298,7 +298,7 @@ static void victim_next(tp_cache *c, cdev *d)
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
-static tp__ctensor *find(const tp_cache *c, tp_cache_id id)
+static tp__ctensor *tensor_of(const tp_cache *c, tp_cache_id id)
 {
     if (!c || id == 0 || id > c->nt) return NULL;
     tp__ctensor *t = &c->t[id - 1];
@@ -395,7 +395,7 @@ static void pend_add(tp_cache *c, tp__ctensor *t, int device, int prefetch)
 
 /* Takes resident tensor i (unpinned) off its device: written back first if dirty (through the
  * session; on failure nothing changed), its range freed. Counted as an eviction. */
-static tp_status evict(tp_cache *c, uint32_t i, tp_error *err)
+static tp_status evict_one(tp_cache *c, uint32_t i, tp_error *err)
 {
     tp__ctensor *t = &c->t[i];
     cdev *d = &c->dev[t->device];
@@ -428,7 +428,7 @@ static tp_status evict(tp_cache *c, uint32_t i, tp_error *err)
  * through the session (on failure the range is given back and nothing else changed), or listed
  * in deferred mode, or nothing without data. A prefetch enters the device's eviction heap
  * (unpinned); a get's load is pinned by the caller. */
-static tp_status load(tp_cache *c, uint32_t i, int dv, uint64_t off, int prefetch, tp_error *err)
+static tp_status load_tensor(tp_cache *c, uint32_t i, int dv, uint64_t off, int prefetch, tp_error *err)
 {
     tp__ctensor *t = &c->t[i];
     cdev *d = &c->dev[dv];
@@ -678,7 +678,7 @@ tp_status tp_cache_create(tp_cache *c, tp_dtype dt, int ndim, const int64_t *sha
 
 tp_status tp_cache_destroy(tp_cache *c, tp_cache_id id, tp_error *err)
 {
-    tp__ctensor *t = find(c, id);
+    tp__ctensor *t = tensor_of(c, id);
     if (!t) return bad_id(err, "destroy", id);
     if (t->pins) return tp__fail(err, TP_ERR_ARG, "cache destroy: tensor %u is pinned (%u gets not put)", id, t->pins);
     uint32_t i = id - 1;
@@ -702,7 +702,7 @@ tp_status tp_cache_destroy(tp_cache *c, tp_cache_id id, tp_error *err)
 
 tp_status tp_cache_get(tp_cache *c, tp_cache_id id, int device, uint64_t *offset, tp_error *err)
 {
-    tp__ctensor *t = find(c, id);
+    tp__ctensor *t = tensor_of(c, id);
     if (!t) return bad_id(err, "get", id);
     if (device < 0 || device >= c->nd)
         return tp__fail(err, TP_ERR_ARG, "cache get: device %d (the cache has %d)", device, c->nd);
@@ -735,18 +735,18 @@ tp_status tp_cache_get(tp_cache *c, tp_cache_id id, int device, uint64_t *offset
                 return no_room(c, device, t, 1, err);
             }
             victim_next(c, d);
-            st = evict(c, v, err);
+            st = evict_one(c, v, err);
             if (st) {
                 pend_compact(c);
                 return st;
             }
         }
-        if (t->device >= 0 && (st = evict(c, i, err)) != TP_OK) { /* moved: off its old device */
+        if (t->device >= 0 && (st = evict_one(c, i, err)) != TP_OK) { /* moved: off its old device */
             tp__range_give(&d->range, off, t->take);
             pend_compact(c);
             return st;
         }
-        st = load(c, i, device, off, 0, err);
+        st = load_tensor(c, i, device, off, 0, err);
         pend_compact(c);
         if (st) return st;
         t = &c->t[i];
@@ -760,7 +760,7 @@ tp_status tp_cache_get(tp_cache *c, tp_cache_id id, int device, uint64_t *offset
 
 tp_status tp_cache_put(tp_cache *c, tp_cache_id id, int dirty, uint64_t next_access, tp_error *err)
 {
-    tp__ctensor *t = find(c, id);
+    tp__ctensor *t = tensor_of(c, id);
     if (!t) return bad_id(err, "put", id);
     if (!t->pins) return tp__fail(err, TP_ERR_ARG, "cache put: tensor %u is not pinned", id);
     if (dirty) t->dirty = 1;
@@ -775,7 +775,7 @@ tp_status tp_cache_put(tp_cache *c, tp_cache_id id, int dirty, uint64_t next_acc
 
 tp_status tp_cache_hint(tp_cache *c, tp_cache_id id, uint64_t next_access, tp_error *err)
 {
-    tp__ctensor *t = find(c, id);
+    tp__ctensor *t = tensor_of(c, id);
     if (!t) return bad_id(err, "hint", id);
     uint32_t i = id - 1;
     t->next = next_access;
@@ -822,10 +822,10 @@ tp_status tp_cache_prefetch(tp_cache *c, int device, uint32_t *n, tp_error *err)
                 break;
             }
             victim_next(c, d);
-            if ((st = evict(c, v, err)) != TP_OK) break;
+            if ((st = evict_one(c, v, err)) != TP_OK) break;
         }
         if (st || !placed) break;
-        if ((st = load(c, i, device, off, 1, err)) != TP_OK) break;
+        if ((st = load_tensor(c, i, device, off, 1, err)) != TP_OK) break;
         count++;
     }
     pend_compact(c);
@@ -835,14 +835,14 @@ tp_status tp_cache_prefetch(tp_cache *c, int device, uint32_t *n, tp_error *err)
 
 void *tp_cache_host(tp_cache *c, tp_cache_id id)
 {
-    tp__ctensor *t = find(c, id);
+    tp__ctensor *t = tensor_of(c, id);
     return t ? t->host : NULL;
 }
 
 static tp_status data_region(tp_cache *c, tp_cache_id id, uint64_t off, uint64_t n, const void *buf, const char *call,
                              tp_region *r, tp_error *err)
 {
-    tp__ctensor *t = find(c, id);
+    tp__ctensor *t = tensor_of(c, id);
     if (!t) return bad_id(err, call, id);
     if (!t->pins) return tp__fail(err, TP_ERR_ARG, "cache %s: tensor %u is not pinned (get it first)", call, id);
     if (off > t->bytes || n > t->bytes - off)
@@ -873,7 +873,7 @@ tp_status tp_cache_write(tp_cache *c, tp_cache_id id, uint64_t off, const void *
 
 int tp_cache_where(const tp_cache *c, tp_cache_id id, int *device, uint64_t *offset)
 {
-    const tp__ctensor *t = find(c, id);
+    const tp__ctensor *t = tensor_of(c, id);
     if (!t || t->device < 0) return 0;
     if (device) *device = t->device;
     if (offset) *offset = t->offset;
@@ -882,7 +882,7 @@ int tp_cache_where(const tp_cache *c, tp_cache_id id, int *device, uint64_t *off
 
 uint64_t tp_cache_bytes(const tp_cache *c, tp_cache_id id)
 {
-    const tp__ctensor *t = find(c, id);
+    const tp__ctensor *t = tensor_of(c, id);
     return t ? t->bytes : 0;
 }
 

@@ -26,33 +26,33 @@ static void update(tp__range *r, uint32_t t)
 }
 
 /* splits t into keys < key (*a) and keys >= key (*b) */
-static void split(tp__range *r, uint32_t t, uint64_t key, uint32_t *a, uint32_t *b)
+static void run_split(tp__range *r, uint32_t t, uint64_t key, uint32_t *a, uint32_t *b)
 {
     if (t == TP__CNONE) {
         *a = *b = TP__CNONE;
         return;
     }
     if (r->node[t].off < key) {
-        split(r, r->node[t].r, key, &r->node[t].r, b);
+        run_split(r, r->node[t].r, key, &r->node[t].r, b);
         *a = t;
     } else {
-        split(r, r->node[t].l, key, a, &r->node[t].l);
+        run_split(r, r->node[t].l, key, a, &r->node[t].l);
         *b = t;
     }
     update(r, t);
 }
 
 /* every key of a below every key of b */
-static uint32_t merge(tp__range *r, uint32_t a, uint32_t b)
+static uint32_t run_merge(tp__range *r, uint32_t a, uint32_t b)
 {
     if (a == TP__CNONE) return b;
     if (b == TP__CNONE) return a;
     if (r->node[a].prio > r->node[b].prio) {
-        r->node[a].r = merge(r, r->node[a].r, b);
+        r->node[a].r = run_merge(r, r->node[a].r, b);
         update(r, a);
         return a;
     }
-    r->node[b].l = merge(r, a, r->node[b].l);
+    r->node[b].l = run_merge(r, a, r->node[b].l);
     update(r, b);
     return b;
 }
@@ -80,8 +80,8 @@ static void node_drop(tp__range *r, uint32_t i)
 static void insert(tp__range *r, uint64_t off, uint64_t len)
 {
     uint32_t a, b;
-    split(r, r->root, off, &a, &b);
-    r->root = merge(r, merge(r, a, node_new(r, off, len)), b);
+    run_split(r, r->root, off, &a, &b);
+    r->root = run_merge(r, run_merge(r, a, node_new(r, off, len)), b);
     r->nruns++;
     r->free += len;
 }
@@ -90,11 +90,11 @@ static void insert(tp__range *r, uint64_t off, uint64_t len)
 static void erase(tp__range *r, uint64_t off)
 {
     uint32_t a, b, m, c;
-    split(r, r->root, off, &a, &b);
-    split(r, b, off + 1, &m, &c);
+    run_split(r, r->root, off, &a, &b);
+    run_split(r, b, off + 1, &m, &c);
     r->free -= r->node[m].len;
     node_drop(r, m);
-    r->root = merge(r, a, c);
+    r->root = run_merge(r, a, c);
     r->nruns--;
 }
 
@@ -160,7 +160,7 @@ static uint32_t below(const tp__range *r, uint64_t key)
     return best;
 }
 
-static uint32_t above(const tp__range *r, uint64_t key)
+static uint32_t run_above(const tp__range *r, uint64_t key)
 {
     uint32_t t = r->root, best = TP__CNONE;
     while (t != TP__CNONE)
@@ -181,7 +181,7 @@ void tp__range_give(tp__range *r, uint64_t off, uint64_t n)
         lo = r->node[p].off;
         erase(r, lo);
     }
-    uint32_t s = above(r, off);
+    uint32_t s = run_above(r, off);
     if (s != TP__CNONE && r->node[s].off == hi) {
         hi += r->node[s].len;
         erase(r, r->node[s].off);
