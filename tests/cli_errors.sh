@@ -155,6 +155,8 @@ expect 2 "--batch 2, but 3 prompts" "$T" generate --preset tiny --prompt-ids "1;
 expect 2 "--policy: one of" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --policy mru
 expect 2 "layers and a head" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --devices 64
 expect 2 "--out needs data" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --backend sim --out "$D/g.st"
+expect 2 "of host memory" "$T" generate --preset tiny --seq-len 4 --batch 1000000 --max-new-tokens 1000000 --device-mem 50% --out "$D/g.st"
+expect 2 "of host memory" "$T" generate --preset 65b --seq-len 4 --max-new-tokens 2 --device-mem 50%
 expect 2 "--prefetch" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --prefetch 3
 expect 0 "tokens\[1\]:" "$T" generate --preset tiny --seq-len 4 --batch 2 --max-new-tokens 3 --device-mem 30% --policy lru --out "$D/g.st"
 backends=$("$T" --version | grep '^backends:')

@@ -250,8 +250,10 @@ static int run(int argc, char **argv)
         return cli_errorf("generate", 2, "--device-mem %s: below the %s a decode step needs (its tensors pinned and its work)",
                           tp_format_size(cap, b1, sizeof b1), tp_format_size(need.min_cap, b2, sizeof b2));
     }
-    /* host memory: the cache's host copies and the session's host block hold the model twice */
-    double host_need = 2.0 * (double)(need.model_bytes + need.kv_bytes) + (double)(c.vocab * c.hidden) * 4.0;
+    /* host memory: the cache's host copies and the session's host block hold the model twice;
+     * the embedding table; the tokens, and every step's logits for --out */
+    double host_need = 2.0 * (double)(need.model_bytes + need.kv_bytes) + (double)c.vocab * (double)c.hidden * 4.0 +
+                       (double)B * (double)fl.max_new * 4.0 * (1.0 + (fl.out ? (double)c.vocab : 0.0));
     if (!use_sim && host_need > (double)tp_host_mem_limit()) {
         free(ids);
         return cli_errorf("generate", 2, "needs about %s of host memory, %s are available",

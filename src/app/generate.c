@@ -150,6 +150,9 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
         } else {
             /* K and V of one layer: [B, kv_heads, max_len, hd] f32 each */
             uint64_t kv = 2 * ((uint64_t)batch * (uint64_t)c->kv_heads * (uint64_t)max_len * (uint64_t)(c->hidden / c->heads) * 4 + 256);
+            if ((double)cb * (double)c->layers > 0x1p62)
+                return tp__fail(err, TP_ERR_ARG, "generate: %lld layers of %llu bytes of weights and KV cache exceed 2^62 bytes",
+                                (long long)c->layers, (unsigned long long)cb);
             out->kv_bytes = kv * (uint64_t)c->layers;
             out->model_bytes += (cb - kv) * (uint64_t)c->layers;
             for (int64_t l = 0; l < c->layers; l++) dev_cache[layer_dev(G, l)] += cb;
