@@ -26,7 +26,7 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void die(const char *what, const tp_error *e)
+static _Noreturn void die(const char *what, const tp_error *e)
 {
     fprintf(stderr, "bench_cache: %s: %s\n", what, e ? e->msg : "failed");
     exit(1);
