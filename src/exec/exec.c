@@ -414,11 +414,15 @@ static void phase_start(run *r)
             x->left[w]--;
         }
     }
-    for (uint32_t i = 0; i < n; i++) {
-        if (x->engine[i] == TP__NO_ENGINE) continue;
-        if (!x->left[i]) make_ready(x, i);
-        else if (!x->dleft[i] && is_compute(x, i)) r->memblocked[x->device[i]]++;
-    }
+    /* what something in this run waits for is queued first; ready sinks (a cache tensor's
+     * prefetch, which only the next plan reads) after them, so a copy engine never keeps a
+     * kernel's input behind a prefetch */
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < n; i++) {
+            if (x->engine[i] == TP__NO_ENGINE || (x->succ_off[i + 1] == x->succ_off[i]) != pass) continue;
+            if (!x->left[i]) make_ready(x, i);
+            else if (!pass && !x->dleft[i] && is_compute(x, i)) r->memblocked[x->device[i]]++;
+        }
 }
 
 /* launches from dirty queues while their engines have free units */
