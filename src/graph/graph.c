@@ -516,7 +516,7 @@ static tp_status sess_set(tp_graph *g, uint32_t v, const char *what, tp__sess **
 
 tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int host_copy, tp_error *err)
 {
-    tp__sess *s;
+    tp__sess *s = NULL;
     tp_status st = sess_set(g, v, "resident", &s, err);
     if (st) return st;
     /* after finalize: this declaration checked at once (overlaps: the planner checks those) */
@@ -530,7 +530,7 @@ tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int ho
 
 tp_status tp_graph_set_inplace(tp_graph *g, uint32_t v, int k, tp_error *err)
 {
-    tp__sess *s;
+    tp__sess *s = NULL;
     tp_status st = sess_set(g, v, "inplace", &s, err);
     if (st) return st;
     if (k < 0) return tp__fail(err, TP_ERR_ARG, "vertex '%s': in-place argument %d is negative", g->v[v].id, k);
@@ -566,7 +566,7 @@ void tp_graph_clear_resident(tp_graph *g)
 
 tp_status tp_graph_set_keep(tp_graph *g, uint32_t v, tp_error *err)
 {
-    tp__sess *s;
+    tp__sess *s = NULL;
     tp_status st = sess_set(g, v, "keep", &s, err);
     if (st) return st;
     if (s->keep) return tp__fail(err, TP_ERR_ARG, "vertex '%s' is in 'keep' twice", g->v[v].id);
