@@ -157,6 +157,7 @@ expect 2 "layers and a head" "$T" generate --preset tiny --seq-len 4 --max-new-t
 expect 2 "--out needs data" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --backend sim --out "$D/g.st"
 expect 2 "of host memory" "$T" generate --preset tiny --seq-len 4 --batch 1000000 --max-new-tokens 1000000 --device-mem 50% --out "$D/g.st"
 expect 2 "of host memory" "$T" generate --preset 65b --seq-len 4 --max-new-tokens 2 --device-mem 50%
+expect 2 "cannot write into" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --out "$D/nodir/g.st"
 expect 2 "--prefetch" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --prefetch 3
 expect 0 "steady state" "$T" generate --preset tiny --seq-len 8 --max-new-tokens 3 --backend sim --machine h100 --device-mem 40%
 expect 0 "tokens\[1\]:" "$T" generate --preset tiny --seq-len 4 --batch 2 --max-new-tokens 3 --device-mem 30% --policy lru --out "$D/g.st"
