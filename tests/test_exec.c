@@ -746,21 +746,41 @@ TEST(exec_session_keeps_memory_across_executors)
     tp_graph_free(g2);
 }
 
+/* The shared start of the session tests: an MLP chain of `layers` on 2 devices planned at a
+ * small cap, the session sizes that hold it, a cpu backend and default run options. */
+typedef struct {
+    tp_graph *g;
+    tp_memgraph *mg;
+    uint64_t cap[TP_MAX_DEVICES], host;
+    tp_backend *be;
+    tp_run_opts ro;
+} sess_fixture;
+
+static void sess_fixture_init(sess_fixture *f, int layers)
+{
+    tp_error e;
+    f->g = mlp_chain(layers, 2, 8);
+    f->mg = plan_at(f->g, 4 * 8 * 8 * 4);
+    const tp_memgraph *mgs[1] = {f->mg};
+    session_sizes(mgs, 1, 0, f->cap, &f->host);
+    f->be = NULL;
+    ASSERT_OK(tp_backend_cpu_new(NULL, &f->be, &e));
+    tp_run_opts_init(&f->ro);
+}
+
 /* (b) a plan bigger than the session (a device, the host block, the device count) is refused
  * naming what does not fit; one executor at a time; a backend in a session makes no executor
  * outside it, and opens no second session; a backend with a live executor opens none */
 TEST(exec_session_refuses_what_does_not_fit)
 {
-    tp_graph *g = mlp_chain(4, 2, 8);
-    tp_memgraph *mg = plan_at(g, 4 * 8 * 8 * 4);
-    const tp_memgraph *mgs[1] = {mg};
-    uint64_t cap[TP_MAX_DEVICES], host;
-    session_sizes(mgs, 1, 0, cap, &host);
-    tp_backend *be = NULL;
+    sess_fixture fx;
+    sess_fixture_init(&fx, 4);
+    tp_graph *g = fx.g;
+    tp_memgraph *mg = fx.mg;
+    uint64_t *cap = fx.cap, host = fx.host;
+    tp_backend *be = fx.be;
+    tp_run_opts ro = fx.ro;
     tp_error e;
-    ASSERT_OK(tp_backend_cpu_new(NULL, &be, &e));
-    tp_run_opts ro;
-    tp_run_opts_init(&ro);
     tp_session *s;
     tp_exec *x, *y;
     char want[128];
@@ -1009,16 +1029,14 @@ TEST(exec_summary_counts_each_run_on_its_own)
  * write until it is freed, nothing leaks (ASan), and the backend is free for more */
 TEST(exec_session_freed_before_its_executor)
 {
-    tp_graph *g = mlp_chain(3, 2, 8);
-    tp_memgraph *mg = plan_at(g, 4 * 8 * 8 * 4);
-    const tp_memgraph *mgs[1] = {mg};
-    uint64_t cap[TP_MAX_DEVICES], host;
-    session_sizes(mgs, 1, 0, cap, &host);
-    tp_backend *be = NULL;
+    sess_fixture fx;
+    sess_fixture_init(&fx, 3);
+    tp_graph *g = fx.g;
+    tp_memgraph *mg = fx.mg;
+    uint64_t *cap = fx.cap, host = fx.host;
+    tp_backend *be = fx.be;
+    tp_run_opts ro = fx.ro;
     tp_error e;
-    ASSERT_OK(tp_backend_cpu_new(NULL, &be, &e));
-    tp_run_opts ro;
-    tp_run_opts_init(&ro);
     tp_session *s;
     tp_exec *x;
     ASSERT_OK_ERR(tp_session_new(be, 2, cap, host, &s, &e), e);

@@ -44,7 +44,8 @@ _Static_assert(sizeof tp_cache_policy_names / sizeof *tp_cache_policy_names == N
 
 typedef struct cheap {
     uint32_t *v;       /* tensor indices (owned) */
-    uint32_t n, cap;
+    uint32_t n;
+    size_t cap;
 } cheap;
 
 /* the resident unpinned tensors of one group on one device (policies with groups) */
@@ -186,14 +187,7 @@ static void hbuild(tp_cache *c, int kind, cheap *h)
 
 static int hreserve(cheap *h, uint32_t need)
 {
-    if (h->cap >= need) return 1;
-    uint32_t nc = h->cap ? h->cap : 16;
-    while (nc < need) nc = nc > UINT32_MAX / 2 ? UINT32_MAX : nc * 2;
-    uint32_t *v = realloc(h->v, (size_t)nc * sizeof *v);
-    if (!v) return 0;
-    h->v = v;
-    h->cap = nc;
-    return 1;
+    return TP__GROW(h->v, h->cap, need);
 }
 
 /* ---- groups ------------------------------------------------------------------------------ */

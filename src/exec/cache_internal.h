@@ -67,7 +67,8 @@ typedef struct tp__range {
     uint32_t nruns;     /* runs */
     uint32_t root;      /* TP__CNONE when nothing is free */
     tp__run *node;      /* the pool (owned) */
-    uint32_t nnode, cap, freelist;
+    uint32_t nnode, freelist;
+    size_t cap;
     uint64_t seed;      /* priorities */
 } tp__range;
 

@@ -119,14 +119,7 @@ void tp__range_free(tp__range *r)
 int tp__range_reserve(tp__range *r, uint32_t runs)
 {
     /* live nodes never exceed the runs, so a pool of `runs` slots (free list or past nnode) does */
-    if (r->cap >= runs) return 1;
-    uint32_t nc = r->cap ? r->cap : 16;
-    while (nc < runs) nc = nc > UINT32_MAX / 2 ? UINT32_MAX : nc * 2;
-    tp__run *n = realloc(r->node, (size_t)nc * sizeof *n);
-    if (!n) return 0;
-    r->node = n;
-    r->cap = nc;
-    return 1;
+    return TP__GROW(r->node, r->cap, runs);
 }
 
 int tp__range_take(tp__range *r, uint64_t n, uint64_t *off)
