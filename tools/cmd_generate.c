@@ -227,7 +227,12 @@ static int run(int argc, char **argv)
                 free(ids);
                 return cli_usage_error("generate", "--device-mem: a size or a percentage in (0, 1000]%", fl.device_mem);
             }
-            cap = (uint64_t)((double)need.need * p / 100.0);
+            double want = (double)need.need * p / 100.0;
+            if (want >= 0x1p63) {
+                free(ids);
+                return cli_errorf("generate", 2, "--device-mem %s: %.3g bytes per device, more than 2^63", fl.device_mem, want);
+            }
+            cap = (uint64_t)want;
         } else if (tp_parse_size(fl.device_mem, &cap) || !cap) {
             free(ids);
             return cli_usage_error("generate", "--device-mem: a size (4GiB, 512MiB, ..) or a percentage", fl.device_mem);
@@ -236,10 +241,7 @@ static int run(int argc, char **argv)
     /* without --vocab-chunks: the lm_head in chunks of at most an eighth of the cap, so a tight
      * cap is not refused for the head alone (the percentage stays of the unchunked need) */
     if (!fl.vocab_chunks) {
-        double lm = (double)c.vocab * (double)c.hidden * (double)tp_dtype_size(c.dtype);
-        long long vc = 1;
-        while (vc < c.vocab && vc < (1 << 20) && lm / (double)vc > (double)cap / 8) vc *= 2;
-        fl.vocab_chunks = vc < c.vocab ? vc : c.vocab;
+        fl.vocab_chunks = tp_llama_generate_vocab_chunks(&c, cap);
         if (fl.vocab_chunks > 1) {
             tp_gen_need n2;
             if ((s = tp_llama_generate_need(&c, (int)fl.devices, B, T + fl.max_new, (int)fl.vocab_chunks, &n2, &e))) {

@@ -65,6 +65,10 @@ typedef struct tp_gen_need {
 tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t batch, int64_t max_len, int vocab_chunks,
                                  tp_gen_need *out, tp_error *err);
 
+/* The lm_head's row chunks when none are asked for: enough (powers of two) that a chunk takes at
+ * most an eighth of the cap, so a tight cap is not refused for the head alone. */
+int tp_llama_generate_vocab_chunks(const tp_llama_config *c, uint64_t cap);
+
 /* One generated position, reported as it happens: step 0 is the prefill, step s >= 1 the
  * decode step that fed token s-1. logits [B, vocab] and tokens [B] are borrowed for the call
  * (logits NULL without data). */
@@ -90,7 +94,7 @@ typedef struct tp_gen_opts {
     double temperature;            /* 0: greedy */
     int top_k;                     /* sampling among the k likeliest (0: all) */
     uint64_t seed;                 /* of the sampling */
-    int vocab_chunks;              /* lm_head in row chunks (cache tensors), >= 1 */
+    int vocab_chunks;              /* lm_head in row chunks (cache tensors); 0: tp_llama_generate_vocab_chunks */
     tp_run_opts run;               /* dispatch policy and seed of every plan's run */
     tp_order plan_order;
     int verify;                    /* 1: every plan is checked by the verifier before it runs */

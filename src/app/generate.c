@@ -110,6 +110,14 @@ static void graph_bytes(tp_graph *g, uint64_t *cache_b, uint64_t *big, uint64_t 
     }
 }
 
+int tp_llama_generate_vocab_chunks(const tp_llama_config *c, uint64_t cap)
+{
+    double lm = (double)c->vocab * (double)c->hidden * (double)tp_dtype_size(c->dtype);
+    int64_t vc = 1;
+    while (vc < c->vocab && vc < (1 << 20) && lm / (double)vc > (double)cap / 8) vc *= 2;
+    return (int)(vc < c->vocab ? vc : c->vocab);
+}
+
 tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t batch, int64_t max_len, int vocab_chunks,
                                  tp_gen_need *out, tp_error *err)
 {
@@ -185,7 +193,7 @@ static void free_steps(gen *G)
 
 /* Creates the cache tensors every step reads, from a graph of that step: weights from the
  * checkpoint, K/V from the prefill (host copies filled later). */
-static tp_status make_step(gen *G, step_t *st, tp_graph *g, int64_t l)
+static tp_status make_step(gen *G, step_t *st, tp_graph *g)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < tp_graph_size(g); i++)
@@ -209,7 +217,6 @@ static tp_status make_step(gen *G, step_t *st, tp_graph *g, int64_t l)
         if (!host) return tp__fail(G->err, TP_ERR_ARG, "generate: the cache holds no host copy of '%s'", v->id);
         s = tp_llama_weights_read(G->o->weights, v->id, v->dtype, v->bytes, host, G->err);
     }
-    (void)l;
     return s;
 }
 
@@ -267,6 +274,12 @@ static void account(const tp_run_summary *sum, double *run_s, uint64_t *bytes)
     *bytes += sum->bytes_moved;
 }
 
+/* the bytes a cache tensor takes in its range (the cache aligns to 256) */
+static uint64_t taken(const gen *G, tp_cache_id id)
+{
+    return (tp_cache_bytes(G->cache, id) + 255) & ~(uint64_t)255;
+}
+
 /* Pins the tensors step si reads (loads are listed for the next plan) while the pinned bytes
  * of its device fit the cache's range; a tensor beyond that (a step larger than the range) is
  * streamed instead: a plain input of its plan, loaded and dropped by it, never admitted. */
@@ -275,7 +288,7 @@ static tp_status pin_step(gen *G, uint32_t si)
     step_t *st = &G->steps[si];
     tp_status s = TP_OK;
     for (uint32_t j = 0; j < st->n && !s; j++) {
-        uint64_t off, b = (tp_cache_bytes(G->cache, st->ids[j]) + 255) & ~(uint64_t)255; /* as the cache takes it */
+        uint64_t off, b = taken(G, st->ids[j]);
         int d = -1;
         st->tick[j] = TP_CACHE_NO_HINT;
         st->streamed[j] = 0;
@@ -305,7 +318,7 @@ static tp_status unpin_step(gen *G, uint32_t si, int last)
     for (uint32_t j = 0; j < st->n && !s; j++) {
         if (!st->streamed[j]) {
             s = tp_cache_put(G->cache, st->ids[j], 0, last ? TP_CACHE_NO_HINT : st->tick[j] + G->per_token, G->err);
-            G->pinned[st->dev] -= (tp_cache_bytes(G->cache, st->ids[j]) + 255) & ~(uint64_t)255;
+            G->pinned[st->dev] -= taken(G, st->ids[j]);
         } else if (!last) {
             s = tp_cache_hint(G->cache, st->ids[j], tp_cache_clock(G->cache) + G->per_token - 1, G->err);
         }
@@ -429,7 +442,7 @@ static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
     tp_llama_opts_default(&lo, G->c, G->D, o->prompt_len, o->device_mem);
     lo.batch = G->B;
     lo.kv_out = 1;
-    if (o->vocab_chunks > lo.vocab_chunks) lo.vocab_chunks = o->vocab_chunks;
+    if (G->VC > lo.vocab_chunks) lo.vocab_chunks = G->VC;
     tp_graph *g = NULL;
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
@@ -558,7 +571,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     G->hd = c->hidden / c->heads;
     G->KVH = c->kv_heads;
     G->V = c->vocab;
-    G->VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1;
+    G->VC = o->vocab_chunks > 0 ? o->vocab_chunks : tp_llama_generate_vocab_chunks(c, o->device_mem);
     G->maxlen = o->prompt_len + o->max_new; /* the last new token's K/V are never needed: slack */
     tp_status s = tp_llama_generate_need(c, G->D, G->B, G->maxlen, G->VC, &r->need, err);
     if (s) return s;
@@ -604,7 +617,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
         s = si < G->L ? build_layer(G, si, 0, &g) : build_head(G, 0, &g);
         G->steps[si].dev = layer_dev(G, si);
         if (!s) s = tp_graph_finalize(g, err);
-        if (!s) s = make_step(G, &G->steps[si], g, si);
+        if (!s) s = make_step(G, &G->steps[si], g);
         tp_graph_free(g);
         G->per_token += G->steps[si].n;
     }
