@@ -436,9 +436,12 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
     }
     case TP__OP_SOFTMAX_GRAD: case TP__OP_SILU_GRAD: case TP__OP_ADAM_MOMENT:
         if (op == TP__OP_SOFTMAX_GRAD && (s = attr_num(c, a, "scale", &kp->scale, 1.0f))) goto done;
-        if (op == TP__OP_ADAM_MOMENT && ((s = attr_range(c, a, "beta", &kp->beta, 0.0f, 1, 0.0f, 0, 1.0f, 1)) ||
-                                         (s = attr_bool(c, a, "square", &kp->square))))
-            goto done;
+        if (op == TP__OP_ADAM_MOMENT) {
+            if ((s = attr_range(c, a, "beta", &kp->beta, 0.0f, 1, 0.0f, 0, 1.0f, 1)) || (s = attr_bool(c, a, "square", &kp->square)))
+                goto done;
+            /* g's weight 1 - beta from the attribute's double, as PyTorch's scalar (1 - 0.999f is 1.3e-5 off) */
+            kp->alpha = (float)(1.0 - json_number_value(json_object_get(a, "beta")));
+        }
         if (nd < 1 || !same_shape(inp(c, 1), nd, shp)) {
             s = PFAIL("needs two inputs of one shape (at least one dimension)", v->id, v->op);
             goto done;
@@ -818,7 +821,7 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
     case TP__OP_ADAM_MOMENT: { /* in place on m allowed */
         const tp_vertex *G = tp_graph_vertex(g, v->inputs[1]);
         const float *gr = as_f32(in[1], G->dtype, n, &sc);
-        float b = kp->beta, b1 = 1.0f - kp->beta;
+        float b = kp->beta, b1 = kp->alpha; /* 1 - beta */
         o = v->dtype == TP_DT_F32 ? out : sc;
         for (uint64_t i = 0; i < n; i++) o[i] = b * a[i] + b1 * (kp->square ? gr[i] * gr[i] : gr[i]);
         break;

@@ -27,7 +27,7 @@ typedef enum {
 typedef struct tp__kplan {
     tp__opcode op;
     int trans_a, trans_b, causal, masked, square;
-    float alpha, scale, eps, theta, beta, weight_decay;
+    float alpha, scale, eps, theta, beta, weight_decay; /* adam_moment: alpha = 1 - beta */
     int64_t row_offset, pos_offset, axis, length;
     int64_t start; /* slice and write_slice: start; embedding, xent and xent_grad: id_offset */
     int perm[TP_MAX_DIMS];

@@ -341,7 +341,7 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
         break;
     case TP__OP_ADAM_MOMENT: {
         const tp_vertex *G = tp_graph_vertex(c->pc.g, v->inputs[1]);
-        e = tp__cu_adam_moment(st, in[0], dt0, in[1], G->dtype, out, dto, n, kp->beta, kp->square);
+        e = tp__cu_adam_moment(st, in[0], dt0, in[1], G->dtype, out, dto, n, kp->beta, kp->alpha, kp->square);
         break;
     }
     case TP__OP_ADAMW: {

@@ -234,12 +234,13 @@ __global__ void k_xent_grad(const void *logits, int dtl, const float *lse, const
     }
 }
 
-__global__ void k_adam_moment(const void *m, int dtm, const void *g, int dtg, void *o, int dto, uint64_t n, float beta, int square)
+__global__ void k_adam_moment(const void *m, int dtm, const void *g, int dtg, void *o, int dto, uint64_t n, float beta, float gw,
+                              int square)
 {
     GRID_STRIDE(i, n)
     {
         float gi = ld(g, dtg, i);
-        st(o, dto, i, beta * ld(m, dtm, i) + (1.0f - beta) * (square ? gi * gi : gi));
+        st(o, dto, i, beta * ld(m, dtm, i) + gw * (square ? gi * gi : gi));
     }
 }
 
@@ -423,9 +424,9 @@ extern "C" int tp__cu_xent(cudaStream_t s, const void *logits, int dtl, const fl
 }
 
 extern "C" int tp__cu_adam_moment(cudaStream_t s, const void *m, int dtm, const void *g, int dtg, void *o, int dto, uint64_t n,
-                                  float beta, int square)
+                                  float beta, float gw, int square)
 {
-    if (n) k_adam_moment<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(m, dtm, g, dtg, o, dto, n, beta, square);
+    if (n) k_adam_moment<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(m, dtm, g, dtg, o, dto, n, beta, gw, square);
     return (int)cudaGetLastError();
 }
 

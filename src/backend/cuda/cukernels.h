@@ -42,8 +42,9 @@ int tp__cu_softmax_grad(cudaStream_t s, const void *y, int dty, const void *dy, 
 /* xent ([T, 1]) or, with grad, xent_grad ([T, Vc]); lse f32 [T], ids i32 [T] */
 int tp__cu_xent(cudaStream_t s, const void *logits, int dtl, const float *lse, const int32_t *ids, void *o, int dto, uint64_t T,
                 uint64_t Vc, int64_t id_offset, float scale, int grad);
+/* o = beta m + gw g (or gw g g with square); gw: 1 - beta, rounded from the attribute's double */
 int tp__cu_adam_moment(cudaStream_t s, const void *m, int dtm, const void *g, int dtg, void *o, int dto, uint64_t n, float beta,
-                       int square);
+                       float gw, int square);
 /* hyper: f32 [3] on the device (lr, 1 - beta1^t, 1 - beta2^t) */
 int tp__cu_adamw(cudaStream_t s, const void *p, int dtp, const void *m, int dtm, const void *v, int dtv, const float *hyper,
                  void *o, int dto, uint64_t n, float eps, float weight_decay);
