@@ -500,8 +500,8 @@ static uint32_t layer_bwd(TB *b, int d, int64_t l, const char *pre, const fwd *f
         uint32_t dp = kn(b, d, nm(b, "%s.dprobs.b%d", pre, q0), "matmul", IN(g, f->vt), SH(KV, G * rows, T), "{\"trans_b\":true}", fl);
         dv[q0] = kn(b, d, nm(b, "%s.dvalues.b%d", pre, q0), "matmul", IN(f->p[q0], g), SH(KV, T, hd), "{\"trans_a\":true}", fl);
         snprintf(at, sizeof at, "{\"scale\":%.17g}", b->qscale);
-        uint32_t ds = kip(b, d, nm(b, "%s.dscores.b%d", pre, q0), "softmax_grad", IN(f->p[q0], dp), SH(KV, G * rows, T), at,
-                          4.0 * NH * rows * T, 1);
+        uint32_t ds = kn(b, d, nm(b, "%s.dscores.b%d", pre, q0), "softmax_grad", IN(f->p[q0], dp), SH(KV, G * rows, T), at,
+                         4.0 * NH * rows * T);
         uint32_t gq = kn(b, d, nm(b, "%s.dqueries.b%d", pre, q0), "matmul", IN(ds, f->kt), SH(KV, G * rows, hd), NULL, fl);
         dk[q0] = kn(b, d, nm(b, "%s.dkeys.b%d", pre, q0), "matmul", IN(ds, f->qb[q0]), SH(KV, T, hd), "{\"trans_a\":true}", fl);
         gq = view(b, d, nm(b, "%s.dqt.b%d", pre, q0), gq, SH(KV, G, rows, hd));
