@@ -127,3 +127,105 @@ TEST(hostile_layered_estimate_no_overflow)
     ASSERT_STATUS(tp_model_layered(&o, &g, &e), TP_ERR_ARG);
     CHECK(strstr(e.msg, "overflow") != NULL);
 }
+
+#define IN(id, dt, shape) "{\"id\":\"" id "\",\"kind\":\"input\",\"device\":0,\"dtype\":\"" dt "\",\"shape\":" shape "},"
+
+/* prepares `json`'s vertex k and asks whether it may write over input `in` */
+static int inplace_ok(const char *json, uint32_t in)
+{
+    tp_graph *g = NULL;
+    tp_error e;
+    tp__kplan kp;
+    if (tp_graph_read_string(json, "g.json", &g, &e) || tp__kernel_prepare(g, (uint32_t)tp_graph_find(g, "k"), &kp, &e)) {
+        CHECKF(0, "graph or prepare: %s", e.msg);
+        tp_graph_free(g);
+        return -1;
+    }
+    int ok = tp__kernel_inplace_ok(g, (uint32_t)tp_graph_find(g, "k"), &kp, in);
+    tp_graph_free(g);
+    return ok;
+}
+
+/* the training ops (issue 13): each attribute out of range, and each input of the wrong shape or
+ * dtype, is refused naming the vertex and what is wrong; the limits and good graphs are accepted */
+TEST(hostile_training_ops)
+{
+    const char *rms = HDR IN("x", "f32", "[2, 3, 4]") IN("w", "f32", "[4]") IN("dy", "f32", "[2, 3, 4]");
+    char buf[2048];
+#define G(pre, rest) (snprintf(buf, sizeof buf, "%s%s", pre, rest), buf)
+    prep(G(rms, K("rmsnorm_grad", "[\"x\", \"w\", \"dy\"]", "f32", "[2, 3, 4]", "{\"eps\":1e39}")), "k", TP_ERR_INVALID,
+         "vertex 'k' (rmsnorm_grad): attr 'eps' 1e+39 must be a finite number of f32 range");
+    prep(G(rms, K("rmsnorm_grad", "[\"x\", \"w\", \"x\"]", "f32", "[2, 3, 4]", "{}")), "k", TP_OK, NULL);
+    prep(G(rms, K("rmsnorm_grad", "[\"x\", \"w\", \"w\"]", "f32", "[2, 3, 4]", "{}")), "k", TP_ERR_INVALID,
+         "vertex 'k' (rmsnorm_grad): rmsnorm_grad needs x [..., d], w [d] and dy of x's shape");
+    prep(G(rms, K("rmsnorm_grad", "[\"x\", \"w\"]", "f32", "[2, 3, 4]", "{}")), "k", TP_ERR_INVALID, "takes 3 inputs, has 2");
+    prep(HDR X("f32", "[4, 2]") "," K("rope_grad", "[\"x\"]", "f32", "[4, 2]", "{\"pos_offset\":9007199254740993}"), "k",
+         TP_ERR_INVALID, "vertex 'k' (rope_grad): attr 'pos_offset' 9007199254740993 is outside [-2^53, 2^53]");
+    prep(HDR X("f32", "[4, 3]") "," K("rope_grad", "[\"x\"]", "f32", "[4, 3]", "{}"), "k", TP_ERR_INVALID, "even head_dim");
+    prep(HDR X("f32", "[4, 2]") "," K("softmax_grad", "[\"x\", \"x\"]", "f32", "[4, 2]", "{\"scale\":\"big\"}"), "k", TP_ERR_INVALID,
+         "vertex 'k' (softmax_grad): attr 'scale' must be a number");
+    prep(HDR X("f32", "[4, 2]") "," IN("y", "f32", "[2, 4]") K("softmax_grad", "[\"x\", \"y\"]", "f32", "[4, 2]", "{}"), "k",
+         TP_ERR_INVALID, "needs two inputs of one shape");
+    prep(HDR X("f32", "[4, 2]") "," IN("y", "f16", "[8]") K("silu_grad", "[\"x\", \"y\"]", "f32", "[4, 2]", "{}"), "k", TP_ERR_INVALID,
+         "vertex 'k' (silu_grad): needs two inputs of one shape");
+    /* logsumexp: leading dims must agree; the output is [..., 1] */
+    prep(HDR X("f32", "[4, 2]") "," IN("y", "f32", "[3, 5]") K("logsumexp", "[\"x\", \"y\"]", "f32", "[4, 1]", "{}"), "k", TP_ERR_INVALID,
+         "vertex 'k' (logsumexp): logsumexp input 1's leading dims differ from input 0's");
+    prep(HDR X("f32", "[4, 2]") "," IN("y", "bf16", "[4, 5]") K("logsumexp", "[\"x\", \"y\", \"x\"]", "f16", "[4, 1]", "{}"), "k", TP_OK,
+         NULL);
+    prep(HDR X("f32", "[4, 2]") "," K("logsumexp", "[\"x\"]", "f32", "[4, 2]", "{}"), "k", TP_ERR_INVALID, "output shape [4, 2], the op gives [4, 1]");
+    /* xent and xent_grad: offsets bounded, ids i32, lse f32 [T, 1] */
+    const char *xe = HDR IN("l", "bf16", "[3, 5]") IN("lse", "f32", "[3, 1]") IN("ids", "i32", "[3]") IN("fids", "f32", "[3]")
+        IN("hlse", "f16", "[3, 1]");
+    prep(G(xe, K("xent", "[\"l\", \"lse\", \"ids\"]", "f32", "[3, 1]", "{\"id_offset\":-9223372036854775808}")), "k", TP_ERR_INVALID,
+         "vertex 'k' (xent): attr 'id_offset' -9223372036854775808 is outside [-2^53, 2^53]");
+    prep(G(xe, K("xent_grad", "[\"l\", \"lse\", \"ids\"]", "bf16", "[3, 5]", "{\"id_offset\":9007199254740993}")), "k", TP_ERR_INVALID,
+         "vertex 'k' (xent_grad): attr 'id_offset' 9007199254740993 is outside");
+    prep(G(xe, K("xent_grad", "[\"l\", \"lse\", \"ids\"]", "bf16", "[3, 5]", "{\"id_offset\":-9007199254740992,\"scale\":0.25}")), "k",
+         TP_OK, NULL);
+    prep(G(xe, K("xent", "[\"l\", \"lse\", \"fids\"]", "f32", "[3, 1]", "{}")), "k", TP_ERR_INVALID,
+         "vertex 'k' (xent): input 2 'fids' must have a shape and i32 dtype");
+    prep(G(xe, K("xent", "[\"l\", \"hlse\", \"ids\"]", "f32", "[3, 1]", "{}")), "k", TP_ERR_INVALID, "input 1 'hlse' (lse) must be f32");
+    prep(G(xe, K("xent", "[\"l\", \"ids\", \"ids\"]", "f32", "[3, 1]", "{}")), "k", TP_ERR_INVALID, "input 1 'ids' must have a shape and an f32");
+    prep(G(xe, K("xent", "[\"l\", \"lse\", \"ids\"]", "f32", "[3, 5]", "{}")), "k", TP_ERR_INVALID, "output shape [3, 5], the op gives [3, 1]");
+    prep(G(xe, K("xent_grad", "[\"l\", \"l\", \"ids\"]", "f32", "[3, 5]", "{}")), "k", TP_ERR_INVALID,
+         "xent_grad needs logits [T, Vc], lse [T, 1] and ids [T]");
+    /* adam_moment: beta required, in [0, 1) as an f32 */
+    const char *am = HDR IN("m", "f32", "[4, 2]") IN("g", "bf16", "[4, 2]");
+    prep(G(am, K("adam_moment", "[\"m\", \"g\"]", "f32", "[4, 2]", "{\"beta\":1}")), "k", TP_ERR_INVALID,
+         "vertex 'k' (adam_moment): attr 'beta' 1 is outside [0, 1)");
+    prep(G(am, K("adam_moment", "[\"m\", \"g\"]", "f32", "[4, 2]", "{\"beta\":0.99999999999}")), "k", TP_ERR_INVALID,
+         "attr 'beta' 1 is outside [0, 1)"); /* 1 once rounded to f32: 1 - beta would be 0 */
+    prep(G(am, K("adam_moment", "[\"m\", \"g\"]", "f32", "[4, 2]", "{\"beta\":-0.5}")), "k", TP_ERR_INVALID,
+         "attr 'beta' -0.5 is outside [0, 1)");
+    prep(G(am, K("adam_moment", "[\"m\", \"g\"]", "f32", "[4, 2]", "{\"square\":true}")), "k", TP_ERR_INVALID,
+         "vertex 'k' (adam_moment): needs number attr 'beta'");
+    prep(G(am, K("adam_moment", "[\"m\", \"g\"]", "f32", "[4, 2]", "{\"beta\":0.999,\"square\":1}")), "k", TP_ERR_INVALID,
+         "attr 'square' must be true or false");
+    prep(G(am, K("adam_moment", "[\"m\", \"g\"]", "f32", "[4, 2]", "{\"beta\":0,\"square\":true}")), "k", TP_OK, NULL);
+    /* adamw: eps > 0, weight_decay >= 0, hyper f32 [3] */
+    const char *aw = HDR IN("p", "f32", "[4, 2]") IN("m", "f32", "[4, 2]") IN("v", "f16", "[4, 2]") IN("h", "f32", "[3]")
+        IN("h2", "f32", "[2]") IN("h16", "bf16", "[3]");
+    prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "f32", "[4, 2]", "{\"eps\":0}")), "k", TP_ERR_INVALID,
+         "vertex 'k' (adamw): attr 'eps' 0 is outside (0, 3.40282e+38]");
+    prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "f32", "[4, 2]", "{\"eps\":-1e-8}")), "k", TP_ERR_INVALID, "attr 'eps' -1e-08 is outside");
+    prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "f32", "[4, 2]", "{\"weight_decay\":-0.01}")), "k", TP_ERR_INVALID,
+         "attr 'weight_decay' -0.01 is outside [0, 3.40282e+38]");
+    prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "f32", "[4, 2]", "{\"weight_decay\":1e300}")), "k", TP_ERR_INVALID,
+         "attr 'weight_decay' 1e+300 must be a finite number of f32 range");
+    prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h2\"]", "f32", "[4, 2]", "{}")), "k", TP_ERR_INVALID,
+         "vertex 'k' (adamw): adamw's input 3 'h2' must be hyper, f32 [3]");
+    prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h16\"]", "f32", "[4, 2]", "{}")), "k", TP_ERR_INVALID, "input 3 'h16' must be hyper");
+    prep(G(aw, K("adamw", "[\"p\", \"m\", \"h\", \"h\"]", "f32", "[4, 2]", "{}")), "k", TP_ERR_INVALID, "adamw needs p, m and v of one shape");
+    prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "bf16", "[4, 2]", "{\"eps\":1e-6,\"weight_decay\":0.1}")), "k", TP_OK, NULL);
+    /* in place: adam_moment and adamw over input 0 only, silu_grad over either, xent_grad never */
+    ASSERT_EQ(inplace_ok(G(am, K("adam_moment", "[\"m\", \"g\"]", "f32", "[4, 2]", "{\"beta\":0.9}")), 0), 1);
+    ASSERT_EQ(inplace_ok(G(am, K("adam_moment", "[\"m\", \"g\"]", "f32", "[4, 2]", "{\"beta\":0.9}")), 1), 0);
+    ASSERT_EQ(inplace_ok(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "f32", "[4, 2]", "{}")), 0), 1);
+    ASSERT_EQ(inplace_ok(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "f32", "[4, 2]", "{}")), 1), 0);
+    ASSERT_EQ(inplace_ok(G(am, K("silu_grad", "[\"g\", \"m\"]", "f32", "[4, 2]", "{}")), 1), 1);
+    ASSERT_EQ(inplace_ok(G(am, K("silu_grad", "[\"g\", \"m\"]", "f32", "[4, 2]", "{}")), 0), 0); /* bf16 under an f32 output */
+    ASSERT_EQ(inplace_ok(G(am, K("silu_grad", "[\"m\", \"m\"]", "f32", "[4, 2]", "{}")), 0), 1);
+    ASSERT_EQ(inplace_ok(G(xe, K("xent_grad", "[\"l\", \"lse\", \"ids\"]", "bf16", "[3, 5]", "{}")), 0), 0);
+#undef G
+}

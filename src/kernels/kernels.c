@@ -18,7 +18,8 @@
 
 static const char *op_names[TP__OP_COUNT] = {
     "opaque", "matmul", "add", "sub", "mul", "scale", "silu", "gelu", "exp", "relu", "softmax",
-    "rmsnorm", "rope", "embedding", "sum", "slice", "concat", "transpose", "cast", "write_slice", "reshape"};
+    "rmsnorm", "rope", "embedding", "sum", "slice", "concat", "transpose", "cast", "write_slice", "reshape",
+    "rmsnorm_grad", "rope_grad", "softmax_grad", "silu_grad", "logsumexp", "xent", "xent_grad", "adam_moment", "adamw"};
 
 const char *tp__op_name(tp__opcode op)
 {
@@ -32,9 +33,9 @@ int tp__kernel_inplace_ok(const tp_graph *g, uint32_t vi, const tp__kplan *kp, u
     const tp_vertex *x = tp_graph_vertex(g, v->inputs[k]);
     if (tp__numel(x) != tp__numel(v) || tp_dtype_size(x->dtype) != tp_dtype_size(v->dtype)) return 0;
     switch (kp->op) {
-    case TP__OP_OPAQUE: case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: return 1;
+    case TP__OP_OPAQUE: case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: case TP__OP_SILU_GRAD: return 1;
     case TP__OP_SCALE: case TP__OP_SILU: case TP__OP_GELU: case TP__OP_EXP: case TP__OP_RELU: case TP__OP_CAST:
-    case TP__OP_WRITE_SLICE: case TP__OP_RESHAPE: return k == 0;
+    case TP__OP_WRITE_SLICE: case TP__OP_RESHAPE: case TP__OP_ADAM_MOMENT: case TP__OP_ADAMW: return k == 0;
     default: return 0;
     }
 }
@@ -108,6 +109,19 @@ static tp_status attr_num(pctx *c, json_t *a, const char *name, float *out, floa
         return PFAIL("attr '%s' %g must be a finite number of f32 range", c->v->id, c->v->op, name, x);
     *out = (float)x;
     return TP_OK;
+}
+
+/* a float attribute (required when `required`) from lo to hi, either bound excluded when *_open */
+static tp_status attr_range(pctx *c, json_t *a, const char *name, float *out, float def, int required, float lo, int lo_open,
+                            float hi, int hi_open)
+{
+    if (required && !(a && json_object_get(a, name))) return PFAIL("needs number attr '%s'", c->v->id, c->v->op, name);
+    tp_status s = attr_num(c, a, name, out, def);
+    if (s) return s;
+    float x = *out;
+    if ((lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi)) return TP_OK;
+    return PFAIL("attr '%s' %g is outside %c%g, %g%c", c->v->id, c->v->op, name, (double)x, lo_open ? '(' : '[', (double)lo,
+                 (double)hi, hi_open ? ')' : ']');
 }
 
 static tp_status attr_int(pctx *c, json_t *a, const char *name, int64_t *out, int64_t def, int required)
@@ -201,7 +215,7 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
     }
     for (uint32_t k = 0; k < v->ninputs; k++) {
         const tp_vertex *x = inp(c, k);
-        int ids = op == TP__OP_EMBEDDING && k == 1;
+        int ids = (op == TP__OP_EMBEDDING && k == 1) || ((op == TP__OP_XENT || op == TP__OP_XENT_GRAD) && k == 2);
         if (x->ndim < 0 || (ids ? x->dtype != TP_DT_I32 : !is_float(x->dtype))) {
             s = PFAIL("input %u '%s' must have a shape and %s dtype", v->id, v->op, k, x->id, ids ? "i32" : "an f32, f16 or bf16");
             goto done;
@@ -218,10 +232,16 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
     uint32_t want_in = 1;
     switch (op) {
     case TP__OP_MATMUL: case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: case TP__OP_RMSNORM: case TP__OP_EMBEDDING:
-    case TP__OP_WRITE_SLICE:
+    case TP__OP_WRITE_SLICE: case TP__OP_SOFTMAX_GRAD: case TP__OP_SILU_GRAD: case TP__OP_ADAM_MOMENT:
         want_in = 2;
         break;
-    case TP__OP_SUM: case TP__OP_CONCAT:
+    case TP__OP_RMSNORM_GRAD: case TP__OP_XENT: case TP__OP_XENT_GRAD:
+        want_in = 3;
+        break;
+    case TP__OP_ADAMW:
+        want_in = 4;
+        break;
+    case TP__OP_SUM: case TP__OP_CONCAT: case TP__OP_LOGSUMEXP:
         want_in = v->ninputs ? v->ninputs : 1;
         break;
     }
@@ -302,7 +322,7 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
         s = want_out(c, nd, shp);
         break;
     }
-    case TP__OP_ROPE:
+    case TP__OP_ROPE: case TP__OP_ROPE_GRAD:
         if ((s = attr_num(c, a, "theta", &kp->theta, 10000.0f)) || (s = attr_offset(c, a, "pos_offset", &kp->pos_offset)))
             goto done;
         if ((nd != 3 && nd != 2) || x0->shape[nd - 1] % 2) {
@@ -404,6 +424,80 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
         s = want_out(c, nd, shp);
         break;
     }
+    case TP__OP_RMSNORM_GRAD: {
+        const tp_vertex *w = inp(c, 1);
+        if ((s = attr_num(c, a, "eps", &kp->eps, 1e-6f))) goto done;
+        if (nd < 1 || w->ndim != 1 || w->shape[0] != x0->shape[nd - 1] || !same_shape(inp(c, 2), nd, shp)) {
+            s = PFAIL("rmsnorm_grad needs x [..., d], w [d] and dy of x's shape", v->id, v->op);
+            goto done;
+        }
+        s = want_out(c, nd, shp);
+        break;
+    }
+    case TP__OP_SOFTMAX_GRAD: case TP__OP_SILU_GRAD: case TP__OP_ADAM_MOMENT:
+        if (op == TP__OP_SOFTMAX_GRAD && (s = attr_num(c, a, "scale", &kp->scale, 1.0f))) goto done;
+        if (op == TP__OP_ADAM_MOMENT) {
+            if ((s = attr_range(c, a, "beta", &kp->beta, 0.0f, 1, 0.0f, 0, 1.0f, 1)) || (s = attr_bool(c, a, "square", &kp->square)))
+                goto done;
+            /* g's weight 1 - beta from the attribute's double, as PyTorch's scalar (1 - 0.999f is 1.3e-5 off) */
+            kp->alpha = (float)(1.0 - json_number_value(json_object_get(a, "beta")));
+        }
+        if (nd < 1 || !same_shape(inp(c, 1), nd, shp)) {
+            s = PFAIL("needs two inputs of one shape (at least one dimension)", v->id, v->op);
+            goto done;
+        }
+        s = want_out(c, nd, shp);
+        break;
+    case TP__OP_ADAMW: {
+        const tp_vertex *h = inp(c, 3);
+        if ((s = attr_range(c, a, "eps", &kp->eps, 1e-8f, 0, 0.0f, 1, FLT_MAX, 0)) ||
+            (s = attr_range(c, a, "weight_decay", &kp->weight_decay, 0.0f, 0, 0.0f, 0, FLT_MAX, 0)))
+            goto done;
+        if (!same_shape(inp(c, 1), nd, shp) || !same_shape(inp(c, 2), nd, shp)) {
+            s = PFAIL("adamw needs p, m and v of one shape", v->id, v->op);
+            goto done;
+        }
+        if (h->dtype != TP_DT_F32 || h->ndim != 1 || h->shape[0] != 3) {
+            s = PFAIL("adamw's input 3 '%s' must be hyper, f32 [3] (lr, 1 - beta1^t, 1 - beta2^t)", v->id, v->op, h->id);
+            goto done;
+        }
+        s = want_out(c, nd, shp);
+        break;
+    }
+    case TP__OP_LOGSUMEXP: {
+        if (nd < 1) {
+            s = PFAIL("logsumexp needs inputs [..., C] of at least one dimension", v->id, v->op);
+            goto done;
+        }
+        for (uint32_t k = 1; k < v->ninputs; k++) {
+            const tp_vertex *x = inp(c, k);
+            int ok = x->ndim == nd;
+            for (int i = 0; ok && i < nd - 1; i++) ok = x->shape[i] == shp[i];
+            if (!ok) {
+                s = PFAIL("logsumexp input %u's leading dims differ from input 0's", v->id, v->op, k);
+                goto done;
+            }
+        }
+        shp[nd - 1] = 1;
+        s = want_out(c, nd, shp);
+        break;
+    }
+    case TP__OP_XENT: case TP__OP_XENT_GRAD: {
+        const tp_vertex *lse = inp(c, 1), *ids = inp(c, 2);
+        if ((s = attr_offset(c, a, "id_offset", &kp->start)) || (s = attr_num(c, a, "scale", &kp->scale, 1.0f))) goto done;
+        if (nd != 2 || ids->ndim != 1 || ids->shape[0] != shp[0] || lse->ndim != 2 || lse->shape[0] != shp[0] ||
+            lse->shape[1] != 1) {
+            s = PFAIL("%s needs logits [T, Vc], lse [T, 1] and ids [T]", v->id, v->op, v->op);
+            goto done;
+        }
+        if (lse->dtype != TP_DT_F32) {
+            s = PFAIL("input 1 '%s' (lse) must be f32", v->id, v->op, lse->id);
+            goto done;
+        }
+        if (op == TP__OP_XENT) shp[1] = 1;
+        s = want_out(c, nd, shp);
+        break;
+    }
     case TP__OP_TRANSPOSE: {
         json_t *p = a ? json_object_get(a, "perm") : NULL;
         int seen[TP_MAX_DIMS] = {0};
@@ -461,7 +555,9 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
         if (out != in[0]) memcpy(out, in[0], n * tp_dtype_size(v->dtype));
         return TP_OK;
     }
-    const float *a = kp->op == TP__OP_SUM || kp->op == TP__OP_CONCAT ? NULL : as_f32(in[0], x0->dtype, tp__numel(x0), &sc);
+    const float *a = kp->op == TP__OP_SUM || kp->op == TP__OP_CONCAT || kp->op == TP__OP_LOGSUMEXP
+                         ? NULL
+                         : as_f32(in[0], x0->dtype, tp__numel(x0), &sc);
     float *o = v->dtype == TP_DT_F32 ? out : sc;
     switch (kp->op) {
     case TP__OP_MATMUL: {
@@ -546,12 +642,13 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
         }
         break;
     }
-    case TP__OP_ROPE: {
+    case TP__OP_ROPE: case TP__OP_ROPE_GRAD: { /* rope_grad: the transpose, a rotation by minus the angle */
         int64_t T = v->shape[0], H = v->ndim == 3 ? v->shape[1] : 1, D = v->shape[v->ndim - 1], half = D / 2;
         for (int64_t i = 0; i < half; i++) {
             float inv_freq = (float)(1.0 / pow((double)kp->theta, (double)(2 * i) / (double)D));
             for (int64_t t = 0; t < T; t++) {
                 float ang = (float)(t + kp->pos_offset) * inv_freq, cs = cosf(ang), sn = sinf(ang);
+                if (kp->op == TP__OP_ROPE_GRAD) sn = -sn;
                 for (int64_t h = 0; h < H; h++) {
                     const float *x = a + (t * H + h) * D;
                     float *y = o + (t * H + h) * D;
@@ -627,6 +724,114 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
             at += ext;
         }
         o = ob;
+        break;
+    }
+    case TP__OP_RMSNORM_GRAD: {
+        const tp_vertex *W = tp_graph_vertex(g, v->inputs[1]), *DY = tp_graph_vertex(g, v->inputs[2]);
+        uint64_t d = (uint64_t)W->shape[0];
+        const float *w = as_f32(in[1], W->dtype, d, &sc), *dy = as_f32(in[2], DY->dtype, n, &sc);
+        o = v->dtype == TP_DT_F32 ? out : sc;
+        for (uint64_t r = 0; r < n / d; r++) {
+            const float *x = a + r * d, *gy = dy + r * d;
+            double ss = 0, sd = 0;
+            for (uint64_t j = 0; j < d; j++) {
+                ss += (double)x[j] * x[j];
+                sd += (double)x[j] * w[j] * gy[j];
+            }
+            float inv = 1.0f / sqrtf((float)(ss / (double)d) + kp->eps); /* as rmsnorm computes it */
+            float k3 = inv * inv * inv * (float)(sd / (double)d);
+            for (uint64_t j = 0; j < d; j++) o[r * d + j] = inv * w[j] * gy[j] - x[j] * k3;
+        }
+        break;
+    }
+    case TP__OP_SOFTMAX_GRAD: {
+        const tp_vertex *DY = tp_graph_vertex(g, v->inputs[1]);
+        const float *dy = as_f32(in[1], DY->dtype, n, &sc);
+        uint64_t C = (uint64_t)v->shape[v->ndim - 1];
+        o = v->dtype == TP_DT_F32 ? out : sc;
+        for (uint64_t r = 0; C && r < n / C; r++) {
+            const float *y = a + r * C, *gy = dy + r * C;
+            double dot = 0;
+            for (uint64_t j = 0; j < C; j++) dot += (double)gy[j] * y[j];
+            for (uint64_t j = 0; j < C; j++) o[r * C + j] = kp->scale * y[j] * (gy[j] - (float)dot);
+        }
+        break;
+    }
+    case TP__OP_SILU_GRAD: { /* either input may be the output (in place): each element read before written */
+        const tp_vertex *DY = tp_graph_vertex(g, v->inputs[1]);
+        const float *dy = as_f32(in[1], DY->dtype, n, &sc);
+        o = v->dtype == TP_DT_F32 ? out : sc;
+        for (uint64_t i = 0; i < n; i++) {
+            float x = a[i], sg = 1.0f / (1.0f + expf(-x));
+            o[i] = dy[i] * sg * (1.0f + x * (1.0f - sg));
+        }
+        break;
+    }
+    case TP__OP_LOGSUMEXP: { /* the 16-bit inputs converted one after another at the start of scratch */
+        float *tmp = scratch;
+        for (uint32_t k = 0; k < v->ninputs; k++) {
+            const tp_vertex *x = tp_graph_vertex(g, v->inputs[k]);
+            if (x->dtype != TP_DT_F32) as_f32(in[k], x->dtype, tp__numel(x), &tmp);
+        }
+        float *ob = v->dtype == TP_DT_F32 ? out : scratch + kp->scratch_floats - n;
+        for (uint64_t r = 0; r < n; r++) { /* n: rows */
+            float mx = -INFINITY;
+            double sum = 0;
+            for (int pass = 0; pass < 2; pass++) {
+                const float *cs = scratch;
+                for (uint32_t k = 0; k < v->ninputs; k++) {
+                    const tp_vertex *x = tp_graph_vertex(g, v->inputs[k]);
+                    uint64_t C = (uint64_t)x->shape[x->ndim - 1];
+                    const float *xf = x->dtype == TP_DT_F32 ? (const float *)in[k] : cs;
+                    if (x->dtype != TP_DT_F32) cs += tp__numel(x);
+                    const float *row = xf + r * C;
+                    if (pass == 0)
+                        for (uint64_t j = 0; j < C; j++) mx = fmaxf(mx, row[j]);
+                    else
+                        for (uint64_t j = 0; j < C; j++) sum += expf(row[j] - mx);
+                }
+                if (isinf(mx)) break; /* every element -inf (log 0), or one +inf */
+            }
+            ob[r] = isinf(mx) ? mx : mx + (float)log(sum);
+        }
+        o = ob;
+        break;
+    }
+    case TP__OP_XENT: case TP__OP_XENT_GRAD: { /* lse is f32 (checked), ids i32 */
+        const float *lse = in[1];
+        const int32_t *ids = in[2];
+        uint64_t T = (uint64_t)x0->shape[0], Vc = (uint64_t)x0->shape[1];
+        for (uint64_t t = 0; t < T; t++) {
+            int64_t col = (int64_t)ids[t] - kp->start; /* the target's column in this chunk */
+            int hit = ids[t] >= 0 && col >= 0 && col < (int64_t)Vc;
+            if (kp->op == TP__OP_XENT) {
+                o[t] = hit ? kp->scale * (lse[t] - a[t * Vc + (uint64_t)col]) : 0.0f;
+                continue;
+            }
+            float *row = o + t * Vc;
+            if (ids[t] < 0) { /* an ignored position */
+                memset(row, 0, Vc * 4);
+                continue;
+            }
+            for (uint64_t j = 0; j < Vc; j++) row[j] = kp->scale * expf(a[t * Vc + j] - lse[t]);
+            if (hit) row[col] = kp->scale * (expf(a[t * Vc + (uint64_t)col] - lse[t]) - 1.0f);
+        }
+        break;
+    }
+    case TP__OP_ADAM_MOMENT: { /* in place on m allowed */
+        const tp_vertex *G = tp_graph_vertex(g, v->inputs[1]);
+        const float *gr = as_f32(in[1], G->dtype, n, &sc);
+        float b = kp->beta, b1 = kp->alpha; /* 1 - beta */
+        o = v->dtype == TP_DT_F32 ? out : sc;
+        for (uint64_t i = 0; i < n; i++) o[i] = b * a[i] + b1 * (kp->square ? gr[i] * gr[i] : gr[i]);
+        break;
+    }
+    case TP__OP_ADAMW: { /* PyTorch's AdamW step; in place on p allowed */
+        const tp_vertex *M = tp_graph_vertex(g, v->inputs[1]), *Vv = tp_graph_vertex(g, v->inputs[2]);
+        const float *m = as_f32(in[1], M->dtype, n, &sc), *vv = as_f32(in[2], Vv->dtype, n, &sc), *h = in[3];
+        float decay = 1.0f - h[0] * kp->weight_decay, step = h[0] / h[1], bc2s = sqrtf(h[2]);
+        o = v->dtype == TP_DT_F32 ? out : sc;
+        for (uint64_t i = 0; i < n; i++) o[i] = a[i] * decay - step * (m[i] / (sqrtf(vv[i]) / bc2s + kp->eps));
         break;
     }
     default:

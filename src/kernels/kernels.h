@@ -14,7 +14,10 @@ typedef enum {
     TP__OP_OPAQUE = 0, TP__OP_MATMUL, TP__OP_ADD, TP__OP_SUB, TP__OP_MUL, TP__OP_SCALE,
     TP__OP_SILU, TP__OP_GELU, TP__OP_EXP, TP__OP_RELU, TP__OP_SOFTMAX, TP__OP_RMSNORM,
     TP__OP_ROPE, TP__OP_EMBEDDING, TP__OP_SUM, TP__OP_SLICE, TP__OP_CONCAT, TP__OP_TRANSPOSE,
-    TP__OP_CAST, TP__OP_WRITE_SLICE, TP__OP_RESHAPE, TP__OP_COUNT
+    TP__OP_CAST, TP__OP_WRITE_SLICE, TP__OP_RESHAPE,
+    /* training (docs/ops.md): gradients, the vocabulary-chunked cross-entropy, AdamW */
+    TP__OP_RMSNORM_GRAD, TP__OP_ROPE_GRAD, TP__OP_SOFTMAX_GRAD, TP__OP_SILU_GRAD, TP__OP_LOGSUMEXP, TP__OP_XENT,
+    TP__OP_XENT_GRAD, TP__OP_ADAM_MOMENT, TP__OP_ADAMW, TP__OP_COUNT
 } tp__opcode;
 
 /* The largest magnitude of an offset attribute (row_offset, pos_offset, id_offset): 2^53,
@@ -23,9 +26,10 @@ typedef enum {
 
 typedef struct tp__kplan {
     tp__opcode op;
-    int trans_a, trans_b, causal, masked;
-    float alpha, scale, eps, theta;
-    int64_t row_offset, pos_offset, axis, start, length;
+    int trans_a, trans_b, causal, masked, square;
+    float alpha, scale, eps, theta, beta, weight_decay; /* adam_moment: alpha = 1 - beta */
+    int64_t row_offset, pos_offset, axis, length;
+    int64_t start; /* slice and write_slice: start; embedding, xent and xent_grad: id_offset */
     int perm[TP_MAX_DIMS];
     uint64_t scratch_floats; /* f32 scratch this kernel needs at run time */
 } tp__kplan;

@@ -190,7 +190,7 @@ static uint64_t scratch_need_exact(const tp_graph *g, uint32_t vi, const tp__kpl
 {
     const tp_vertex *v = tp_graph_vertex(g, vi);
     if (kp->op == TP__OP_MATMUL) return scratch_f32(g, v);
-    if (kp->op == TP__OP_SUM && v->ninputs > TP__CU_SUM_MAX) return tp__numel(v);
+    if ((kp->op == TP__OP_SUM || kp->op == TP__OP_LOGSUMEXP) && v->ninputs > TP__CU_SUM_MAX) return tp__numel(v);
     return 0;
 }
 
@@ -283,7 +283,7 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
     cudaStream_t st = u->st;
     switch (kp->op) {
     case TP__OP_MATMUL: s = run_matmul(c, u, v, kp, in, out); break;
-    case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: {
+    case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: case TP__OP_SILU_GRAD: {
         const tp_vertex *B = tp_graph_vertex(c->pc.g, v->inputs[1]);
         e = tp__cu_binary(st, kp->op, in[0], dt0, in[1], B->dtype, tp__numel(B), out, dto, n);
         break;
@@ -302,10 +302,53 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
         e = tp__cu_rmsnorm(st, in[0], dt0, in[1], W->dtype, out, dto, n / d, d, kp->eps);
         break;
     }
-    case TP__OP_ROPE:
+    case TP__OP_ROPE: case TP__OP_ROPE_GRAD:
         e = tp__cu_rope(st, in[0], dt0, out, dto, v->shape[0], v->ndim == 3 ? v->shape[1] : 1, v->shape[v->ndim - 1], kp->theta,
-                        kp->pos_offset);
+                        kp->pos_offset, kp->op == TP__OP_ROPE_GRAD);
         break;
+    case TP__OP_RMSNORM_GRAD: {
+        const tp_vertex *W = tp_graph_vertex(c->pc.g, v->inputs[1]), *DY = tp_graph_vertex(c->pc.g, v->inputs[2]);
+        uint64_t d = (uint64_t)W->shape[0];
+        e = tp__cu_rmsnorm_grad(st, in[0], dt0, in[1], W->dtype, in[2], DY->dtype, out, dto, n / d, d, kp->eps);
+        break;
+    }
+    case TP__OP_SOFTMAX_GRAD: {
+        const tp_vertex *DY = tp_graph_vertex(c->pc.g, v->inputs[1]);
+        uint64_t C = (uint64_t)v->shape[v->ndim - 1];
+        if (C) e = tp__cu_softmax_grad(st, in[0], dt0, in[1], DY->dtype, out, dto, n / C, C, kp->scale);
+        break;
+    }
+    case TP__OP_LOGSUMEXP: { /* groups of TP__CU_SUM_MAX inputs, each adding to the partial result in scratch */
+        float *acc = NULL;
+        for (uint32_t k0 = 0; k0 < v->ninputs && !e; k0 += TP__CU_SUM_MAX) {
+            tp__cu_lse_args a;
+            a.k = (int)(v->ninputs - k0 < TP__CU_SUM_MAX ? v->ninputs - k0 : TP__CU_SUM_MAX);
+            for (int k = 0; k < a.k; k++) {
+                const tp_vertex *x = tp_graph_vertex(c->pc.g, v->inputs[k0 + (uint32_t)k]);
+                a.in[k] = in[k0 + (uint32_t)k];
+                a.dt[k] = x->dtype;
+                a.C[k] = (uint64_t)x->shape[x->ndim - 1];
+            }
+            int last = k0 + (uint32_t)a.k >= v->ninputs;
+            e = tp__cu_logsumexp(st, &a, acc, last ? out : u->scratch, last ? dto : TP_DT_F32, n);
+            acc = u->scratch;
+        }
+        break;
+    }
+    case TP__OP_XENT: case TP__OP_XENT_GRAD:
+        e = tp__cu_xent(st, in[0], dt0, in[1], in[2], out, dto, (uint64_t)x0->shape[0], (uint64_t)x0->shape[1], kp->start, kp->scale,
+                        kp->op == TP__OP_XENT_GRAD);
+        break;
+    case TP__OP_ADAM_MOMENT: {
+        const tp_vertex *G = tp_graph_vertex(c->pc.g, v->inputs[1]);
+        e = tp__cu_adam_moment(st, in[0], dt0, in[1], G->dtype, out, dto, n, kp->beta, kp->alpha, kp->square);
+        break;
+    }
+    case TP__OP_ADAMW: {
+        const tp_vertex *M = tp_graph_vertex(c->pc.g, v->inputs[1]), *Vv = tp_graph_vertex(c->pc.g, v->inputs[2]);
+        e = tp__cu_adamw(st, in[0], dt0, in[1], M->dtype, in[2], Vv->dtype, in[3], out, dto, n, kp->eps, kp->weight_decay);
+        break;
+    }
     case TP__OP_EMBEDDING:
         *u->bad = 0;
         e = tp__cu_embedding(st, in[0], dt0, in[1], out, dto, v->shape[0], x0->shape[1], x0->shape[0], kp->start, kp->masked,

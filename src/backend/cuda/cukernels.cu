@@ -14,7 +14,7 @@ extern "C" {
 }
 
 enum { DT_F16 = TP_DT_F16, DT_BF16 = TP_DT_BF16 };
-enum { OP_ADD = TP__OP_ADD, OP_SUB = TP__OP_SUB, OP_SCALE = TP__OP_SCALE, OP_SILU = TP__OP_SILU, OP_GELU = TP__OP_GELU,
+enum { OP_ADD = TP__OP_ADD, OP_SUB = TP__OP_SUB, OP_SILU_GRAD = TP__OP_SILU_GRAD, OP_SCALE = TP__OP_SCALE, OP_SILU = TP__OP_SILU, OP_GELU = TP__OP_GELU,
        OP_EXP = TP__OP_EXP, OP_RELU = TP__OP_RELU };
 
 __device__ __forceinline__ float ld(const void *p, int dt, uint64_t i)
@@ -63,6 +63,11 @@ __global__ void k_binary(int op, const void *a, int dta, const void *b, int dtb,
     GRID_STRIDE(i, n)
     {
         float x = ld(a, dta, i), y = ld(b, dtb, nb == n ? i : i % nb);
+        if (op == OP_SILU_GRAD) { /* y = dy */
+            float sg = 1.0f / (1.0f + expf(-x));
+            st(o, dto, i, y * sg * (1.0f + x * (1.0f - sg)));
+            continue;
+        }
         st(o, dto, i, op == OP_ADD ? x + y : op == OP_SUB ? x - y : x * y);
     }
 }
@@ -130,7 +135,8 @@ __global__ void k_rmsnorm(const void *x, int dtx, const void *w, int dtw, void *
     for (uint64_t j = threadIdx.x; j < d; j += blockDim.x) st(o, dto, base + j, (ld(x, dtx, base + j) * inv) * ld(w, dtw, j));
 }
 
-__global__ void k_rope(const void *x, int dtx, void *o, int dto, int64_t T, int64_t H, int64_t D, float theta, int64_t pos_offset)
+__global__ void k_rope(const void *x, int dtx, void *o, int dto, int64_t T, int64_t H, int64_t D, float theta, int64_t pos_offset,
+                       int grad)
 {
     int64_t half = D / 2;
     uint64_t n = (uint64_t)(T * H * half);
@@ -139,10 +145,113 @@ __global__ void k_rope(const void *x, int dtx, void *o, int dto, int64_t T, int6
         int64_t i = (int64_t)(k % (uint64_t)half), th = (int64_t)(k / (uint64_t)half), t = th / H;
         float inv_freq = (float)(1.0 / pow((double)theta, (double)(2 * i) / (double)D)); /* as the cpu kernel */
         float ang = (float)(t + pos_offset) * inv_freq, cs = cosf(ang), sn = sinf(ang);
+        if (grad) sn = -sn; /* rope_grad: the rotation by minus the angle */
         uint64_t b = (uint64_t)th * (uint64_t)D;
         float x1 = ld(x, dtx, b + i), x2 = ld(x, dtx, b + i + half);
         st(o, dto, b + i, x1 * cs - x2 * sn);
         st(o, dto, b + i + half, x2 * cs + x1 * sn);
+    }
+}
+
+/* ---- training ops: one block per row (a grid-stride loop over rows) for the reductions ---- */
+
+__global__ void k_rmsnorm_grad(const void *x, int dtx, const void *w, int dtw, const void *dy, int dtdy, void *o, int dto,
+                               uint64_t rows, uint64_t d, float eps)
+{
+    __shared__ float sh[32];
+    for (uint64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        uint64_t base = r * d;
+        float ss = 0, sd = 0;
+        for (uint64_t j = threadIdx.x; j < d; j += blockDim.x) {
+            float v = ld(x, dtx, base + j);
+            ss += v * v;
+            sd += v * ld(w, dtw, j) * ld(dy, dtdy, base + j);
+        }
+        ss = block_sum(ss, sh);
+        sd = block_sum(sd, sh);
+        float inv = 1.0f / sqrtf(ss / (float)d + eps), k3 = inv * inv * inv * (sd / (float)d);
+        for (uint64_t j = threadIdx.x; j < d; j += blockDim.x)
+            st(o, dto, base + j, inv * ld(w, dtw, j) * ld(dy, dtdy, base + j) - ld(x, dtx, base + j) * k3);
+    }
+}
+
+__global__ void k_softmax_grad(const void *y, int dty, const void *dy, int dtdy, void *o, int dto, uint64_t rows, uint64_t C,
+                               float scale)
+{
+    __shared__ float sh[32];
+    for (uint64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        uint64_t base = r * C;
+        float dot = 0;
+        for (uint64_t j = threadIdx.x; j < C; j += blockDim.x) dot += ld(dy, dtdy, base + j) * ld(y, dty, base + j);
+        dot = block_sum(dot, sh);
+        for (uint64_t j = threadIdx.x; j < C; j += blockDim.x)
+            st(o, dto, base + j, scale * ld(y, dty, base + j) * (ld(dy, dtdy, base + j) - dot));
+    }
+}
+
+__global__ void k_logsumexp(tp__cu_lse_args a, const float *acc, void *o, int dto, uint64_t rows)
+{
+    __shared__ float sh[32];
+    for (uint64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+        float mx = acc ? acc[r] : -INFINITY;
+        for (int k = 0; k < a.k; k++)
+            for (uint64_t j = threadIdx.x; j < a.C[k]; j += blockDim.x) mx = fmaxf(mx, ld(a.in[k], a.dt[k], r * a.C[k] + j));
+        mx = block_max(mx, sh);
+        float sum = 0;
+        if (!isinf(mx)) { /* else every element is -inf (log 0) or one is +inf: the result is mx */
+            if (acc && threadIdx.x == 0) sum = expf(acc[r] - mx);
+            for (int k = 0; k < a.k; k++)
+                for (uint64_t j = threadIdx.x; j < a.C[k]; j += blockDim.x) sum += expf(ld(a.in[k], a.dt[k], r * a.C[k] + j) - mx);
+        }
+        sum = block_sum(sum, sh); /* every thread has read acc[r] by now: o may be acc */
+        if (threadIdx.x == 0) st(o, dto, r, isinf(mx) ? mx : mx + logf(sum));
+    }
+}
+
+__global__ void k_xent(const void *logits, int dtl, const float *lse, const int32_t *ids, void *o, int dto, uint64_t T,
+                       uint64_t Vc, int64_t id_offset, float scale)
+{
+    GRID_STRIDE(t, T)
+    {
+        int64_t col = (int64_t)ids[t] - id_offset;
+        int hit = ids[t] >= 0 && col >= 0 && col < (int64_t)Vc;
+        st(o, dto, t, hit ? scale * (lse[t] - ld(logits, dtl, t * Vc + (uint64_t)col)) : 0.0f);
+    }
+}
+
+__global__ void k_xent_grad(const void *logits, int dtl, const float *lse, const int32_t *ids, void *o, int dto, uint64_t T,
+                            uint64_t Vc, int64_t id_offset, float scale)
+{
+    GRID_STRIDE(k, T * Vc)
+    {
+        uint64_t t = k / Vc, j = k % Vc;
+        float g = 0.0f;
+        if (ids[t] >= 0) { /* an ignored position (id < 0) is a zero row */
+            float e = expf(ld(logits, dtl, k) - lse[t]);
+            g = (int64_t)ids[t] - id_offset == (int64_t)j ? scale * (e - 1.0f) : scale * e;
+        }
+        st(o, dto, k, g);
+    }
+}
+
+__global__ void k_adam_moment(const void *m, int dtm, const void *g, int dtg, void *o, int dto, uint64_t n, float beta, float gw,
+                              int square)
+{
+    GRID_STRIDE(i, n)
+    {
+        float gi = ld(g, dtg, i);
+        st(o, dto, i, beta * ld(m, dtm, i) + gw * (square ? gi * gi : gi));
+    }
+}
+
+__global__ void k_adamw(const void *p, int dtp, const void *m, int dtm, const void *v, int dtv, const float *hyper, void *o, int dto,
+                        uint64_t n, float eps, float weight_decay)
+{
+    float decay = 1.0f - hyper[0] * weight_decay, step = hyper[0] / hyper[1], bc2s = sqrtf(hyper[2]);
+    GRID_STRIDE(i, n)
+    {
+        float denom = sqrtf(ld(v, dtv, i)) / bc2s + eps;
+        st(o, dto, i, ld(p, dtp, i) * decay - step * (ld(m, dtm, i) / denom));
     }
 }
 
@@ -231,10 +340,10 @@ extern "C" int tp__cu_rmsnorm(cudaStream_t s, const void *x, int dtx, const void
 }
 
 extern "C" int tp__cu_rope(cudaStream_t s, const void *x, int dtx, void *o, int dto, int64_t T, int64_t H, int64_t D, float theta,
-                           int64_t pos_offset)
+                           int64_t pos_offset, int grad)
 {
     uint64_t n = (uint64_t)(T * H * (D / 2));
-    if (n) k_rope<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(x, dtx, o, dto, T, H, D, theta, pos_offset);
+    if (n) k_rope<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(x, dtx, o, dto, T, H, D, theta, pos_offset, grad);
     return (int)cudaGetLastError();
 }
 
@@ -269,5 +378,61 @@ extern "C" int tp__cu_transpose(cudaStream_t s, const void *a, int dta, void *o,
         t.stride[j] = j < nd ? in_stride[j] : 0;
     }
     if (n) k_transpose<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(a, dta, o, dto, nd, t, n);
+    return (int)cudaGetLastError();
+}
+
+/* row kernels: a block per row, at most 65535 blocks (each loops over rows) */
+static unsigned grid_rows(uint64_t rows)
+{
+    return rows > 65535 ? 65535u : (unsigned)rows;
+}
+
+static unsigned block_for(uint64_t len)
+{
+    return len >= 1024 ? 512 : len >= 256 ? 256 : 64;
+}
+
+extern "C" int tp__cu_rmsnorm_grad(cudaStream_t s, const void *x, int dtx, const void *w, int dtw, const void *dy, int dtdy, void *o,
+                                   int dto, uint64_t rows, uint64_t d, float eps)
+{
+    if (rows) k_rmsnorm_grad<<<grid_rows(rows), block_for(d), 0, s>>>(x, dtx, w, dtw, dy, dtdy, o, dto, rows, d, eps);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int tp__cu_softmax_grad(cudaStream_t s, const void *y, int dty, const void *dy, int dtdy, void *o, int dto, uint64_t rows,
+                                   uint64_t C, float scale)
+{
+    if (rows) k_softmax_grad<<<grid_rows(rows), block_for(C), 0, s>>>(y, dty, dy, dtdy, o, dto, rows, C, scale);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int tp__cu_logsumexp(cudaStream_t s, const tp__cu_lse_args *a, const float *acc, void *o, int dto, uint64_t rows)
+{
+    uint64_t C = 0;
+    for (int k = 0; k < a->k; k++) C += a->C[k];
+    if (rows) k_logsumexp<<<grid_rows(rows), block_for(C), 0, s>>>(*a, acc, o, dto, rows);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int tp__cu_xent(cudaStream_t s, const void *logits, int dtl, const float *lse, const int32_t *ids, void *o, int dto,
+                           uint64_t T, uint64_t Vc, int64_t id_offset, float scale, int grad)
+{
+    uint64_t n = grad ? T * Vc : T;
+    if (n && grad) k_xent_grad<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(logits, dtl, lse, ids, o, dto, T, Vc, id_offset, scale);
+    else if (n) k_xent<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(logits, dtl, lse, ids, o, dto, T, Vc, id_offset, scale);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int tp__cu_adam_moment(cudaStream_t s, const void *m, int dtm, const void *g, int dtg, void *o, int dto, uint64_t n,
+                                  float beta, float gw, int square)
+{
+    if (n) k_adam_moment<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(m, dtm, g, dtg, o, dto, n, beta, gw, square);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int tp__cu_adamw(cudaStream_t s, const void *p, int dtp, const void *m, int dtm, const void *v, int dtv,
+                            const float *hyper, void *o, int dto, uint64_t n, float eps, float weight_decay)
+{
+    if (n) k_adamw<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(p, dtp, m, dtm, v, dtv, hyper, o, dto, n, eps, weight_decay);
     return (int)cudaGetLastError();
 }
