@@ -126,6 +126,12 @@ cases = [("float32", ["--devices", "1", "--device-mem", "64MiB"], 1e-5, False),
          ("float32", ["--devices", "2", "--device-mem", "40%", "--lora-targets", "q,v,down", "--resident", "device"], 1e-5, True),
          ("bfloat16", ["--devices", "1", "--device-mem", "30%"], 1e-3, True),
          ("bfloat16", ["--devices", "3", "--device-mem", "25%", "--blocks", "2", "--vocab-chunks", "2"], 1e-3, True)]
+# the smallest cap the command accepts (it says which when asked for less): a step there too
+r = train(["--model", ckpt["float32"], "--steps", "1", "--device-mem", "1KiB", "--devices", "2"] + common, check_rc=False)
+m = re.search(r"smallest feasible cap, .* = (\d+) bytes", r.stderr)
+check(r.returncode == 2 and m is not None, f"a 1 KiB cap: exit {r.returncode}: {r.stderr.strip()}")
+if m:
+    cases.append(("float32", ["--devices", "2", "--device-mem", m.group(1)], 1e-5, True))
 for dt, extra, tol, capped in cases:
     gfile = os.path.join(tmp, "grads.st")
     r = train(["--model", ckpt[dt], "--steps", "1", "--dump-grads", gfile] + common + extra)

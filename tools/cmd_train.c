@@ -151,7 +151,8 @@ static void on_step(void *ctx, const tp_train_step *st)
     report *r = ctx;
     if (r->fl->quiet) return;
     char b1[32];
-    printf("step %lld: loss %.6f, %.3f s (", (long long)st->step, st->loss, st->seconds);
+    if (isnan(st->loss)) printf("step %lld: %.3f s (", (long long)st->step, st->seconds);
+    else printf("step %lld: loss %.6f, %.3f s (", (long long)st->step, st->loss, st->seconds);
     if (st->plan_seconds > 0) printf("plan %.3f s, ", st->plan_seconds);
     printf("run %.3f s), moved %s\n", st->run_seconds, cli_bytes_str((double)st->bytes_moved, b1, sizeof b1));
     fflush(stdout);
@@ -204,6 +205,27 @@ static int writable_dir(const char *flag, const char *path, int is_dir)
     return 0;
 }
 
+/* the step graph's options for cap (the defaults, then the flags) and its need; 0 or the exit code */
+static int step_need(const flags *fl, const tp_llama_config *c, unsigned targets, tp_order order, uint64_t cap, tp_train_opts *go,
+                     tp_train_need *need)
+{
+    tp_llama_train_opts_default(go, c, (int)fl->devices, fl->batch, fl->seq_len, cap);
+    go->rank = fl->rank;
+    go->alpha = fl->alpha;
+    go->targets = targets;
+    go->weight_decay = fl->weight_decay;
+    go->grads_out = fl->dump != NULL;
+    if (fl->blocks) go->blocks = (int)(fl->blocks > fl->seq_len ? fl->seq_len : fl->blocks);
+    if (fl->vocab_chunks) go->vocab_chunks = (int)(fl->vocab_chunks > c->vocab ? c->vocab : fl->vocab_chunks);
+    tp_build_estimate est;
+    tp_llama_train_estimate(c, go, &est);
+    int rc = cli_refuse_host("train", "", "the step's TaskGraph and its plan need", est.plan_bytes, &est);
+    if (rc) return rc;
+    tp_error e;
+    tp_status s = tp_llama_train_need(c, go, order, need, &e);
+    return s ? cli_fail("train", s, &e) : 0;
+}
+
 static int run(int argc, char **argv)
 {
     flags fl = {.x = {.streams = 1, .fail_vertex = -1, .repeat = 1}, .devices = 1, .batch = 1, .rank = 16, .alpha = 32, .lr = 1e-4};
@@ -248,31 +270,18 @@ static int run(int argc, char **argv)
     tp_order order = TP_ORDER_TOPO;
     if (fl.plan_order) tp_order_parse(fl.plan_order, &order);
     tp_train_opts go;
-    tp_train_need need = {0};
+    tp_train_need need = {0}, nd;
     char b1[32], b2[32], b3[32];
-    /* twice with a percentage: the need at the defaults, then the graph for the cap it gives */
-    for (int pass = 0; pass < (pct > 0 ? 2 : 1); pass++) {
-        tp_llama_train_opts_default(&go, &c, (int)fl.devices, fl.batch, fl.seq_len, cap);
-        go.rank = fl.rank;
-        go.alpha = fl.alpha;
-        go.targets = targets;
-        go.weight_decay = fl.weight_decay;
-        go.grads_out = fl.dump != NULL;
-        if (fl.blocks) go.blocks = (int)(fl.blocks > fl.seq_len ? fl.seq_len : fl.blocks);
-        if (fl.vocab_chunks) go.vocab_chunks = (int)(fl.vocab_chunks > c.vocab ? c.vocab : fl.vocab_chunks);
-        tp_build_estimate est;
-        tp_llama_train_estimate(&c, &go, &est);
-        if ((rc = cli_refuse_host("train", "", "the step's TaskGraph and its plan need", est.plan_bytes, &est))) return rc;
-        tp_train_need nd;
-        if ((s = tp_llama_train_need(&c, &go, order, &nd, &e))) return cli_fail("train", s, &e);
-        if (pass == 0) need = nd;
-        else need.min_cap = nd.min_cap, need.min_device = nd.min_device, need.vertices = nd.vertices, need.edges = nd.edges;
-        if (pct > 0 && pass == 0) {
-            double want = (double)need.need * pct / 100.0;
-            if (want >= 0x1p63) return cli_errorf("train", 2, "--device-mem %s: %.3g bytes per device, more than 2^63", fl.device_mem, want);
-            cap = (uint64_t)want;
-        }
+    /* with a percentage: the need at the defaults first, then the graph for the cap it gives */
+    if (pct > 0) {
+        if ((rc = step_need(&fl, &c, targets, order, UINT64_MAX, &go, &need))) return rc;
+        double want = (double)need.need * pct / 100.0;
+        if (want >= 0x1p63) return cli_errorf("train", 2, "--device-mem %s: %.3g bytes per device, more than 2^63", fl.device_mem, want);
+        cap = (uint64_t)want;
     }
+    if ((rc = step_need(&fl, &c, targets, order, cap, &go, &nd))) return rc;
+    if (!(pct > 0)) need = nd;
+    need.min_cap = nd.min_cap, need.min_device = nd.min_device, need.vertices = nd.vertices, need.edges = nd.edges;
     printf("model: %s; %lld layers, hidden %lld, %lld heads (%lld KV), vocab %lld, %s weights; batch %lld x %lld tokens, "
            "%lld devices; LoRA r %lld, alpha %g on",
            fl.model ? fl.model : fl.preset, (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads,
@@ -284,9 +293,23 @@ static int run(int argc, char **argv)
     printf("memory: a step needs %s per device with nothing evicted, at least %s (one kernel, device %d); cap %s (%.0f%%)\n",
            tp_format_size(need.need, b1, sizeof b1), tp_format_size(need.min_cap, b2, sizeof b2), need.min_device,
            tp_format_size(cap, b3, sizeof b3), 100.0 * (double)cap / (double)(need.need ? need.need : 1));
-    if (cap < need.min_cap)
-        return cli_errorf("train", 2, "--device-mem %s: below the smallest feasible cap, %s (the largest kernel's inputs and output, device %d)",
-                          tp_format_size(cap, b1, sizeof b1), tp_format_size(need.min_cap, b2, sizeof b2), need.min_device);
+    if (cap < need.min_cap) { /* the smallest cap whose own blocks and chunks fit it: down from this need while it fits */
+        uint64_t best = 0, at = need.min_cap;
+        tp_train_opts g2;
+        for (int k = 0; k < 8 && !rc; k++) {
+            rc = step_need(&fl, &c, targets, order, at, &g2, &nd);
+            if (rc || nd.min_cap > at) break;
+            best = at;
+            if (nd.min_cap == at) break;
+            at = nd.min_cap;
+        }
+        if (rc) return rc;
+        if (!best) return cli_errorf("train", 2, "--device-mem %s: below what one kernel needs, %s", tp_format_size(cap, b1, sizeof b1),
+                                     tp_format_size(need.min_cap, b2, sizeof b2));
+        return cli_errorf("train", 2, "--device-mem %s: below the smallest feasible cap, %s = %llu bytes (the largest kernel's inputs and output%s)",
+                          tp_format_size(cap, b1, sizeof b1), tp_format_size(best, b2, sizeof b2), (unsigned long long)best,
+                          fl.blocks && fl.vocab_chunks ? "" : ", with the blocks and chunks chosen for it");
+    }
     /* host memory: the session's host block (every input, each device's weights its own, and room
      * to offload), the cpu backend's device arenas, the adapters' host copies */
     double host_need = (double)need.input_bytes + (double)fl.devices * (double)cap * (fl.b.name && !strcmp(fl.b.name, "cuda") ? 1 : 2) +

@@ -540,7 +540,7 @@ static uint32_t embed(TB *b, int d, int64_t s, uint32_t ids)
     if (b->VC == 1)
         return kn(b, d, nm(b, "s%lld.embed", (long long)s), "embedding", IN(W(b, d, "model.embed_tokens.weight", 0, 0, 0, SH(V, H)), ids),
                   SH(T, H), NULL, 0);
-    uint32_t *e = malloc(sizeof(uint32_t) * (size_t)b->VC);
+    uint32_t *e = calloc((size_t)b->VC, sizeof(uint32_t));
     if (!e) {
         if (!b->st) b->st = tp__fail(b->err, TP_ERR_NOMEM, "out of memory");
         return 0;
@@ -552,7 +552,10 @@ static uint32_t embed(TB *b, int d, int64_t s, uint32_t ids)
         e[k] = kn(b, d, nm(b, "s%lld.embed.v%d", (long long)s, k), "embedding",
                   IN(W(b, d, "model.embed_tokens.weight", 'r', v0, v1, SH(v1 - v0, H)), ids), SH(T, H), at, 0);
     }
-    uint32_t x = b->st ? 0 : kn(b, d, nm(b, "s%lld.embed", (long long)s), "sum", (uint32_t)b->VC, e, SH(T, H), NULL, (double)T * H * (b->VC - 1));
+    uint32_t x = b->st ? 0 : e[0]; /* an add chain, as the prefill's: each add holds two chunks' rows, not all */
+    for (int k = 1; k < b->VC && !b->st; k++)
+        x = kip(b, d, nm(b, k + 1 < b->VC ? "s%lld.embed.sum%d" : "s%lld.embed", (long long)s, k), "add", IN(x, e[k]), SH(T, H), NULL,
+                (double)T * H, 0);
     free(e);
     return x;
 }
