@@ -173,7 +173,8 @@ TEST(hostile_training_ops)
          "vertex 'k' (logsumexp): logsumexp input 1's leading dims differ from input 0's");
     prep(HDR X("f32", "[4, 2]") "," IN("y", "bf16", "[4, 5]") K("logsumexp", "[\"x\", \"y\", \"x\"]", "f16", "[4, 1]", "{}"), "k", TP_OK,
          NULL);
-    prep(HDR X("f32", "[4, 2]") "," K("logsumexp", "[\"x\"]", "f32", "[4, 2]", "{}"), "k", TP_ERR_INVALID, "output shape [4, 2], the op gives [4, 1]");
+    prep(HDR X("f32", "[4, 2]") "," K("logsumexp", "[\"x\"]", "f32", "[4, 2]", "{}"), "k", TP_ERR_INVALID,
+         "output shape [4, 2], the op gives [4, 1]");
     /* xent and xent_grad: offsets bounded, ids i32, lse f32 [T, 1] */
     const char *xe = HDR IN("l", "bf16", "[3, 5]") IN("lse", "f32", "[3, 1]") IN("ids", "i32", "[3]") IN("fids", "f32", "[3]")
         IN("hlse", "f16", "[3, 1]");
@@ -186,8 +187,10 @@ TEST(hostile_training_ops)
     prep(G(xe, K("xent", "[\"l\", \"lse\", \"fids\"]", "f32", "[3, 1]", "{}")), "k", TP_ERR_INVALID,
          "vertex 'k' (xent): input 2 'fids' must have a shape and i32 dtype");
     prep(G(xe, K("xent", "[\"l\", \"hlse\", \"ids\"]", "f32", "[3, 1]", "{}")), "k", TP_ERR_INVALID, "input 1 'hlse' (lse) must be f32");
-    prep(G(xe, K("xent", "[\"l\", \"ids\", \"ids\"]", "f32", "[3, 1]", "{}")), "k", TP_ERR_INVALID, "input 1 'ids' must have a shape and an f32");
-    prep(G(xe, K("xent", "[\"l\", \"lse\", \"ids\"]", "f32", "[3, 5]", "{}")), "k", TP_ERR_INVALID, "output shape [3, 5], the op gives [3, 1]");
+    prep(G(xe, K("xent", "[\"l\", \"ids\", \"ids\"]", "f32", "[3, 1]", "{}")), "k", TP_ERR_INVALID,
+         "input 1 'ids' must have a shape and an f32");
+    prep(G(xe, K("xent", "[\"l\", \"lse\", \"ids\"]", "f32", "[3, 5]", "{}")), "k", TP_ERR_INVALID,
+         "output shape [3, 5], the op gives [3, 1]");
     prep(G(xe, K("xent_grad", "[\"l\", \"l\", \"ids\"]", "f32", "[3, 5]", "{}")), "k", TP_ERR_INVALID,
          "xent_grad needs logits [T, Vc], lse [T, 1] and ids [T]");
     /* adam_moment: beta required, in [0, 1) as an f32 */
@@ -208,7 +211,8 @@ TEST(hostile_training_ops)
         IN("h2", "f32", "[2]") IN("h16", "bf16", "[3]");
     prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "f32", "[4, 2]", "{\"eps\":0}")), "k", TP_ERR_INVALID,
          "vertex 'k' (adamw): attr 'eps' 0 is outside (0, 3.40282e+38]");
-    prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "f32", "[4, 2]", "{\"eps\":-1e-8}")), "k", TP_ERR_INVALID, "attr 'eps' -1e-08 is outside");
+    prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "f32", "[4, 2]", "{\"eps\":-1e-8}")), "k", TP_ERR_INVALID,
+         "attr 'eps' -1e-08 is outside");
     prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "f32", "[4, 2]", "{\"weight_decay\":-0.01}")), "k", TP_ERR_INVALID,
          "attr 'weight_decay' -0.01 is outside [0, 3.40282e+38]");
     prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "f32", "[4, 2]", "{\"weight_decay\":1e300}")), "k", TP_ERR_INVALID,
@@ -216,7 +220,8 @@ TEST(hostile_training_ops)
     prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h2\"]", "f32", "[4, 2]", "{}")), "k", TP_ERR_INVALID,
          "vertex 'k' (adamw): adamw's input 3 'h2' must be hyper, f32 [3]");
     prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h16\"]", "f32", "[4, 2]", "{}")), "k", TP_ERR_INVALID, "input 3 'h16' must be hyper");
-    prep(G(aw, K("adamw", "[\"p\", \"m\", \"h\", \"h\"]", "f32", "[4, 2]", "{}")), "k", TP_ERR_INVALID, "adamw needs p, m and v of one shape");
+    prep(G(aw, K("adamw", "[\"p\", \"m\", \"h\", \"h\"]", "f32", "[4, 2]", "{}")), "k", TP_ERR_INVALID,
+         "adamw needs p, m and v of one shape");
     prep(G(aw, K("adamw", "[\"p\", \"m\", \"v\", \"h\"]", "bf16", "[4, 2]", "{\"eps\":1e-6,\"weight_decay\":0.1}")), "k", TP_OK, NULL);
     /* in place: adam_moment and adamw over input 0 only, silu_grad over either, xent_grad never */
     ASSERT_EQ(inplace_ok(G(am, K("adam_moment", "[\"m\", \"g\"]", "f32", "[4, 2]", "{\"beta\":0.9}")), 0), 1);

@@ -3,10 +3,12 @@
  *
  * Attributes come from files and are hostile until checked: tp__kernel_prepare range-checks
  * every one used in index arithmetic (axes, slice start and length, the offsets of softmax,
- * rope and embedding) without overflowing, so the kernels (these and the cuda backend's) add
- * them to indices without checks of their own. Offsets may lie anywhere in
- * [-TP__MAX_OFFSET, TP__MAX_OFFSET]: every tensor extent is below 2^62 (its bytes fit 64
- * bits), so an offset plus an index never leaves int64. */
+ * rope, rope_grad, embedding, xent and xent_grad) without overflowing, so the kernels (these
+ * and the cuda backend's) add them to indices without checks of their own. Offsets may lie
+ * anywhere in [-TP__MAX_OFFSET, TP__MAX_OFFSET]: every tensor extent is below 2^62 (its bytes
+ * fit 64 bits), so an offset plus an index never leaves int64. Float attributes are finite f32;
+ * the optimizer's are in their ranges (adam_moment's beta in [0, 1), adamw's eps > 0 and
+ * weight_decay >= 0). */
 #include <float.h>
 #include <jansson.h>
 #include <limits.h>

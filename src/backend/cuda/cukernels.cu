@@ -1,7 +1,7 @@
 /* cukernels.cu - CUDA kernels for the ops of docs/ops.md other than matmul (cuBLAS does that).
  *
  * Plain, memory-bound kernels: grid-stride loops for elementwise work, one block per row for
- * the row reductions (softmax, rmsnorm), f32 arithmetic whatever the storage dtype, and
+ * the row reductions (softmax, rmsnorm, their gradients, logsumexp), f32 arithmetic whatever the storage dtype, and
  * round-to-nearest-even stores (__float2half_rn, __float2bfloat16_rn), the conversions the
  * cpu kernels use. The storage dtype is a run-time argument (uniform across a launch, so the
  * switch costs no divergence). */
@@ -14,7 +14,8 @@ extern "C" {
 }
 
 enum { DT_F16 = TP_DT_F16, DT_BF16 = TP_DT_BF16 };
-enum { OP_ADD = TP__OP_ADD, OP_SUB = TP__OP_SUB, OP_SILU_GRAD = TP__OP_SILU_GRAD, OP_SCALE = TP__OP_SCALE, OP_SILU = TP__OP_SILU, OP_GELU = TP__OP_GELU,
+enum { OP_ADD = TP__OP_ADD, OP_SUB = TP__OP_SUB, OP_SILU_GRAD = TP__OP_SILU_GRAD,
+       OP_SCALE = TP__OP_SCALE, OP_SILU = TP__OP_SILU, OP_GELU = TP__OP_GELU,
        OP_EXP = TP__OP_EXP, OP_RELU = TP__OP_RELU };
 
 __device__ __forceinline__ float ld(const void *p, int dt, uint64_t i)
@@ -201,7 +202,8 @@ __global__ void k_logsumexp(tp__cu_lse_args a, const float *acc, void *o, int dt
         if (!isinf(mx)) { /* else every element is -inf (log 0) or one is +inf: the result is mx */
             if (acc && threadIdx.x == 0) sum = expf(acc[r] - mx);
             for (int k = 0; k < a.k; k++)
-                for (uint64_t j = threadIdx.x; j < a.C[k]; j += blockDim.x) sum += expf(ld(a.in[k], a.dt[k], r * a.C[k] + j) - mx);
+                for (uint64_t j = threadIdx.x; j < a.C[k]; j += blockDim.x)
+                    sum += expf(ld(a.in[k], a.dt[k], r * a.C[k] + j) - mx);
         }
         sum = block_sum(sum, sh); /* every thread has read acc[r] by now: o may be acc */
         if (threadIdx.x == 0) st(o, dto, r, isinf(mx) ? mx : mx + logf(sum));
@@ -244,8 +246,8 @@ __global__ void k_adam_moment(const void *m, int dtm, const void *g, int dtg, vo
     }
 }
 
-__global__ void k_adamw(const void *p, int dtp, const void *m, int dtm, const void *v, int dtv, const float *hyper, void *o, int dto,
-                        uint64_t n, float eps, float weight_decay)
+__global__ void k_adamw(const void *p, int dtp, const void *m, int dtm, const void *v, int dtv, const float *hyper, void *o,
+                        int dto, uint64_t n, float eps, float weight_decay)
 {
     float decay = 1.0f - hyper[0] * weight_decay, step = hyper[0] / hyper[1], bc2s = sqrtf(hyper[2]);
     GRID_STRIDE(i, n)
@@ -392,15 +394,15 @@ static unsigned block_for(uint64_t len)
     return len >= 1024 ? 512 : len >= 256 ? 256 : 64;
 }
 
-extern "C" int tp__cu_rmsnorm_grad(cudaStream_t s, const void *x, int dtx, const void *w, int dtw, const void *dy, int dtdy, void *o,
-                                   int dto, uint64_t rows, uint64_t d, float eps)
+extern "C" int tp__cu_rmsnorm_grad(cudaStream_t s, const void *x, int dtx, const void *w, int dtw, const void *dy, int dtdy,
+                                   void *o, int dto, uint64_t rows, uint64_t d, float eps)
 {
     if (rows) k_rmsnorm_grad<<<grid_rows(rows), block_for(d), 0, s>>>(x, dtx, w, dtw, dy, dtdy, o, dto, rows, d, eps);
     return (int)cudaGetLastError();
 }
 
-extern "C" int tp__cu_softmax_grad(cudaStream_t s, const void *y, int dty, const void *dy, int dtdy, void *o, int dto, uint64_t rows,
-                                   uint64_t C, float scale)
+extern "C" int tp__cu_softmax_grad(cudaStream_t s, const void *y, int dty, const void *dy, int dtdy, void *o, int dto,
+                                   uint64_t rows, uint64_t C, float scale)
 {
     if (rows) k_softmax_grad<<<grid_rows(rows), block_for(C), 0, s>>>(y, dty, dy, dtdy, o, dto, rows, C, scale);
     return (int)cudaGetLastError();

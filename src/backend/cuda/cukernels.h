@@ -35,8 +35,8 @@ int tp__cu_embedding(cudaStream_t s, const void *table, int dtt, const int32_t *
                      int64_t d, int64_t V, int64_t id_offset, int masked, int *bad);
 
 /* training ops (docs/ops.md); rows of d (C) elements each */
-int tp__cu_rmsnorm_grad(cudaStream_t s, const void *x, int dtx, const void *w, int dtw, const void *dy, int dtdy, void *o, int dto,
-                        uint64_t rows, uint64_t d, float eps);
+int tp__cu_rmsnorm_grad(cudaStream_t s, const void *x, int dtx, const void *w, int dtw, const void *dy, int dtdy, void *o,
+                        int dto, uint64_t rows, uint64_t d, float eps);
 int tp__cu_softmax_grad(cudaStream_t s, const void *y, int dty, const void *dy, int dtdy, void *o, int dto, uint64_t rows,
                         uint64_t C, float scale);
 /* xent ([T, 1]) or, with grad, xent_grad ([T, Vc]); lse f32 [T], ids i32 [T] */
