@@ -11,7 +11,8 @@ and 4 KV heads:
 (c) --out: adapter_model.safetensors holds PEFT's names and shapes for every target module,
     adapter_config.json parses with PEFT's fields, and the adapters loaded by name into the
     PyTorch model (key -> module, as PEFT maps them) give PyTorch's own loss after 20 steps.
-usage: train_torch.py TURNIP SOURCE_DIR"""
+With BACKEND cuda every run is on the GPU (--matmul exact: f32 arithmetic, the cpu's tolerances).
+usage: train_torch.py TURNIP SOURCE_DIR [cpu|cuda]"""
 import json, os, re, subprocess, sys, tempfile
 import numpy as np
 
@@ -19,7 +20,11 @@ turnip, src = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(src, "scripts"))
 sys.path.insert(0, os.path.join(src, "tests"))
 from make_tiny_llama import make
-from tputil import read_st
+from tputil import read_st, need_backend, backend_flags
+
+backend = sys.argv[3] if len(sys.argv) > 3 else "cpu"
+need_backend(turnip, backend)
+bflags, _ = backend_flags(backend)
 
 try:
     import torch
@@ -95,7 +100,7 @@ class Ref:
 
 
 def train(args, check_rc=True):
-    r = subprocess.run([turnip, "train"] + args, capture_output=True, text=True)
+    r = subprocess.run([turnip, "train"] + args + bflags, capture_output=True, text=True)
     if check_rc and r.returncode:
         raise RuntimeError(f"turnip train {' '.join(args)}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
     return r
@@ -152,6 +157,15 @@ for dt, extra, tol, capped in cases:
     check(lerr <= tol and gerr <= tol and nad and (ev > 0 or not capped),
           f"{dt} {' '.join(extra)}: loss {float(g['loss'][0]):.6f} vs torch {loss.item():.6f} (rel {lerr:.1e}); {len(ad)} adapters, "
           f"worst gradient max|diff|/max|grad| {gerr:.1e} ({worst.split('layers.')[-1]}), allowed {tol:.0e}; {ev} evictions")
+
+# dispatch orders: the same bits (every gradient sum is one kernel)
+dumps = []
+for pol in ("fixed", "random", "any"):
+    gfile = os.path.join(tmp, f"order_{pol}.st")
+    train(["--model", ckpt["float32"], "--steps", "2", "--dump-grads", gfile, "--devices", "3", "--device-mem", "25%", "--order", pol]
+          + common)
+    dumps.append(read_st(gfile)[1])
+check(all(d == dumps[0] for d in dumps[1:]), "orders fixed, random and any: bit-identical gradients and losses (2 steps, 3 devices at 25%)")
 
 # (b) 20 steps against torch.optim.AdamW, on the same batch every step
 STEPS, LR, WD = 20, 1e-2, 0.01
