@@ -21,6 +21,7 @@
  * mean next-token loss. */
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "turnip/app.h"
@@ -46,8 +47,10 @@ tp_status tp_llama_train_need(const tp_llama_config *c, const tp_train_opts *o, 
             uint32_t nc;
             tp_graph_consumers(g, v, &nc);
             out->edges += nc;
-            if (x->kind == TP_V_INPUT && !strncmp(x->id, "base_model.", 11) && !strstr(x->id, ".exp_avg")) out->adapter_bytes += x->bytes;
-            if (x->kind == TP_V_INPUT) out->input_bytes += x->bytes;
+            if (x->kind != TP_V_INPUT) continue; /* the sums saturate: absurd models must be refused, not wrap */
+            if (!strncmp(x->id, "base_model.", 11) && !strstr(x->id, ".exp_avg") && __builtin_add_overflow(out->adapter_bytes, x->bytes, &out->adapter_bytes))
+                out->adapter_bytes = UINT64_MAX;
+            if (__builtin_add_overflow(out->input_bytes, x->bytes, &out->input_bytes)) out->input_bytes = UINT64_MAX;
         }
         out->vertices = tp_graph_size(g);
     }
@@ -127,7 +130,9 @@ static tp_status setup(tr *R)
                 tp_lora_adapter_name(l, t, m, r->t[i].name, sizeof r->t[i].name);
                 tp_lora_adapter_shape(R->c, t, m, go->rank, r->t[i].shape);
                 r->t[i].offset = r->floats;
-                r->floats += (uint64_t)(r->t[i].shape[0] * r->t[i].shape[1]);
+                if (__builtin_add_overflow(r->floats, (uint64_t)(r->t[i].shape[0] * r->t[i].shape[1]), &r->floats) ||
+                    r->floats > SIZE_MAX / sizeof(float) - 1)
+                    return tp__fail(R->err, TP_ERR_ARG, "train: the adapters' floats overflow the address space");
             }
     for (int64_t k = 0; k < o->steps; k++) r->loss[k] = NAN;
     if (!o->data) return TP_OK;
