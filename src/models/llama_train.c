@@ -302,9 +302,8 @@ static void add_partial(TB *b, int d, int t, int m, uint32_t v)
     b->part[i * (size_t)b->per + b->npart[i]++] = v;
 }
 
-static const char *weight_name(TB *b, int64_t l, int t, char *buf, size_t len)
+static const char *weight_name(int64_t l, int t, char *buf, size_t len)
 {
-    (void)b;
     snprintf(buf, len, "model.layers.%lld.%s.%s.weight", (long long)l, tmod[t], tname[t]);
     return buf;
 }
@@ -315,12 +314,13 @@ static uint32_t proj(TB *b, int d, int64_t l, const char *pre, int t, uint32_t x
     int64_t out, in, T = b->T;
     tdims(b->c, t, &out, &in);
     char wn[160];
-    uint32_t w = W(b, d, weight_name(b, l, t, wn, sizeof wn), 0, 0, 0, SH(out, in));
+    uint32_t w = W(b, d, weight_name(l, t, wn, sizeof wn), 0, 0, 0, SH(out, in));
     *u = NONE;
     if (!is_target(b, t)) return mmT(b, d, nm(b, "%s.%s", pre, tshort[t]), x, w, T, out, in, 1);
+    uint32_t A = adapter(b, d, l, t, 0), Bm = adapter(b, d, l, t, 1); /* before nm(): a first use names a transfer */
     uint32_t y0 = mmT(b, d, nm(b, "%s.%s.base", pre, tshort[t]), x, w, T, out, in, 1);
-    *u = mmT(b, d, nm(b, "%s.%s.lora_u", pre, tshort[t]), x, adapter(b, d, l, t, 0), T, b->r, in, 1);
-    uint32_t yl = mmT(b, d, nm(b, "%s.%s.lora", pre, tshort[t]), *u, adapter(b, d, l, t, 1), T, out, b->r, b->sc);
+    *u = mmT(b, d, nm(b, "%s.%s.lora_u", pre, tshort[t]), x, A, T, b->r, in, 1);
+    uint32_t yl = mmT(b, d, nm(b, "%s.%s.lora", pre, tshort[t]), *u, Bm, T, out, b->r, b->sc);
     return kip(b, d, nm(b, "%s.%s", pre, tshort[t]), "add", IN(y0, yl), SH(T, out), NULL, (double)T * (double)out, 0);
 }
 
@@ -353,7 +353,7 @@ static int proj_bwd(TB *b, int d, int64_t l, const char *pre, int t, uint32_t dy
                                   2.0 * (double)T * (double)in * (double)r);
     }
     if (want_dx) {
-        uint32_t w = W(b, d, weight_name(b, l, t, wn, sizeof wn), 0, 0, 0, SH(out, in));
+        uint32_t w = W(b, d, weight_name(l, t, wn, sizeof wn), 0, 0, 0, SH(out, in));
         dx[n++] = kn(b, d, nm(b, "%s.%s.dx", pre, tshort[t]), "matmul", IN(dy, w), SH(T, in), NULL, 2.0 * (double)T * (double)in * (double)out);
     }
     return n;
