@@ -5,8 +5,9 @@ grouped-query causal attention, SwiGLU; PEFT's LoRA y = x W^T + (alpha/r) (x A^T
 next-token cross-entropy; torch.optim.AdamW), in float64, on tiny random checkpoints with 8 heads
 and 4 KV heads:
 (a) one step's loss and every adapter gradient (--dump-grads, nonzero B init) for 1, 2 and 3
-    devices, caps that force evictions, query blocks and vocabulary chunks, a subset of targets,
-    adapters resident or through the host; f32 (tight) and bf16 weights;
+    devices, caps that force evictions (down to the smallest feasible), query blocks and vocabulary
+    chunks, a subset of targets, adapters resident or through the host; f32 (tight), bf16 and f16
+    weights; the same bits in every dispatch order;
 (b) 20 steps: the loss curve equals PyTorch's AdamW run within tolerance and falls;
 (c) --out: adapter_model.safetensors holds PEFT's names and shapes for every target module,
     adapter_config.json parses with PEFT's fields, and the adapters loaded by name into the
@@ -116,7 +117,7 @@ ids = rng.integers(0, 1000, (B, T))
 data = os.path.join(tmp, "data.txt")
 with open(data, "w") as f:  # whitespace and commas, as the command reads them
     f.write("\n".join(", ".join(map(str, s)) for s in ids) + "\n")
-ckpt = {dt: os.path.join(tmp, dt) for dt in ("float32", "bfloat16")}
+ckpt = {dt: os.path.join(tmp, dt) for dt in ("float32", "bfloat16", "float16")}
 for dt, d in ckpt.items():
     make(d, dtype=dt, seed=5)
 refs = {dt: Ref(d) for dt, d in ckpt.items()}
@@ -130,7 +131,8 @@ cases = [("float32", ["--devices", "1", "--device-mem", "64MiB"], 1e-5, False),
          ("float32", ["--devices", "1", "--device-mem", "20%", "--blocks", "2", "--resident", "host"], 1e-5, True),
          ("float32", ["--devices", "2", "--device-mem", "40%", "--lora-targets", "q,v,down", "--resident", "device"], 1e-5, True),
          ("bfloat16", ["--devices", "1", "--device-mem", "30%"], 1e-3, True),
-         ("bfloat16", ["--devices", "3", "--device-mem", "25%", "--blocks", "2", "--vocab-chunks", "2"], 1e-3, True)]
+         ("bfloat16", ["--devices", "3", "--device-mem", "25%", "--blocks", "2", "--vocab-chunks", "2"], 1e-3, True),
+         ("float16", ["--devices", "2", "--device-mem", "30%"], 1e-3, True)]
 # the smallest cap the command accepts (it says which when asked for less): a step there too
 r = train(["--model", ckpt["float32"], "--steps", "1", "--device-mem", "1KiB", "--devices", "2"] + common, check_rc=False)
 m = re.search(r"smallest feasible cap, .* = (\d+) bytes", r.stderr)
