@@ -161,6 +161,43 @@ expect 2 "cannot write into" "$T" generate --preset tiny --seq-len 4 --max-new-t
 expect 2 "--prefetch" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --prefetch 3
 expect 0 "steady state" "$T" generate --preset tiny --seq-len 8 --max-new-tokens 3 --backend sim --machine h100 --device-mem 40%
 expect 0 "tokens\[1\]:" "$T" generate --preset tiny --seq-len 4 --batch 2 --max-new-tokens 3 --device-mem 30% --policy lru --out "$D/g.st"
+# turnip train (issue 13): bad flags, data, caps and host memory refused before the work (exit 2)
+TR="train --preset tiny --seq-len 8 --steps 1"
+expect 0 "usage: turnip train" "$T" train --help
+expect 2 "give one of --model DIR and --preset NAME" "$T" train --seq-len 8 --steps 1 --device-mem 1MiB
+expect 2 "--seq-len is required" "$T" train --preset tiny --steps 1 --device-mem 1MiB
+expect 2 "--steps is required" "$T" train --preset tiny --seq-len 8 --device-mem 1MiB
+expect 2 "seq-len needs an integer in 2" "$T" train --preset tiny --seq-len 1 --steps 1 --device-mem 1MiB
+expect 2 "--device-mem is required" "$T" $TR
+expect 2 "a size or a percentage" "$T" $TR --device-mem 0%
+expect 2 "--device-mem: a size" "$T" $TR --device-mem 12XB
+expect 2 "--devices: at most --batch" "$T" $TR --device-mem 50% --devices 2
+expect 2 "LoRA target 'qq' is none of" "$T" $TR --device-mem 50% --lora-targets q,qq
+expect 2 "lora-rank needs an integer" "$T" $TR --device-mem 50% --lora-rank 0
+expect 2 "lora-init must be" "$T" $TR --device-mem 50% --lora-init zero
+expect 2 "below the smallest feasible cap, .* (the largest kernel" "$T" $TR --device-mem 64KiB
+expect 2 "--machine is for --backend sim" "$T" $TR --device-mem 50% --machine a100x8
+expect 2 "need data: not with --backend sim" "$T" $TR --backend sim --out "$D/tr"
+expect 2 "cannot write into" "$T" $TR --device-mem 50% --dump-grads "$D/nodir/g.st"
+expect 2 "of host memory" "$T" train --preset 65b --seq-len 8 --steps 1 --device-mem 4TiB
+expect 2 "not a regular file" "$T" $TR --device-mem 50% --data "$D"
+printf '1 2 3\n4, 1000 5\n' >"$D/ids_range.txt"
+expect 2 "ids_range.txt:2: token 4 is outside the vocabulary \[0, 1000)" "$T" $TR --device-mem 50% --data "$D/ids_range.txt"
+printf '1 2 x3\n' >"$D/ids_bad.txt"
+expect 2 "ids_bad.txt:1: token 2 is not a decimal id" "$T" $TR --device-mem 50% --data "$D/ids_bad.txt"
+printf '1 -2\n' >"$D/ids_neg.txt"
+expect 2 "token 1 is not a decimal id" "$T" $TR --device-mem 50% --data "$D/ids_neg.txt"
+printf '1 99999999999999999999\n' >"$D/ids_big.txt"
+expect 2 "token 1 is outside the vocabulary" "$T" $TR --device-mem 50% --data "$D/ids_big.txt"
+printf '1 2 3 4 5 6 7\n' >"$D/ids_short.txt"
+expect 2 "7 ids, a batch of 1 x 8 needs 8" "$T" $TR --device-mem 50% --data "$D/ids_short.txt"
+printf ' \n' >"$D/ids_empty.txt"
+expect 2 "no token ids" "$T" $TR --device-mem 50% --data "$D/ids_empty.txt"
+# a small preset trains a step on the simulator, with no data; and on the cpu with --out
+expect 0 "simulated step time" "$T" train --preset tiny --seq-len 64 --batch 2 --devices 2 --backend sim --machine p100x4 --steps 1
+expect 0 "wrote .*adapter_config.json" "$T" $TR --batch 2 --devices 2 --device-mem 50% --steps 2 --out "$D/tr"
+check "train --out wrote PEFT's two files" test -s "$D/tr/adapter_model.safetensors" -a -s "$D/tr/adapter_config.json"
+
 backends=$("$T" --version | grep '^backends:')
 case "$backends" in
 *"cuda (no usable GPU"*)

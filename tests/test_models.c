@@ -314,3 +314,164 @@ TEST(models_decode_refuses_out_of_range)
     ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
     tp_graph_free(g);
 }
+
+/* ---- the LoRA training step (issue 13) --------------------------------------------------------- */
+
+static tp_train_opts topts(const tp_llama_config *c, int D, int64_t B, int64_t T)
+{
+    tp_train_opts o;
+    tp_llama_train_opts_default(&o, c, D, B, T, UINT64_MAX);
+    o.rank = 4;
+    return o;
+}
+
+TEST(models_train_estimate_exact)
+{
+    int n = 0;
+    unsigned tsets[3] = {TP_LORA_ALL, TP_LORA_Q | TP_LORA_V, TP_LORA_GATE | TP_LORA_DOWN};
+    for (int tie = 0; tie < 2; tie++)
+        for (int64_t layers = 1; layers <= 2; layers++)
+            for (int D = 1; D <= 2; D++)
+                for (int64_t S = D; S <= 3; S++)
+                    for (int NB = 1; NB <= 4; NB += 1 + (NB == 2))
+                        for (int VC = 1; VC <= 4; VC += 1 + (VC == 2))
+                            for (int ts = 0; ts < 3; ts++) {
+                                tp_llama_config c = tiny(4, 2, tie);
+                                c.layers = layers;
+                                tp_train_opts o = topts(&c, D, S, 6);
+                                o.blocks = NB;
+                                o.vocab_chunks = VC;
+                                o.targets = tsets[ts];
+                                o.grads_out = ts == 1;
+                                tp_graph *g;
+                                tp_error e;
+                                ASSERT_OK_ERR(tp_llama_train_build(&c, &o, &g, &e), e);
+                                tp_build_estimate est;
+                                tp_llama_train_estimate(&c, &o, &est);
+                                CHECKF(est.vertices == tp_graph_size(g) && est.edges == edges_of(g),
+                                       "tie %d L %lld D %d B %lld blocks %d VC %d targets %x: %u vertices %.0f edges, estimated %.0f and %.0f",
+                                       tie, (long long)layers, D, (long long)S, NB, VC, tsets[ts], tp_graph_size(g), edges_of(g), est.vertices,
+                                       est.edges);
+                                tp_graph_free(g);
+                                n++;
+                            }
+    ASSERT_EQ(n, 2 * 2 * 5 * 3 * 3 * 3);
+}
+
+/* the contract's inputs and outputs, where things run, in-place updates, accumulate sums, flops */
+TEST(models_train_contract)
+{
+    tp_llama_config c = tiny(4, 2, 0);
+    tp_train_opts o = topts(&c, 2, 3, 8);
+    o.blocks = 2;
+    o.vocab_chunks = 2;
+    o.grads_out = 1;
+    tp_graph *g;
+    tp_error e;
+    ASSERT_OK_ERR(tp_llama_train_build(&c, &o, &g, &e), e);
+    char n[TP_LLAMA_ID_MAX], id[TP_LLAMA_ID_MAX + 32];
+    /* per sequence ids and labels on its device; weights per device under the prefill's names */
+    for (int s = 0; s < 3; s++) {
+        snprintf(id, sizeof id, "input_ids.s%d", s);
+        const tp_vertex *v = find(g, id);
+        CHECK(v->kind == TP_V_INPUT && v->dtype == TP_DT_I32 && v->device == s % 2);
+        shape_is(v, 1, 8, 0, 0, 0);
+        snprintf(id, sizeof id, "labels.s%d", s);
+        CHECK(find(g, id)->device == s % 2);
+    }
+    shape_is(find(g, "hyper"), 1, 3, 0, 0, 0);
+    CHECK(find(g, "model.layers.1.mlp.down_proj.weight@d1")->device == 1 && find(g, "model.layers.1.mlp.down_proj.weight")->device == 0);
+    CHECK(find(g, "lm_head.weight#r25:50@d1")->dtype == TP_DT_F16);
+    CHECK(tp_graph_find(g, "model.embed_tokens.weight#r0:25@d1") >= 0);
+    /* every adapter: input on device 0 (PEFT name and shape), moments, outputs, in place */
+    for (int t = 0; t < TP_LORA_NTARGETS; t++)
+        for (int m = 0; m < 2; m++) {
+            int64_t shp[2];
+            tp_lora_adapter_shape(&c, t, m, 4, shp);
+            CHECK(tp_lora_adapter_name(1, t, m, n, sizeof n));
+            const tp_vertex *a = find(g, n);
+            CHECK(a->kind == TP_V_INPUT && a->device == 0 && a->dtype == TP_DT_F32);
+            shape_is(a, 2, shp[0], shp[1], 0, 0);
+            const char *suf[] = {".updated", ".exp_avg.updated", ".exp_avg_sq.updated", ".grad"};
+            for (int k = 0; k < 4; k++) {
+                snprintf(id, sizeof id, "%s%s", n, suf[k]);
+                int64_t vi = tp_graph_find(g, id);
+                CHECKF(vi >= 0 && is_output(g, (uint32_t)vi), "'%s' is not an output", id);
+                if (k < 3) CHECKF(tp_graph_inplace(g, (uint32_t)vi) == 0, "'%s' is not declared in place", id);
+                shape_is(tp_graph_vertex(g, (uint32_t)vi), 2, shp[0], shp[1], 0, 0);
+            }
+            snprintf(id, sizeof id, "%s@d1", n); /* sent to device 1 once */
+            CHECK(find(g, id)->kind == TP_V_TRANSFER);
+        }
+    CHECK(!strcmp(tp_lora_adapter_name(0, 4, 1, n, sizeof n) ? n : "", "base_model.model.model.layers.0.mlp.gate_proj.lora_B.weight"));
+    CHECK(!strcmp(tp_lora_adapter_name(0, 0, 0, n, sizeof n) ? n : "", "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"));
+    const tp_vertex *loss = find(g, "loss");
+    CHECK(is_output(g, (uint32_t)tp_graph_find(g, "loss")) && loss->device == 0);
+    shape_is(loss, 2, 24, 1, 0, 0);
+    int sums = 0;
+    for (uint32_t v = 0; v < tp_graph_size(g); v++) {
+        const tp_vertex *x = tp_graph_vertex(g, v);
+        if (x->kind != TP_V_KERNEL) continue;
+        int moves = !strcmp(x->op, "transpose") || !strcmp(x->op, "reshape") || !strcmp(x->op, "slice") || !strcmp(x->op, "concat") ||
+                    !strcmp(x->op, "embedding");
+        CHECKF(moves || x->flops > 0, "kernel '%s' (%s) has no flops", x->id, x->op);
+        if (!strcmp(x->op, "sum") && (strstr(x->id, ".grad") || strstr(x->id, ".g.") || strstr(x->id, ".dfinal")))
+            CHECKF(x->attrs_json && strstr(x->attrs_json, "\"accumulate\":true"), "gradient sum '%s' is not marked accumulate", x->id);
+        sums += !strcmp(x->op, "sum") && strstr(x->id, ".grad") != NULL;
+        CHECKF(strcmp(x->op, "reshape") || tp_graph_inplace(g, v) == 0, "reshape '%s' is not in place", x->id);
+    }
+    CHECKF(sums == 28, "%d", sums); /* per adapter matrix one on device 0 (device 1 has one sequence: no sum of its own) */
+    tp_graph_free(g);
+}
+
+TEST(models_train_refuses_out_of_range)
+{
+    tp_llama_config c = tiny(4, 2, 0);
+    tp_train_opts o = topts(&c, 1, 2, 8);
+    tp_graph *g = NULL;
+    tp_error e;
+    tp_train_opts b = o;
+    b.seq = 1;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "2 <= tokens") != NULL, "%s", e.msg);
+    b = o, b.devices = 3; /* more devices than sequences */
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "devices 3") != NULL, "%s", e.msg);
+    b = o, b.batch = 2, b.seq = TP_LLAMA_MAX_SEQ / 2 + 1;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    b = o, b.blocks = 9;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    b = o, b.vocab_chunks = 51;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    b = o, b.rank = 0;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    b = o, b.alpha = 1.0 / 0.0;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    b = o, b.targets = 0;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    b = o, b.targets = 128;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    b = o, b.beta2 = 1;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    b = o, b.eps = 0;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    b = o, b.weight_decay = -1;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    /* a sequence whose scores overflow 64 bits */
+    b = o, b.batch = 1, b.seq = INT32_MAX;
+    ASSERT_STATUS(tp_llama_train_build(&c, &b, &g, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "overflow 64 bits") != NULL, "%s", e.msg);
+    CHECK(g == NULL);
+    tp_build_estimate est;
+    tp_llama_train_estimate(&c, &b, &est);
+    CHECK(est.vertices == 0);
+    /* targets */
+    unsigned m;
+    ASSERT_OK(tp_lora_targets_parse("q,v_proj,down", &m, &e));
+    ASSERT_EQ(m, (unsigned)(TP_LORA_Q | TP_LORA_V | TP_LORA_DOWN));
+    ASSERT_OK(tp_lora_targets_parse("all", &m, &e));
+    ASSERT_EQ(m, (unsigned)TP_LORA_ALL);
+    ASSERT_STATUS(tp_lora_targets_parse("q,,k", &m, &e), TP_ERR_ARG);
+    ASSERT_STATUS(tp_lora_targets_parse("qkv", &m, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "'qkv'") != NULL, "%s", e.msg);
+}

@@ -130,6 +130,106 @@ void tp_gen_result_free(tp_gen_result *r);
 
 /* ==== end of generation =================================================================== */
 
+/* ==== LoRA training (src/app/train.c, issue 13) ========================================== */
+
+/* What a training step needs on a device, from its graph (built here, with opts o, and its
+ * serial order): min_cap, the most one kernel needs at once (inputs and output; no smaller cap
+ * plans), and need, the most bytes live at once along the order (values loaded at first use and
+ * freed after last use: no eviction at or above it), each the largest over the devices; the
+ * adapters' bytes (f32; the moments take twice as much); the graph's size. */
+typedef struct tp_train_need {
+    uint64_t min_cap, need, adapter_bytes;
+    uint64_t input_bytes; /* of every input of the graph (each device's weights are inputs of their own) */
+    uint64_t vertices, edges;
+    int min_device; /* the device of min_cap */
+} tp_train_need;
+tp_status tp_llama_train_need(const tp_llama_config *c, const tp_train_opts *o, tp_order order, tp_train_need *out, tp_error *err);
+
+/* An adapter matrix of a run: PEFT's name, its shape and where its floats start in the
+ * result's arrays (layer-major, then q, k, v, o, gate, up, down, then A before B). */
+typedef struct tp_lora_tensor {
+    char name[TP_LLAMA_ID_MAX];
+    int64_t shape[2];
+    uint64_t offset;
+} tp_lora_tensor;
+
+/* The adapters' initial values: PEFT's (A Kaiming-uniform, bounds +-1/sqrt(in); B zero), or for
+ * tests B nonzero too (uniform in +-0.5/sqrt(r)); both a function of (seed, name, index). */
+enum { TP_LORA_INIT_PEFT = 0, TP_LORA_INIT_NONZERO = 1 };
+/* Where the adapters and their moments live between steps: on device 0 (kept outputs of one
+ * plan, resident inputs of the next), on the host (written before and read after every step),
+ * or (auto) on the device when they take at most a quarter of its cap and the plan fits. */
+enum { TP_TRAIN_RESIDENT_AUTO = -1, TP_TRAIN_RESIDENT_HOST = 0, TP_TRAIN_RESIDENT_DEVICE = 1 };
+
+/* One step, reported as it ends. */
+typedef struct tp_train_step {
+    int64_t step;          /* 1-based */
+    double loss;           /* the mean next-token loss before the update (NAN without data) */
+    double seconds;        /* wall time of the step: planning (when it planned), inputs, run, outputs */
+    double plan_seconds;   /* 0 when the step reused the last step's plan */
+    double run_seconds;    /* the executor's makespan (virtual on a simulating backend) */
+    uint64_t bytes_moved;  /* by the run's copy engines */
+} tp_train_step;
+
+typedef struct tp_train_run_opts {
+    const tp_llama_config *config; /* borrowed */
+    tp_llama_weights *weights;     /* borrowed; NULL only without data */
+    tp_backend *backend;           /* borrowed; a session is opened on it */
+    tp_train_opts graph;           /* the step's graph (tp_llama_train_build) */
+    uint64_t device_mem;           /* every device's cap */
+    int64_t steps;                 /* >= 1 */
+    /* the data: ntokens ids (borrowed, each in [0, vocab)) cut into ntokens / T sequences of T
+     * consecutive ids (a rest shorter than T is not used); step k (0-based) trains on sequences
+     * (k B + b) mod (ntokens / T), b = 0..B-1; ntokens >= B T. NULL: one batch of random ids
+     * (sequence b: tp_llama_random_prompt with seed + b), the same every step. The labels of a
+     * sequence are its ids shifted by one; its last position has none. */
+    const int32_t *tokens;
+    int64_t ntokens;
+    double lr;                     /* AdamW's learning rate (finite, >= 0) */
+    int init;                      /* TP_LORA_INIT_* */
+    uint64_t seed;                 /* of the initial adapters and the random data */
+    int resident;                  /* TP_TRAIN_RESIDENT_* */
+    tp_run_opts run;               /* dispatch policy and seed of every run */
+    tp_order plan_order;           /* the planner's serial order (TP_ORDER_TOPO: the builder's) */
+    int verify;                    /* 1: every plan is checked by the verifier before it runs */
+    int data;                      /* 0: the backend holds no data (sim): timings and bytes only */
+    void (*on_step)(void *ctx, const tp_train_step *st);
+    void *ctx;
+} tp_train_run_opts;
+
+typedef struct tp_train_result {
+    int64_t n;                     /* adapter matrices */
+    tp_lora_tensor *t;             /* [n] */
+    uint64_t floats;               /* of all of them */
+    float *initial, *adapters;     /* [floats]: before the first step and after the last (NULL without data) */
+    float *grads;                  /* [floats]: the first step's gradients (with graph.grads_out), else NULL */
+    double *loss;                  /* [steps] */
+    tp_train_need need;
+    int resident;                  /* 1: the adapters and moments stayed on device 0 between steps */
+    int64_t plans;                 /* plans made (a step whose residents are the last one's reuses its plan) */
+    double first_plan_seconds, plan_seconds, run_seconds, seconds; /* the first plan; totals over the steps */
+    uint64_t bytes_moved, host_bytes; /* moved by all runs; the session's host block */
+    uint64_t offloads, drops, reloads; /* the evictions and reloads the first plan has, over its devices */
+    uint64_t offload_bytes;
+} tp_train_result;
+
+/* Runs o->steps optimizer steps in one session (design: src/app/train.c). TP_ERR_INFEASIBLE
+ * when the cap is below need.min_cap or a plan does not fit; the errors of the plans, the
+ * executor and the weights as they come. r is the caller's (tp_train_result_free). */
+tp_status tp_llama_train(const tp_train_run_opts *o, tp_train_result *r, tp_error *err);
+void tp_train_result_free(tp_train_result *r);
+
+/* Writes adapter values (r->floats floats laid out as r->t says, e.g. r->adapters) in PEFT's
+ * format into the directory dir (which must exist): adapter_model.safetensors
+ * (every adapter under its PEFT name, f32) and adapter_config.json (peft_type LORA, task_type
+ * CAUSAL_LM, r, lora_alpha, target_modules, lora_dropout 0, bias "none", fan_in_fan_out false,
+ * inference_mode true, base_model_name_or_path base), each written to a temporary file and
+ * renamed into place. TP_ERR_IO naming the file. */
+tp_status tp_lora_write_peft(const char *dir, const tp_train_result *r, const float *values, const tp_train_opts *o, const char *base,
+                             tp_error *err);
+
+/* ==== end of training ===================================================================== */
+
 /* ==== sweeps (src/app/sweep.c, src/app/counts.c) ======================================== */
 
 /* Sizes of a TaskGraph or a MemGraph: vertices, of which inputs, and edges (a TaskGraph's

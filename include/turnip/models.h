@@ -113,6 +113,62 @@ tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_
  * vocab_chunks. */
 tp_status tp_llama_decode_head(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err);
 
+/* ---- LLaMA LoRA training: one optimizer step (src/models/llama_train.c, issue 13) ------- */
+
+/* The LoRA target modules, bit k of a mask naming tp_lora_target_name(k). */
+enum {
+    TP_LORA_Q = 1, TP_LORA_K = 2, TP_LORA_V = 4, TP_LORA_O = 8, TP_LORA_GATE = 16, TP_LORA_UP = 32, TP_LORA_DOWN = 64,
+    TP_LORA_ALL = 127
+};
+#define TP_LORA_NTARGETS 7
+/* "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj" (k = 0..6), NULL past
+ * them: the module names PEFT's target_modules lists. */
+const char *tp_lora_target_name(int k);
+/* A comma-separated list of targets ("q,k,v,o,gate,up,down", or the module names "q_proj", ..,
+ * or "all") into *mask; TP_ERR_ARG naming the item that is none, or an empty list. */
+tp_status tp_lora_targets_parse(const char *list, unsigned *mask, tp_error *err);
+/* PEFT's tensor name of an adapter matrix, into buf (the caller's, len bytes):
+ * "base_model.model.model.layers.L.self_attn.q_proj.lora_A.weight" (b = 0: A; 1: B). 0 when
+ * target is not 0..6 or buf is too small. */
+int tp_lora_adapter_name(int64_t layer, int target, int b, char *buf, size_t len);
+/* Its shape: A [rank, in], B [out, rank], the module's weight being [out, in]. */
+void tp_lora_adapter_shape(const tp_llama_config *c, int target, int b, int64_t rank, int64_t shape[2]);
+
+typedef struct tp_train_opts {
+    int devices;         /* data parallel: sequence b runs on device b mod devices (1..batch) */
+    int64_t batch, seq;  /* B sequences of T tokens (1 <= B <= 2^20, 2 <= T, B x T <= 2^31-1) */
+    int blocks;          /* attention query row blocks per sequence (1..T) */
+    int vocab_chunks;    /* lm_head and embedding in this many row chunks per device (1..vocab) */
+    int64_t rank;        /* LoRA r, 1..2^20 */
+    double alpha;        /* LoRA alpha (scaling alpha / r), finite, > 0 */
+    unsigned targets;    /* TP_LORA_* mask, not empty */
+    double beta1, beta2; /* Adam, in [0, 1) */
+    double eps;          /* Adam, finite, > 0 */
+    double weight_decay; /* AdamW's (decoupled), finite, >= 0 */
+    int grads_out;       /* 1: every adapter's gradient is an output too ("NAME.grad") */
+} tp_train_opts;
+
+/* Fills o: the batch, T, devices; r 16, alpha 32, every target, betas 0.9 and 0.999, eps 1e-8,
+ * weight decay 0; blocks so one sequence's scores [heads, T/blocks, T] take at most cap/16 and
+ * vocabulary chunks so a weight chunk is at most cap/8 and a logits chunk [T, vocab/chunks] at
+ * most cap/16. */
+void tp_llama_train_opts_default(tp_train_opts *o, const tp_llama_config *c, int devices, int64_t batch, int64_t seq,
+                                 uint64_t cap);
+
+/* Builds one LoRA training step (finalized): forward with LoRA on the targets (PEFT: y = x W^T +
+ * (alpha/r) (x A^T) B^T), next-token cross-entropy, backward with activation checkpointing per
+ * layer, AdamW on every adapter. Inputs: per sequence s, on its device, "input_ids.sS" and
+ * "labels.sS" (i32 [T]: the target of each position, the next token; -1: none); "hyper" f32 [3]
+ * = (lr, 1 - beta1^t, 1 - beta2^t) on device 0; the frozen weights per device, named as
+ * tp_llama_build names them ("NAME", "NAME#rA:B" for vocabulary chunks, "@dN" on device N > 0)
+ * in the config's dtype; on device 0 every adapter under its PEFT name (tp_lora_adapter_name)
+ * and its Adam moments "NAME.exp_avg" and "NAME.exp_avg_sq", f32. Outputs: "loss" f32 [B x T, 1],
+ * each position's loss divided by B x (T - 1) (their sum is the mean next-token loss); for every
+ * adapter "NAME.updated", "NAME.exp_avg.updated" and "NAME.exp_avg_sq.updated" (AdamW's and the
+ * moments' kernels are declared in place on their inputs); with grads_out "NAME.grad". Every
+ * computing kernel has flops. */
+tp_status tp_llama_train_build(const tp_llama_config *c, const tp_train_opts *o, tp_graph **out, tp_error *err);
+
 /* Buffer size (with the NUL) that holds any vertex id tp_llama_build makes, and so any
  * tensor name tp_llama_parse_input splits out of one. */
 #define TP_LLAMA_ID_MAX 256
@@ -150,6 +206,9 @@ typedef struct tp_build_estimate {
 void tp_layered_estimate(const tp_layered_opts *o, tp_build_estimate *e);
 /* o as tp_llama_build takes it (after tp_llama_opts_default and any overrides). */
 void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_build_estimate *e);
+/* The training step's (tp_llama_train_build), vertices and edges exact; vertex names the largest
+ * single kernel need among the embedding, a layer's scores and MLP, and a logits chunk. */
+void tp_llama_train_estimate(const tp_llama_config *c, const tp_train_opts *o, tp_build_estimate *e);
 
 /* ---- inputs ---------------------------------------------------------------------------- */
 
