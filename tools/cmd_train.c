@@ -14,7 +14,7 @@
 typedef struct {
     cli_exec_flags x;
     cli_backend_flags b;
-    const char *model, *preset, *data, *device_mem, *machine, *targets, *out, *dump, *plan_order, *init, *resident;
+    const char *model, *preset, *data, *device_mem, *machine, *targets, *out, *dump, *plan_order, *init, *resident, *wdtype;
     long long seq_len, batch, steps, devices, rank, blocks, vocab_chunks;
     double alpha, lr, weight_decay;
     int deterministic, quiet, no_verify;
@@ -22,10 +22,13 @@ typedef struct {
 
 static const char *const init_names[] = {"peft", "nonzero", NULL};
 static const char *const resident_names[] = {"auto", "device", "host", NULL};
+static const char *const wdtype_names[] = {"f32", "f16", "bf16", NULL};
 
 static const cli_opt opts[] = {
     CLI_O_STR("--model", "DIR", flags, model, "a Hugging Face checkpoint: config.json and model.safetensors (or shards)"),
     CLI_O_STR("--preset", "NAME", flags, preset, "tiny, 7b, 13b, 65b, llama3-8b, llama2-70b: random weights made in-process"),
+    CLI_O_CHOICE("--weights-dtype", "f32|f16|bf16", flags, wdtype, wdtype_names,
+                 "--preset: the frozen weights' storage dtype (default the preset's, f16; the paper trains with f32)"),
     CLI_O_STR("--data", "FILE", flags, data,
               "token ids (decimal, separated by whitespace or commas), cut into sequences of\n"
               "--seq-len consecutive ids; step k trains on sequences kB..kB+B-1 (modulo\n"
@@ -66,6 +69,9 @@ static const cli_opt opts[] = {
                  "serial order the plans simulate: topo (default: the builder's), dfs or greedy"),
     CLI_O_STR("--backend", "cpu|cuda|sim", flags, b.name, "where to run (default cpu); sim: timings and bytes only, no losses"),
     CLI_O_STR("--machine", "NAME", flags, machine, "sim: the machine profile (default a100x8)"),
+    CLI_O_LINK_BANDWIDTH(flags, b, "cpu: throttle host-device and peer copies"),
+    CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, TP_SIM_JITTER_MAX,
+              "cpu: copy times (F at most 4), sim: kernel times and copy sizes\nx exp(F x N(0,1))"),
     CLI_O_CHOICE("--matmul", "MODE", flags, b.matmul, cli_matmul_names, "cuda: fast (default) or exact (see turnip run --help)"),
     CLI_O_SWITCH("--no-verify", flags, no_verify, "skip the independent check of every plan"),
     CLI_O_SWITCH("--quiet", flags, quiet, "no line per step"),
@@ -80,7 +86,8 @@ static void help(FILE *f)
         "                    --steps N --device-mem SIZE|P% [--devices D] [--lora-rank R] [--lora-alpha A]\n"
         "                    [--lora-targets q,k,v,..] [--lr LR] [--weight-decay W] [--backend cpu|sim|cuda\n"
         "                    [--machine NAME]] [--order any|fixed|random] [--deterministic] [--out DIR]\n"
-        "                    [--dump-grads FILE] [--quiet]\n"
+        "                    [--dump-grads FILE] [--weights-dtype f32|f16|bf16] [--link-bandwidth GB/s] [--jitter F]\n"
+        "                    [--quiet]\n"
         "\n"
         "LoRA fine-tuning: every step is one plan of one TaskGraph (forward with adapters, next-token\n"
         "cross-entropy, backward with activation checkpointing per layer, AdamW on the adapters), run\n"
@@ -246,7 +253,9 @@ static int run(int argc, char **argv)
     tp_status s;
     if (fl.targets && (s = tp_lora_targets_parse(fl.targets, &targets, &e))) return cli_usage_error("train", e.msg, NULL);
     tp_llama_config c;
+    if (fl.wdtype && fl.model) return cli_usage_error("train", "--weights-dtype is for --preset (a checkpoint's weights keep their dtype)", NULL);
     if ((s = cli_llama_config(fl.model, fl.preset, &c, &e))) return cli_fail("train", s, &e);
+    if (fl.wdtype && tp_dtype_parse(fl.wdtype, &c.dtype)) return cli_usage_error("train", "--weights-dtype: f32, f16 or bf16", NULL);
     if ((fl.out && (rc = writable_dir("--out", fl.out, 1))) || (fl.dump && (rc = writable_dir("--dump-grads", fl.dump, 0)))) return rc;
     tp_sim_profile prof;
     if (use_sim && (s = tp_sim_profile_read(fl.machine ? fl.machine : "a100x8", &prof, &e))) return cli_fail("train", s, &e);
