@@ -143,7 +143,8 @@ static void prune_implied(planner *P, const uint32_t *srcs, uint32_t nsrc)
         if (who == TP__NONE) continue;
         const tp__mv *m = &mg->v[who];
         /* a sum-into chain add's in-place read (the previous add) is no edge of the final plan:
-         * nothing may lean on it */
+         * nothing may lean on it; and a dep on a chain add itself is never dropped (below), as
+         * the conversion may make it a dep on the whole group (its join) */
         uint32_t skip = P->chain && m->kind == TP_M_KERNEL && m->inplace && P->chain[m->task] ? m->inplace : 0;
         for (int pass = 0; pass < 2; pass++) {
             uint32_t n = pass ? m->nmdeps : m->nreads;
@@ -154,8 +155,9 @@ static void prune_implied(planner *P, const uint32_t *srcs, uint32_t nsrc)
         }
     }
     size_t k = 0;
-    for (size_t i = 0; i < P->nscr; i++)
-        if (P->seen[P->scr[i]] != red) P->scr[k++] = P->scr[i];
+    for (size_t i = 0; i < P->nscr; i++) /* a dep on a sum-into chain add stays: it becomes its group's join's */
+        if (P->seen[P->scr[i]] != red || (P->chain && mg->v[P->scr[i]].kind == TP_M_KERNEL && P->chain[mg->v[P->scr[i]].task]))
+            P->scr[k++] = P->scr[i];
     P->nscr = k;
     P->seen_stamp++; /* red is now the current stamp; the caller's increment moves past it */
 }

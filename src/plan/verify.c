@@ -235,7 +235,8 @@ static tp_status parse(V *c, json_t *root)
                 return unusable(c, "vertex %2$lld (%1$s): 'inplace' must be a non-negative integer (a read index)", x->tname,
                                 (long long)i);
             if (x->kind != K_KERNEL && x->kind != K_ACCUMULATE)
-                return VIOL("vertex %zu (%s %s): only a kernel (or an accumulate) may write in place", i, kname[x->kind], x->tname);
+                return VIOL("vertex %zu (%s %s): only a kernel may write in place (or an accumulate, into its read 0)", i, kname[x->kind],
+                            x->tname);
             if (kk >= x->nreads)
                 return VIOL("vertex %zu (kernel %s): 'inplace' is %llu, it has %u reads", i, x->tname, (unsigned long long)kk, x->nreads);
             x->inplace = (int)kk;
