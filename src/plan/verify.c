@@ -301,8 +301,8 @@ static tp_status check_form(V *c)
                             x->tname, x->from[r]);
         }
         if (x->inplace >= 0 && !same_reg(&x->w, &x->rr[x->inplace]))
-            return VIOL("vertex %zu (kernel %s): writes %s in place of read %d, which is %s; an in-place write is exactly that region",
-                        i, x->tname, rname(c, &x->w, b1, sizeof b1), x->inplace, rname(c, &x->rr[x->inplace], b2, sizeof b2));
+            return VIOL("vertex %zu (%s %s): writes %s in place of read %d, which is %s; an in-place write is exactly that region",
+                        i, kname[x->kind], x->tname, rname(c, &x->w, b1, sizeof b1), x->inplace, rname(c, &x->rr[x->inplace], b2, sizeof b2));
     }
     return TP_OK;
 }
