@@ -320,6 +320,7 @@ static tp_status convert(const lower *L, const tp_memgraph *m2, tp_memgraph **ou
     }
     if (st) goto done;
     /* numbering: each join right after its group's highest member */
+    if (n2 + G >= UINT32_MAX - 1) goto nomem;
     uint32_t next = 0;
     for (size_t i = 0; i < n2; i++) {
         C->newid[i] = next++;
