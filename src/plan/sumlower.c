@@ -25,7 +25,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include "plan/alloc.h"
 #include "plan/plan_internal.h"
 
 static int marked_sum(const tp_vertex *v)
