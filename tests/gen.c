@@ -5,7 +5,7 @@
 #include "gen.h"
 #include "harness.h"
 
-const char *gen_family_name[GEN_NFAMILIES] = {"chain", "diamond", "fanin", "fanout", "multidev", "random", "tiny", "big"};
+const char *gen_family_name[GEN_NFAMILIES] = {"chain", "diamond", "fanin", "fanout", "multidev", "random", "tiny", "big", "accum"};
 
 uint64_t rng_next(rng *r)
 {
@@ -58,16 +58,26 @@ static uint32_t add_input(gctx *c, int d)
     return v;
 }
 
-static uint32_t add_kernel(gctx *c, int d, uint32_t n, const uint32_t *in)
+/* a kernel of `bytes`; typed: f32 of shape [bytes / 4] (bytes a multiple of 4), so a real backend
+ * can run the sums of accum_step (opaque kernels compute nothing) */
+static uint32_t add_kernel_op(gctx *c, int d, uint32_t n, const uint32_t *in, const char *op, uint64_t bytes, const char *attrs,
+                              int typed)
 {
     char id[32];
     snprintf(id, sizeof id, "k%d", c->counter++);
     uint32_t v;
     tp_error e;
-    CHECKF(tp_graph_add_kernel(c->g, id, d, "opaque", n, in, TP_DT_NONE, -1, NULL, rsize(c), NULL, 1e6, &v, &e) == TP_OK,
+    int64_t shape[1] = {(int64_t)(bytes / 4)};
+    CHECKF(tp_graph_add_kernel(c->g, id, d, op, n, in, typed ? TP_DT_F32 : TP_DT_NONE, typed ? 1 : -1, shape, bytes, attrs, 1e6, &v,
+                               &e) == TP_OK,
            "%s", e.msg);
     note(c, d, v);
     return v;
+}
+
+static uint32_t add_kernel(gctx *c, int d, uint32_t n, const uint32_t *in)
+{
+    return add_kernel_op(c, d, n, in, "opaque", rsize(c), NULL, 0);
 }
 
 /* value v made available on device d (a transfer when it lives elsewhere) */
@@ -91,7 +101,40 @@ static uint32_t pick(gctx *c, int d, uint32_t window)
     return c->vals[d][n - 1 - rng_below(&c->r, w)];
 }
 
+/* sums of one size (the paper's gradient partials): see gen.h */
+static void accum_step(gctx *c, int d, uint32_t *last_sum)
+{
+    uint64_t S = (rsize(c) + 3) & ~(uint64_t)3;
+    uint32_t k = 3 + (uint32_t)rng_below(&c->r, 6), part[8];
+    for (uint32_t i = 0; i < k; i++) {
+        int e = rng_below(&c->r, 3) == 0 ? (int)rng_below(&c->r, (uint64_t)c->ndev) : d;
+        uint32_t p;
+        if (i == 1 && *last_sum != UINT32_MAX && rng_below(&c->r, 3) == 0) { /* a sum of sums */
+            p = *last_sum;
+            e = tp_graph_vertex(c->g, p)->device;
+            if (tp_graph_vertex(c->g, p)->bytes != S) p = add_kernel_op(c, e, 1, &p, "opaque", S, NULL, 1);
+        } else { /* its own subtree: 1-3 kernels over recent values */
+            uint32_t in[2] = {pick(c, e, 8), pick(c, e, 8)};
+            p = add_kernel_op(c, e, 1 + (uint32_t)rng_below(&c->r, 2), in, "opaque", S, NULL, 1);
+            for (uint64_t j = rng_below(&c->r, 3); j; j--) p = add_kernel_op(c, e, 1, &p, "opaque", S, NULL, 1);
+        }
+        part[i] = on_device(c, p, d);
+    }
+    if (rng_below(&c->r, 8) == 0) part[k - 1] = part[0]; /* a repeated input: not lowerable */
+    uint32_t s = add_kernel_op(c, d, k, part, "sum", S, rng_below(&c->r, 6) ? "{\"accumulate\":true}" : NULL, 1);
+    if (rng_below(&c->r, 4) == 0) { /* a partial read elsewhere too: the init is another one */
+        uint32_t in[2] = {part[0], s};
+        add_kernel_op(c, d, 2, in, "opaque", rsize(c), NULL, 0);
+    }
+    *last_sum = s;
+}
+
 tp_graph *gen_graph(uint64_t seed, int family)
+{
+    return gen_graph_opt(seed, family, family == GEN_ACCUM);
+}
+
+tp_graph *gen_graph_opt(uint64_t seed, int family, int accumulate)
 {
     static gctx c; /* large; tests are single-threaded */
     memset(&c, 0, sizeof c);
@@ -109,9 +152,13 @@ tp_graph *gen_graph(uint64_t seed, int family)
     }
     c.g = tp_graph_new(c.ndev);
     int steps = 4 + (int)rng_below(&c.r, family == GEN_BIG ? 12 : 40);
-    uint32_t in[24];
+    uint32_t in[24], last_sum = UINT32_MAX;
     for (int s = 0; s < steps; s++) {
         int d = (int)rng_below(&c.r, (uint64_t)c.ndev);
+        if (accumulate && rng_below(&c.r, family == GEN_ACCUM ? 2 : 3) == 0) {
+            accum_step(&c, d, &last_sum);
+            continue;
+        }
         switch (family) {
         case GEN_CHAIN: {
             uint32_t n = 0;

@@ -98,11 +98,19 @@ static void dyn_check(const tp_graph *g, const tp_memgraph *mg, rng *r)
         for (uint32_t k = 0; k < v.nreads; k++) {
             tp_mvertex src;
             tp_memgraph_vertex(mg, v.reads[k], &src);
-            uint32_t want = (v.kind == TP_M_KERNEL || v.kind == TP_M_TRANSFER) ? t->inputs[k] : v.task;
+            uint32_t want = (v.kind == TP_M_KERNEL || v.kind == TP_M_TRANSFER) ? t->inputs[k] : v.task, alt = want;
+            if (v.kind == TP_M_ACCUMULATE) { /* read 0: the group's running sum (the init's value at first); 1: a partial */
+                int in = 0;
+                for (uint32_t q = 0; q < t->ninputs; q++) in |= t->inputs[q] == src.task;
+                CHECKF(in, "vertex %u (accumulate %s) reads %s, not an input of the sum", u, t->id, tp_graph_vertex(g, src.task)->id);
+                want = src.task;
+                alt = k == 0 ? v.task : want;
+            }
             uint32_t *m = mem[src.write.space == TP_SPACE_HOST ? nd : src.write.device];
             for (uint64_t b = 0; b < src.write.bytes; b++)
-                CHECKF(m[src.write.offset + b] == want + 1, "vertex %u (%s) reads byte %llu of %s: holds tag %u", u,
-                       t->id, (unsigned long long)b, tp_graph_vertex(g, want)->id, m[src.write.offset + b]);
+                CHECKF(m[src.write.offset + b] == want + 1 || m[src.write.offset + b] == alt + 1,
+                       "vertex %u (%s) reads byte %llu of %s: holds tag %u", u, t->id, (unsigned long long)b,
+                       tp_graph_vertex(g, want)->id, m[src.write.offset + b]);
         }
         uint32_t *m = mem[v.write.space == TP_SPACE_HOST ? nd : v.write.device];
         for (uint64_t b = 0; b < v.write.bytes; b++) m[v.write.offset + b] = v.task + 1;
@@ -124,6 +132,16 @@ static void dyn_check(const tp_graph *g, const tp_memgraph *mg, rng *r)
     free(indeg);
     free(ready);
     for (int d = 0; d <= nd; d++) free(mem[d]);
+}
+
+static void verify_plan(const tp_memgraph *mg, const tp_graph *g)
+{
+    char *text;
+    size_t len;
+    tp_error e;
+    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &text, &len, &e), e);
+    ASSERT_OK_ERR(tp_verify_json(text, len, "plan", g, &e), e);
+    free(text);
 }
 
 static int plan_check(const tp_graph *g, const tp_plan_opts *o, rng *r, int dyn_runs)
@@ -217,6 +235,205 @@ static void run_family(int family, int count)
     CHECKF(evicting >= count / 2, "only %d of %d minimum-cap plans evicted anything: the test is too easy", evicting, count);
 }
 
+/* ---- sum-into ------------------------------------------------------------------------------ */
+
+static int is_marked_sum(const tp_vertex *x)
+{
+    return x->kind == TP_V_KERNEL && !strcmp(x->op, "sum") && x->attrs_json && strstr(x->attrs_json, "\"accumulate\":true");
+}
+
+/* per-device capacities below which no plan can exist even with every marked sum lowered: a
+ * lowered sum needs its region and one partial at a time; everything else as min_caps */
+static void min_caps_lowered(const tp_graph *g, uint64_t *cap)
+{
+    int nd = tp_graph_devices(g);
+    for (int d = 0; d < nd; d++) cap[d] = 1;
+    for (uint32_t v = 0; v < tp_graph_size(g); v++) {
+        const tp_vertex *x = tp_graph_vertex(g, v);
+        if (x->kind == TP_V_INPUT) continue;
+        uint64_t need[TP_MAX_DEVICES] = {0};
+        if (is_marked_sum(x)) {
+            need[x->device] = 2 * x->bytes;
+        } else {
+            for (uint32_t k = 0; k < x->ninputs; k++) {
+                int dup = 0;
+                for (uint32_t j = 0; j < k; j++) dup |= x->inputs[j] == x->inputs[k];
+                const tp_vertex *in = tp_graph_vertex(g, x->inputs[k]);
+                if (!dup) need[in->device] += in->bytes;
+            }
+            need[x->device] += x->bytes;
+        }
+        for (int d = 0; d < nd; d++)
+            if (need[d] > cap[d]) cap[d] = need[d];
+    }
+}
+
+typedef struct {
+    int plans, infeasible, groups, grouped_plans, evicting_grouped, below_min_grouped, fallbacks;
+} accum_counts;
+
+/* plans g under o: TP_OK plans are verified and run by the dynamic checker; returns the status */
+static tp_status accum_plan(const tp_graph *g, const tp_plan_opts *o, rng *r, int below_min, accum_counts *ac)
+{
+    tp_memgraph *mg;
+    tp_error e;
+    tp_status s = tp_plan(g, o, &mg, &e);
+    if (s == TP_ERR_INFEASIBLE) {
+        ac->infeasible++;
+        return s;
+    }
+    CHECKF(s == TP_OK, "plan failed: %s", e.msg);
+    char *text;
+    size_t len;
+    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &text, &len, &e), e);
+    s = tp_verify_json(text, len, "plan", g, &e);
+    if (s) {
+        FILE *f = fopen("failed-taskgraph.json", "w");
+        tp_graph_write(g, f, NULL);
+        fclose(f);
+        f = fopen("failed-memgraph.json", "w");
+        fwrite(text, 1, len, f);
+        fclose(f);
+    }
+    CHECKF(s == TP_OK, "verifier rejected a sum-into plan (saved failed-*.json): %s", e.msg);
+    free(text);
+    dyn_check(g, mg, r);
+    tp_plan_stats st;
+    tp_memgraph_stats(mg, &st);
+    int groups = 0, members = 0, ev = 0;
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        groups += v.kind == TP_M_JOIN;
+        members += v.kind == TP_M_ACCUMULATE;
+        CHECK((v.kind == TP_M_ACCUMULATE || v.kind == TP_M_JOIN) == (v.group >= 0));
+    }
+    ASSERT_EQ(groups, (int)st.sum_groups);
+    ASSERT_EQ(members, (int)st.sum_members);
+    CHECK(!o->sum_into ? groups == 0 && !st.sum_into_fallback : 1);
+    CHECK(!st.sum_into_fallback || groups == 0);
+    for (int d = 0; d < o->ndevices; d++) {
+        ev += (int)(st.dev[d].offload_count + st.dev[d].drop_count);
+        ASSERT_LE(st.dev[d].peak_bytes, o->device_mem[d]);
+    }
+    ac->plans++;
+    ac->groups += groups;
+    ac->grouped_plans += groups > 0;
+    ac->evicting_grouped += groups > 0 && ev > 0;
+    ac->below_min_grouped += groups > 0 && below_min;
+    ac->fallbacks += st.sum_into_fallback;
+    tp_memgraph_free(mg);
+    return TP_OK;
+}
+
+/* Random graphs with sum-into candidates, planned at caps from the smallest any plan could
+ * use (every sum lowered) up to unconstrained: each plan verifies and survives the dynamic
+ * checker; at or above the smallest caps of the unlowered graph a plan always exists (the
+ * planner falls back when lowering does not fit); lowering happens, under evictions too, and
+ * below the unlowered minimum. */
+TEST(props_sum_into)
+{
+    accum_counts ac = {0};
+    int count = 50;
+    for (int i = 0; i < count; i++) {
+        tp_graph *g = gen_graph((uint64_t)i + 1, GEN_ACCUM);
+        rng r = {(uint64_t)i * 31 + 11};
+        int nd = tp_graph_devices(g), maxdev;
+        uint64_t mins[TP_MAX_DEVICES], lows[TP_MAX_DEVICES];
+        min_caps(g, mins, &maxdev);
+        min_caps_lowered(g, lows);
+        tp_plan_opts o;
+        for (int k = 0; k < 4; k++) { /* from the lowered minimum to the unlowered one */
+            tp_plan_opts_init(&o, nd, 0);
+            o.order = k < 3 ? TP_ORDER_DFS : (tp_order)rng_below(&r, 3);
+            int below = 0;
+            for (int d = 0; d < nd; d++) {
+                o.device_mem[d] = lows[d] + (mins[d] > lows[d] ? (mins[d] - lows[d]) * (uint64_t)k / 4 : 0);
+                below |= o.device_mem[d] < mins[d];
+            }
+            accum_plan(g, &o, &r, below, &ac);
+        }
+        for (int ord = 0; ord <= TP_ORDER_GREEDY; ord++) { /* the unlowered minimum: always plans */
+            tp_plan_opts_init(&o, nd, 0);
+            o.order = (tp_order)ord;
+            memcpy(o.device_mem, mins, sizeof(uint64_t) * (size_t)nd);
+            ASSERT_OK(accum_plan(g, &o, &r, 0, &ac));
+        }
+        tp_plan_opts_init(&o, nd, 0);
+        memcpy(o.device_mem, mins, sizeof(uint64_t) * (size_t)nd);
+        o.sum_into = 0;
+        ASSERT_OK(accum_plan(g, &o, &r, 0, &ac));
+        for (int k = 0; k < 2; k++) {
+            tp_plan_opts_init(&o, nd, 0);
+            o.order = (tp_order)rng_below(&r, 3);
+            for (int d = 0; d < nd; d++) o.device_mem[d] = mins[d] + rng_below(&r, sum_on(g, d) + 1);
+            ASSERT_OK(accum_plan(g, &o, &r, 0, &ac));
+        }
+        tp_plan_opts_init(&o, nd, 0);
+        for (int d = 0; d < nd; d++) o.device_mem[d] = sum_on(g, d) + mins[d];
+        ASSERT_OK(accum_plan(g, &o, &r, 0, &ac));
+        tp_graph_free(g);
+    }
+    printf("sum-into: %d graphs, %d plans verified (%d with groups, %d groups in all), %d with groups evicted something, "
+           "%d with groups below the unlowered minimum caps, %d fell back to no lowering, %d caps infeasible\n",
+           count, ac.plans, ac.grouped_plans, ac.groups, ac.evicting_grouped, ac.below_min_grouped, ac.fallbacks, ac.infeasible);
+    CHECKF(ac.grouped_plans >= ac.plans / 2, "only %d of %d plans lowered a sum", ac.grouped_plans, ac.plans);
+    CHECKF(ac.evicting_grouped >= count / 2, "only %d plans with groups evicted anything: the caps are too loose", ac.evicting_grouped);
+    CHECKF(ac.below_min_grouped >= count / 4, "only %d plans below the unlowered minimum", ac.below_min_grouped);
+}
+
+/* The paper's point (Appendix A): many large partials into one sum. Unlowered, the sum holds
+ * all k partials and its output at once; lowered, one partial and the region at a time. */
+TEST(sum_into_peak)
+{
+    const uint64_t S = 1 << 20;
+    const int k = 8;
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    uint32_t x, p[8], s;
+    ASSERT_OK_ERR(tp_graph_add_input(g, "x", 0, TP_DT_NONE, -1, NULL, 4096, &x, &e), e);
+    for (int i = 0; i < k; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "p%d", i);
+        ASSERT_OK_ERR(tp_graph_add_kernel(g, id, 0, "opaque", 1, &x, TP_DT_NONE, -1, NULL, S, NULL, 1e6, &p[i], &e), e);
+    }
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "s", 0, "sum", (uint32_t)k, p, TP_DT_NONE, -1, NULL, S, "{\"accumulate\":true}", 1e6, &s, &e),
+                  e);
+    ASSERT_OK_ERR(tp_graph_add_output(g, s, &e), e);
+    ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+    tp_plan_opts o;
+    uint64_t peak[2];
+    for (int lower = 0; lower < 2; lower++) {
+        tp_plan_opts_init(&o, 1, 64 * S);
+        o.sum_into = lower;
+        tp_memgraph *mg;
+        ASSERT_OK_ERR(tp_plan(g, &o, &mg, &e), e);
+        verify_plan(mg, g);
+        tp_plan_stats st;
+        tp_memgraph_stats(mg, &st);
+        peak[lower] = st.dev[0].peak_bytes;
+        ASSERT_EQ(st.sum_groups, (uint32_t)lower);
+        tp_memgraph_free(mg);
+    }
+    printf("peak device bytes: %llu unlowered, %llu lowered (k = %d partials of %llu bytes)\n", (unsigned long long)peak[0],
+           (unsigned long long)peak[1], k, (unsigned long long)S);
+    ASSERT_GE(peak[0], (uint64_t)(k + 1) * S); /* every partial and the sum at once */
+    ASSERT_LE(peak[1], 3 * S + 4096);          /* the region, the partial being added, the next one */
+    /* a cap of 3 partials plans lowered without moving a byte; unlowered it is infeasible */
+    tp_plan_opts_init(&o, 1, 3 * S + 4096);
+    tp_memgraph *mg;
+    ASSERT_OK_ERR(tp_plan(g, &o, &mg, &e), e);
+    verify_plan(mg, g);
+    tp_plan_stats st;
+    tp_memgraph_stats(mg, &st);
+    ASSERT_EQ(st.sum_groups, 1u);
+    ASSERT_EQ(st.dev[0].offload_count, 0u);
+    tp_memgraph_free(mg);
+    o.sum_into = 0;
+    ASSERT_STATUS(tp_plan(g, &o, &mg, &e), TP_ERR_INFEASIBLE);
+    tp_graph_free(g);
+}
+
 TEST(props_chain) { run_family(GEN_CHAIN, 150); }
 TEST(props_diamond) { run_family(GEN_DIAMOND, 150); }
 TEST(props_fanin) { run_family(GEN_FANIN, 150); }
@@ -226,15 +443,16 @@ TEST(props_random) { run_family(GEN_RANDOM, 150); }
 TEST(props_tiny_sizes) { run_family(GEN_TINY, 150); }
 TEST(props_big_sizes) { run_family(GEN_BIG, 60); }
 
-/* `test_props dump DIR N`: writes N random TaskGraphs for tests/mutations.py */
+/* `test_props dump DIR N [accum]`: writes N random TaskGraphs for tests/mutations.py (accum:
+ * of the sum-into family) */
 static int dump(int argc, char **argv)
 {
     if (strcmp(argv[1], "dump")) return -1;
     if (argc < 4) return 2;
-    int n = atoi(argv[3]);
+    int n = atoi(argv[3]), accum = argc > 4 && !strcmp(argv[4], "accum");
     for (int i = 0; i < n; i++) {
-        int fam = i % GEN_NFAMILIES == GEN_BIG ? GEN_RANDOM : i % GEN_NFAMILIES;
-        tp_graph *g = gen_graph(1000 + (uint64_t)i, fam);
+        int fam = i % (GEN_BIG + 1) == GEN_BIG ? GEN_RANDOM : i % (GEN_BIG + 1);
+        tp_graph *g = accum ? gen_graph(1000 + (uint64_t)i, GEN_ACCUM) : gen_graph(1000 + (uint64_t)i, fam);
         char path[4096];
         snprintf(path, sizeof path, "%s/g%03d.json", argv[2], i);
         FILE *f = fopen(path, "w");

@@ -148,6 +148,7 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
     }
     if (f->host_mem) o->host_mem = f->host_mem;
     if (f->order) tp_order_parse(f->order, &o->order); /* a name of cli_plan_order_names: cannot fail */
+    if (f->no_sum_into) o->sum_into = 0;
     return 0;
 }
 
@@ -253,6 +254,7 @@ void cli_run_opts(const cli_exec_flags *f, tp_run_opts *ro)
     ro->seed = (uint64_t)f->seed;
     ro->streams = (int)f->streams;
     ro->fail_vertex = f->fail_vertex;
+    ro->deterministic = f->deterministic;
     if (f->progress) ro->progress = progress_line;
 }
 

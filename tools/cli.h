@@ -86,6 +86,7 @@ typedef struct cli_plan_flags {
     cli_sizes device_mem; /* --device-mem: one size for all devices or one per device */
     uint64_t host_mem;    /* --host-mem, 0: not given (unlimited) */
     const char *order;    /* the planner's serial order (cli_plan_order_names), NULL: default */
+    int no_sum_into;      /* --no-sum-into: plan marked sums as kernels (tp_plan_opts.sum_into 0) */
 } cli_plan_flags;
 
 /* Table entries of the planning flags (S: the command's flag struct, F: its cli_plan_flags
@@ -93,11 +94,14 @@ typedef struct cli_plan_flags {
 #define CLI_O_DEVICE_MEM(S, F, help) CLI_O_SIZES("--device-mem", "SIZE[,..]", S, F.device_mem, help)
 #define CLI_O_HOST_MEM(S, F) \
     CLI_O_SIZE("--host-mem", "SIZE", S, F.host_mem, "host memory for inputs and offloaded values (default: unlimited)")
+#define CLI_O_NO_SUM_INTO(S, F)                                                                          \
+    CLI_O_SWITCH("--no-sum-into", S, F.no_sum_into,                                                       \
+                 "plan sums marked \"accumulate\" as kernels (default: lowered to\naccumulate groups, docs/planner.md)")
 #define CLI_O_PLAN_ORDER(ORDER, S, F) \
     CLI_O_CHOICE(ORDER, "NAME", S, F.order, cli_plan_order_names, "serial order the plan simulates: topo, dfs or greedy")
 
 /* Applies f to o (already initialised for ndevices): device capacities when given, host
- * memory, order. On a list of the wrong length prints the error and returns 2; else 0. */
+ * memory, order, sum-into. On a list of the wrong length prints the error and returns 2; else 0. */
 int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_plan_opts *o);
 
 /* ---- backends ---------------------------------------------------------------------------- */
@@ -136,6 +140,7 @@ typedef struct cli_exec_flags {
     long long repeat;        /* runs of the plan (0 or 1: one) */
     const char *trace;       /* --trace FILE or NULL */
     int progress;            /* report progress on standard error */
+    int deterministic;       /* --deterministic: sum-into groups accumulate in member order */
 } cli_exec_flags;
 
 /* Table entries of the run flags (S: the command's flag struct, F: its cli_exec_flags member). */
@@ -146,6 +151,9 @@ typedef struct cli_exec_flags {
 #define CLI_O_SEED(S, F) CLI_O_INT("--seed", "N", S, F.seed, 0, LLONG_MAX, "seed of the random order and the jitter (default 0)")
 #define CLI_O_STREAMS(S, F) CLI_O_INT("--streams", "N", S, F.streams, 1, 64, "compute streams per device (default 1)")
 #define CLI_O_TRACE(S, F) CLI_O_STR("--trace", "FILE", S, F.trace, "Chrome trace-event JSON of the run (open in Perfetto)")
+#define CLI_O_DETERMINISTIC(S, F)                                                                          \
+    CLI_O_SWITCH("--deterministic", S, F.deterministic,                                                   \
+                 "sum-into groups add in member order: results bit-identical across\n--order and --seed")
 
 /* The run options f stands for (no trace). */
 void cli_run_opts(const cli_exec_flags *f, tp_run_opts *ro);

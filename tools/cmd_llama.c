@@ -38,6 +38,8 @@ static const cli_opt opts[] = {
     CLI_O_SWITCH("--all-logits", flags, all_logits, "logits of every position, not just the last"),
     CLI_O_TRACE(flags, x),
     CLI_O_POLICY(flags, x),
+    CLI_O_DETERMINISTIC(flags, x),
+    CLI_O_NO_SUM_INTO(flags, p),
     CLI_O_STREAMS(flags, x),
     CLI_O_LINK_BANDWIDTH(flags, b, "cpu: throttle host-device and peer copies"),
     CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, TP_SIM_JITTER_MAX,
@@ -71,6 +73,7 @@ static void help(FILE *f)
         "                    [--host-mem SIZE]\n"
         "                    [--out logits.safetensors] [--all-logits] [--trace FILE] [--order POLICY]\n"
         "                    [--streams N] [--link-bandwidth GB/s] [--jitter F] [--no-data] [--repeat N] [--print-prompt]\n"
+        "                    [--deterministic] [--no-sum-into]\n"
         "       turnip llama (--model DIR | --preset NAME) --backend sim [--machine NAME] [--devices D]\n"
         "                    --sweep-seq 1024,2048,.. [--sweep-mem SIZE,..] --csv FILE [--png FILE]\n"
         "\n"

@@ -12,6 +12,7 @@ static const cli_opt opts[] = {
     CLI_O_DEVICE_MEM(flags, p, "device capacity (required): one size for all devices, or one per device"),
     CLI_O_HOST_MEM(flags, p),
     CLI_O_PLAN_ORDER("--order", flags, p),
+    CLI_O_NO_SUM_INTO(flags, p),
     CLI_O_STR("-o|--output", "FILE", flags, out, "write the MemGraph there (default: standard output)"),
     CLI_O_SWITCH("--stats", flags, stats, "print plan statistics (to standard error when the MemGraph\ngoes to standard output)"),
     CLI_O_END,
@@ -21,7 +22,7 @@ static void help(FILE *f)
 {
     cli_print_help(f,
                    "usage: turnip plan TASKGRAPH --device-mem SIZE[,SIZE...] [--host-mem SIZE]\n"
-                   "                   [--order topo|dfs|greedy] [-o MEMGRAPH] [--stats]\n"
+                   "                   [--order topo|dfs|greedy] [--no-sum-into] [-o MEMGRAPH] [--stats]\n"
                    "\n"
                    "Compiles TASKGRAPH (turnip.taskgraph/1 JSON) into a MemGraph (turnip.memgraph/1) that\n"
                    "fits each device in --device-mem (one size for all devices, or one per device),\n"

@@ -16,7 +16,9 @@ static const cli_opt opts[] = {
     CLI_O_STR("--out", "FILE", flags, out, "safetensors the outputs go to, by output id (required)"),
     CLI_O_HOST_MEM(flags, p),
     CLI_O_PLAN_ORDER("--plan-order", flags, p),
+    CLI_O_NO_SUM_INTO(flags, p),
     CLI_O_POLICY(flags, x),
+    CLI_O_DETERMINISTIC(flags, x),
     CLI_O_SEED(flags, x),
     CLI_O_STREAMS(flags, x),
     CLI_O_LINK_BANDWIDTH(flags, b, "throttle host-device and peer copies (default: unthrottled memcpy)"),
@@ -48,7 +50,7 @@ static void help(FILE *f)
                    "                  [--host-mem SIZE] [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N]\n"
                    "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F]\n"
                    "                  [--trace FILE] [--no-verify] [--repeat N] [--backend cpu|cuda] [--completion callback|poll]\n"
-                   "                  [--matmul fast|exact]\n"
+                   "                  [--matmul fast|exact] [--no-sum-into] [--deterministic]\n"
                    "\n"
                    "Plans TASKGRAPH under the caps, verifies the plan (unless --no-verify), runs it on the cpu\n"
                    "backend (emulated GPUs: memory arenas of exactly the cap, worker threads for compute streams\n"

@@ -13,7 +13,9 @@ static const cli_opt opts[] = {
     CLI_O_DEVICE_MEM(flags, p, "device capacity: one size for all devices, or one per device\n(default: the machine's memory)"),
     CLI_O_HOST_MEM(flags, p),
     CLI_O_PLAN_ORDER("--plan-order", flags, p),
+    CLI_O_NO_SUM_INTO(flags, p),
     CLI_O_POLICY(flags, x),
+    CLI_O_DETERMINISTIC(flags, x),
     CLI_O_SEED(flags, x),
     CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, TP_SIM_JITTER_MAX, "kernel times and copy sizes x exp(F x N(0,1)), seeded by --seed"),
     CLI_O_STREAMS(flags, x),
@@ -26,7 +28,7 @@ static void help(FILE *f)
     cli_print_help(f,
                    "usage: turnip sim TASKGRAPH --machine NAME|FILE [--device-mem SIZE[,..]] [--host-mem SIZE]\n"
                    "                  [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N] [--jitter F]\n"
-                   "                  [--streams N] [--trace FILE]\n"
+                   "                  [--streams N] [--trace FILE] [--no-sum-into] [--deterministic]\n"
                    "\n"
                    "Plans TASKGRAPH (capacities default to the machine's memory) and runs the plan on the sim\n"
                    "backend: virtual time from the profile's cost model (profiles/NAME.json: a100x8, p100x4, h100),\n"

@@ -35,7 +35,13 @@ extern "C" {
 
 /* Dispatch policies, a table (src/exec/policy.c; one file per policy): `any` (the default:
  * whatever is ready, first come first served), `fixed` (each engine runs its vertices in the
- * plan's order: the paper's ablation), `random` (a seeded choice among the ready, for tests). */
+ * plan's order: the paper's ablation), `random` (a seeded choice among the ready, for tests).
+ *
+ * Sum-into groups (TP_M_ACCUMULATE, TP_M_JOIN): a group's members run one at a time: a member
+ * whose deps are done starts only when its group's lock is free, else it waits in the group's
+ * queue; its completion frees the lock for the next. The lock serves the first waiting member,
+ * or with tp_run_opts.deterministic (and always under `fixed`) the members in ascending index.
+ * A join runs on no engine: it completes as soon as its deps are done. */
 int tp_policy_count(void);
 const char *tp_policy_name(int i);  /* NULL past the end */
 const char *tp_policy_help(int i);  /* one line */
@@ -50,6 +56,9 @@ typedef struct tp_run_opts {
     int copy_depth;         /* vertices queued at once on each copy engine (like a CUDA stream
                                queue; copies still run one at a time, in order), 1..TP_MAX_COPY_DEPTH */
     int64_t fail_vertex;    /* test hook: this MemGraph vertex fails (-1: none) */
+    int deterministic;      /* sum-into: 1 serves each group's lock in member order (ascending
+                               MemGraph index): results bit-identical across orders and seeds;
+                               0 (default): whichever member is ready first */
     /* called from the executor's thread about 4 times a second while a run goes on */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;

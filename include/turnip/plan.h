@@ -26,7 +26,9 @@ typedef enum tp_mkind {
     TP_M_TRANSFER,
     TP_M_OFFLOAD,
     TP_M_RELOAD,
-    TP_M_RESIDENT /* a resident input already on its device at the start (sessions) */
+    TP_M_RESIDENT, /* a resident input already on its device at the start (sessions) */
+    TP_M_ACCUMULATE, /* sum-into: adds reads[1] into its group's region (reads[0] is the init) */
+    TP_M_JOIN        /* sum-into: no-op after every member of its group; producer of the sum */
 } tp_mkind;
 const char *tp_mkind_name(tp_mkind k);
 
@@ -51,7 +53,9 @@ typedef struct tp_mvertex {
                               read is the producer's `write` */
     uint32_t ndeps;
     const uint32_t *deps;  /* every incoming edge, data and memory, sorted, no repeats */
-    int inplace;           /* kernels: index into reads whose region this one overwrites, or -1 */
+    int inplace;           /* kernels: index into reads whose region this one overwrites, or -1;
+                              accumulate: 0 (it adds into the region of reads[0], the init's) */
+    int32_t group;         /* accumulate and join: their group (0, 1, ...), -1 for every other kind */
 } tp_mvertex;
 
 typedef struct tp_memgraph tp_memgraph;
@@ -61,9 +65,11 @@ typedef struct tp_plan_opts {
     uint64_t device_mem[TP_MAX_DEVICES];
     uint64_t host_mem;           /* 0: unlimited (the plan reports what it used) */
     tp_order order;
+    int sum_into;                /* 1 (default): lower sums marked "accumulate": true into accumulate
+                                    groups (docs/planner.md "Sum-into"); 0: plan every sum as a kernel */
 } tp_plan_opts;
 
-/* Fills opts with defaults: every device `device_mem`, host unlimited, default order. */
+/* Fills opts with defaults: every device `device_mem`, host unlimited, default order, sum_into. */
 void tp_plan_opts_init(tp_plan_opts *opts, int ndevices, uint64_t device_mem);
 
 /* Plans g (finalized) under opts. On success *out is a new MemGraph the caller frees.
@@ -125,6 +131,11 @@ typedef struct tp_plan_stats {
     uint64_t host_mem_deps;     /* memory dependencies added for host-region reuse */
     uint64_t vertices, edges;   /* MemGraph size */
     double plan_seconds;
+    /* sum-into (docs/planner.md): TaskGraph sums marked "accumulate", how many became groups,
+     * their accumulate vertices, and whether lowering made the caps infeasible so that the
+     * plan was made again without it (then groups is 0) */
+    uint32_t sums_marked, sum_groups, sum_members;
+    int sum_into_fallback;
 } tp_plan_stats;
 
 /* Statistics of a plan; the superfluous-dependency count costs a bounded search per edge. */

@@ -31,7 +31,8 @@ int tp__lane_engine(const tp__plan_ctx *c, int k)
 
 int tp__engines_gpu_like(const tp_run_opts *o, tp__engine *out)
 {
-    out[TP__ENG_COMPUTE] = (tp__engine){.name = "stream", .tag = "stream", .kinds = 1u << TP_M_KERNEL, .units = o->streams};
+    out[TP__ENG_COMPUTE] =
+        (tp__engine){.name = "stream", .tag = "stream", .kinds = 1u << TP_M_KERNEL | 1u << TP_M_ACCUMULATE, .units = o->streams};
     out[TP__ENG_H2D] = (tp__engine){.name = "h2d", .tag = "h2d", .kinds = 1u << TP_M_RELOAD, .units = o->copy_depth, .lanes = 1, .moves = 1};
     out[TP__ENG_D2H] = (tp__engine){.name = "d2h", .tag = "d2h", .kinds = 1u << TP_M_OFFLOAD, .units = o->copy_depth, .lanes = 1, .moves = 1};
     out[TP__ENG_PEER] =
@@ -181,10 +182,16 @@ tp_status tp__kernels_prepare(const tp_memgraph *mg, tp__kplan **kp, uint64_t sc
     for (uint32_t i = 0; i < n; i++) {
         tp_mvertex v;
         tp_memgraph_vertex(mg, i, &v);
-        if (v.kind != TP_M_KERNEL) continue;
+        if (v.kind != TP_M_KERNEL && v.kind != TP_M_ACCUMULATE) continue;
         tp__kplan *k = &(*kp)[v.task];
         tp_status s = tp__kernel_prepare(g, v.task, k, err);
         if (s) return s;
+        if (v.kind == TP_M_ACCUMULATE) { /* sum-into: adds one input into its group's region */
+            if (k->op != TP__OP_SUM || v.nreads != 2)
+                return tp__fail(err, TP_ERR_INVALID, "vertex '%s': an accumulate of op '%s' with %u reads; only a sum's, with 2",
+                                tp_graph_vertex(g, v.task)->id, tp__op_name(k->op), v.nreads);
+            continue;
+        }
         if (v.inplace >= 0 && !tp__kernel_inplace_ok(g, v.task, k, (uint32_t)v.inplace))
             return tp__fail(err, TP_ERR_INVALID,
                             "vertex '%s': op '%s' cannot write its output over its input %d (drop its 'inplace'; only "

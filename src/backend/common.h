@@ -32,7 +32,8 @@ static inline int tp__lane(const tp__plan_ctx *c, uint32_t v, int unit)
 /* Engine of lane index k within a device, and whether it computes. */
 int tp__lane_engine(const tp__plan_ctx *c, int k);
 
-/* The engines of the cpu, sim and cuda backends: per device `streams` compute streams and one
+/* The engines of the cpu, sim and cuda backends: per device `streams` compute streams (kernels
+ * and sum-into accumulates; joins run on no engine) and one
  * in-order copy engine each for host-to-device (reloads), device-to-host (offloads) and
  * peer-in (transfers into the device), each taking copy_depth vertices at once. Returns 4. */
 int tp__engines_gpu_like(const tp_run_opts *o, tp__engine *out);

@@ -13,7 +13,11 @@
  * the clock), account (compute-idle time during which a kernel of the device had its data
  * but still waited on memory dependencies: the stall the paper's design minimizes), complete
  * (free units, count, release successors) and progress; then finish. What the loop needs per
- * vertex (engine, device, queue, bytes) is computed once, in tp_exec_new. */
+ * vertex (engine, device, queue, bytes) is computed once, in tp_exec_new.
+ *
+ * Sum-into groups: a member whose deps are done waits for its group's lock (a FIFO of waiting
+ * members, or in member order when `ordered`) before it enters its engine's queue; it holds the
+ * lock until it completes. A join runs on no engine: it completes when its deps are done. */
 #include <stdlib.h>
 #include <string.h>
 #include "exec/exec_internal.h"
@@ -52,6 +56,12 @@ struct tp_exec {
     uint32_t *succ_off, *succ;
     uint8_t *succ_data; /* edge is a data edge */
     uint32_t *ndeps, *ndata;
+    /* sum-into groups: per vertex, its group if a member (else -1) and whether it is a join;
+     * per group its members in ascending index (CSR); `ordered`: the lock serves them so */
+    int32_t *grp;
+    uint8_t *join;
+    uint32_t ngroups, *gm_off, *gm, *gnext_member;
+    int ordered;
     /* per queue */
     uint32_t *qsize;
     int *units, *nfree, *free_off, *free_units;
@@ -63,6 +73,9 @@ struct tp_exec {
     /* per run */
     uint32_t *left, *dleft;
     uint8_t *busy; /* in flight */
+    uint32_t *gholder, *gnext, *ghead, *gcount; /* per group: lock holder, next in order, FIFO */
+    uint8_t *gready;  /* per vertex: a member waiting for its lock */
+    uint32_t *gring;  /* per group (at gm_off): the FIFO of waiting members */
     tp__vrec *rec;
     double start;
     int ran;    /* a run has finished: the record is there */
@@ -98,6 +111,17 @@ void tp_exec_free(tp_exec *x)
     free(x->left);
     free(x->dleft);
     free(x->busy);
+    free(x->grp);
+    free(x->join);
+    free(x->gm_off);
+    free(x->gm);
+    free(x->gnext_member);
+    free(x->gholder);
+    free(x->gnext);
+    free(x->ghead);
+    free(x->gcount);
+    free(x->gready);
+    free(x->gring);
     free(x->rec);
     free(x);
 }
@@ -147,7 +171,20 @@ static tp_status index_vertices(tp_exec *x, tp_error *err)
         x->device[i] = 0;
         x->queue[i] = TP__NO_QUEUE;
         x->bytes[i] = v.write.bytes;
-        if (v.kind == TP_M_RESIDENT) {
+        x->grp[i] = -1;
+        if ((v.kind == TP_M_ACCUMULATE || v.kind == TP_M_JOIN) && (v.group < 0 || (uint32_t)v.group >= n))
+            return tp__fail(err, TP_ERR_INVALID, "vertex %u (%s): group %d is not in [0, %u)", i, tp_mkind_name(v.kind),
+                            (int)v.group, n);
+        if (v.kind == TP_M_ACCUMULATE) {
+            x->grp[i] = v.group;
+            if ((uint32_t)v.group + 1 > x->ngroups) x->ngroups = (uint32_t)v.group + 1;
+        }
+        if (v.kind == TP_M_JOIN) { /* no engine: done when its deps are */
+            if (v.device < 0 || v.device >= x->nd)
+                return tp__fail(err, TP_ERR_INVALID, "vertex %u (join): device %d out of range", i, v.device);
+            x->join[i] = 1;
+            x->device[i] = (int16_t)v.device;
+        } else if (v.kind == TP_M_RESIDENT) {
             tp_status s = check_resident(x, i, &v, err);
             if (s) return s;
             x->device[i] = (int16_t)v.write.device;
@@ -186,6 +223,35 @@ static tp_status index_vertices(tp_exec *x, tp_error *err)
         }
     }
     free(fill);
+    /* groups: members in ascending index, and each one's next */
+    uint32_t G = x->ngroups;
+    x->gm_off = calloc((size_t)G + 2, sizeof *x->gm_off);
+    x->gnext_member = malloc(((size_t)n + 1) * sizeof *x->gnext_member);
+    x->gholder = malloc(((size_t)G + 1) * sizeof *x->gholder);
+    x->gnext = malloc(((size_t)G + 1) * sizeof *x->gnext);
+    x->ghead = malloc(((size_t)G + 1) * sizeof *x->ghead);
+    x->gcount = malloc(((size_t)G + 1) * sizeof *x->gcount);
+    if (!x->gm_off || !x->gnext_member || !x->gholder || !x->gnext || !x->ghead || !x->gcount)
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    uint32_t nm = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (x->grp[i] >= 0) x->gm_off[x->grp[i] + 1]++, nm++;
+    for (uint32_t g = 0; g < G; g++) x->gm_off[g + 1] += x->gm_off[g];
+    x->gm = malloc(((size_t)nm + 1) * sizeof *x->gm);
+    x->gring = malloc(((size_t)nm + 1) * sizeof *x->gring);
+    uint32_t *gf = malloc(((size_t)G + 1) * sizeof *gf);
+    if (!x->gm || !x->gring || !gf) {
+        free(gf);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
+    memcpy(gf, x->gm_off, (size_t)G * sizeof *gf);
+    for (uint32_t i = 0; i < n; i++) {
+        x->gnext_member[i] = TP__NONE;
+        if (x->grp[i] >= 0) x->gm[gf[x->grp[i]]++] = i;
+    }
+    free(gf);
+    for (uint32_t g = 0; g < G; g++)
+        for (uint32_t k = x->gm_off[g]; k + 1 < x->gm_off[g + 1]; k++) x->gnext_member[x->gm[k]] = x->gm[k + 1];
     return TP_OK;
 }
 
@@ -228,10 +294,13 @@ tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts 
     x->left = malloc((n + 1) * sizeof *x->left);
     x->dleft = malloc((n + 1) * sizeof *x->dleft);
     x->busy = calloc(n + 1, 1);
+    x->grp = malloc((n + 1) * sizeof *x->grp);
+    x->join = calloc(n + 1, 1);
+    x->gready = calloc(n + 1, 1);
     x->rec = calloc(n + 1, sizeof *x->rec);
     if (!x->engine || !x->device || !x->queue || !x->bytes || !x->ndeps || !x->ndata || !x->succ_off || !x->qsize ||
         !x->units || !x->nfree || !x->free_off || !x->dirty_flag || !x->dirty || !x->left || !x->dleft || !x->busy ||
-        !x->rec) {
+        !x->grp || !x->join || !x->gready || !x->rec) {
         s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
         goto fail;
     }
@@ -253,7 +322,8 @@ tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts 
                      (long long)o->fail_vertex);
         goto fail;
     }
-    tp__policy_env env = {n, x->succ_off, x->succ, x->ndeps, x->queue, nq, x->qsize};
+    x->ordered = o->deterministic || pol->ordered_locks;
+    tp__policy_env env = {n, x->succ_off, x->succ, x->ndeps, x->queue, nq, x->qsize, x->gnext_member};
     if ((s = pol->init(&env, &x->pstate, err))) goto fail;
     /* the sink's contract: one slot per unit that may have a completion outstanding */
     if (!tp__sink_init(&x->sink, units)) {
@@ -355,6 +425,69 @@ static void make_ready(tp_exec *x, uint32_t v)
     mark_dirty(x, x->queue[v]);
 }
 
+/* group g's lock, when free, goes to the next waiting member (FIFO, or the next in member
+ * order when it is waiting), which then enters its engine's queue */
+static void grant(tp_exec *x, uint32_t g)
+{
+    if (x->gholder[g] != TP__NONE) return;
+    uint32_t v = TP__NONE, off = x->gm_off[g], nm = x->gm_off[g + 1] - off;
+    if (x->ordered) {
+        if (x->gnext[g] < nm && x->gready[x->gm[off + x->gnext[g]]]) v = x->gm[off + x->gnext[g]++];
+    } else if (x->gcount[g]) { /* each member waits once: a ring of the group's size never overflows */
+        v = x->gring[off + x->ghead[g]];
+        x->ghead[g] = x->ghead[g] + 1 == nm ? 0 : x->ghead[g] + 1;
+        x->gcount[g]--;
+    }
+    if (v == TP__NONE) return;
+    x->gready[v] = 0;
+    x->gholder[g] = v;
+    make_ready(x, v);
+}
+
+static void release(run *r, uint32_t v);
+
+/* v's deps are done: a join completes now, a member waits for its group's lock, anything else
+ * enters its engine's queue */
+static void ready(run *r, uint32_t v)
+{
+    tp_exec *x = r->x;
+    if (x->join[v]) {
+        x->rec[v].t0 = x->rec[v].t1 = r->now;
+        r->done++;
+        release(r, v);
+        return;
+    }
+    if (x->grp[v] >= 0) {
+        uint32_t g = (uint32_t)x->grp[v];
+        if (!x->ordered) {
+            uint32_t off = x->gm_off[g], nm = x->gm_off[g + 1] - off, tail = x->ghead[g] + x->gcount[g];
+            x->gring[off + (tail >= nm ? tail - nm : tail)] = v;
+            x->gcount[g]++;
+        }
+        x->gready[v] = 1;
+        grant(x, g);
+        return;
+    }
+    make_ready(x, v);
+}
+
+/* v is done: its successors lose a dependency */
+static void release(run *r, uint32_t v)
+{
+    tp_exec *x = r->x;
+    for (uint32_t k = x->succ_off[v]; k < x->succ_off[v + 1]; k++) {
+        uint32_t w = x->succ[k];
+        /* a kernel is memory-blocked while its data is there but a memory dep is not */
+        int compute = is_compute(x, w);
+        int before = compute && !x->dleft[w] && x->left[w];
+        x->dleft[w] -= x->succ_data[k];
+        x->left[w]--;
+        int after = compute && !x->dleft[w] && x->left[w];
+        r->memblocked[x->device[w]] += after - before;
+        if (!x->left[w] && !r->failed) ready(r, w);
+    }
+}
+
 /* The first failure wins; later ones only stop launching. */
 static void fail_run(run *r, tp_status s)
 {
@@ -393,19 +526,22 @@ static void phase_start(run *r)
     }
     x->ndirty = 0;
     memset(x->busy, 0, n);
+    memset(x->gready, 0, n);
+    for (uint32_t g = 0; g < x->ngroups; g++) x->gholder[g] = TP__NONE, x->gnext[g] = x->ghead[g] = x->gcount[g] = 0;
     if (x->be->ops->begin) x->be->ops->begin(x->be); /* the backend's counts too are this run's */
     r->clock = x->be->ops->now;
     x->start = r->now = run_clock(r);
     r->last_progress = tp__now();
     for (int d = 0; d < x->nd; d++) r->last[d] = x->start;
-    /* inputs (and resident inputs) complete at once; the rest wait for their deps */
+    /* inputs (and resident inputs) complete at once; the rest wait for their deps (a join with
+     * none, which no plan has, completes at once too) */
     for (uint32_t i = 0; i < n; i++) {
         x->left[i] = x->ndeps[i];
         x->dleft[i] = x->ndata[i];
     }
     for (uint32_t i = 0; i < n; i++) {
         x->rec[i] = (tp__vrec){0, 0, 0, x->device[i], x->engine[i]};
-        if (x->engine[i] != TP__NO_ENGINE) continue;
+        if (x->engine[i] != TP__NO_ENGINE || (x->join[i] && x->ndeps[i])) continue;
         x->rec[i].t0 = x->rec[i].t1 = x->start;
         r->done++;
         for (uint32_t k = x->succ_off[i]; k < x->succ_off[i + 1]; k++) {
@@ -420,7 +556,7 @@ static void phase_start(run *r)
     for (int pass = 0; pass < 2; pass++)
         for (uint32_t i = 0; i < n; i++) {
             if (x->engine[i] == TP__NO_ENGINE || (x->succ_off[i + 1] == x->succ_off[i]) != pass) continue;
-            if (!x->left[i]) make_ready(x, i);
+            if (!x->left[i]) ready(r, i);
             else if (!pass && !x->dleft[i] && is_compute(x, i)) r->memblocked[x->device[i]]++;
         }
 }
@@ -532,17 +668,11 @@ static void phase_complete(run *r, tp__done *c, size_t nc)
             continue;
         }
         if (c[i].err) free(c[i].err); /* a backend may attach one to a success too: ours to free */
-        for (uint32_t k = x->succ_off[v]; k < x->succ_off[v + 1]; k++) {
-            uint32_t w = x->succ[k];
-            /* a kernel is memory-blocked while its data is there but a memory dep is not */
-            int compute = is_compute(x, w);
-            int before = compute && !x->dleft[w] && x->left[w];
-            x->dleft[w] -= x->succ_data[k];
-            x->left[w]--;
-            int after = compute && !x->dleft[w] && x->left[w];
-            r->memblocked[x->device[w]] += after - before;
-            if (!x->left[w] && !r->failed) make_ready(x, w);
+        if (x->grp[v] >= 0) { /* its group's lock is free for the next member */
+            x->gholder[x->grp[v]] = TP__NONE;
+            if (!r->failed) grant(x, (uint32_t)x->grp[v]);
         }
+        release(r, v);
     }
 }
 

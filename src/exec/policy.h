@@ -23,6 +23,8 @@ typedef struct tp__policy_env {
     const uint32_t *queue;          /* per vertex: its ready queue, or TP__NO_QUEUE (inputs) */
     uint32_t nqueues;
     const uint32_t *qsize;          /* per queue: vertices that ever enter it */
+    const uint32_t *group_next;     /* per vertex: the next member (ascending index) of its sum-into
+                                       group, TP__NONE for the last member and every other vertex */
 } tp__policy_env;
 
 typedef struct tp__policy {
@@ -37,6 +39,10 @@ typedef struct tp__policy {
     /* the vertex of queue q to start now, removed from it, or TP__NONE */
     uint32_t (*pop)(void *state, uint32_t q);
     void (*free)(void *state);
+    /* 1: the executor serves every sum-into group's lock in member order (a policy whose order
+     * is fixed in advance puts the members in that order: a lock served otherwise could wait
+     * on a member the policy will only start later) */
+    int ordered_locks;
 } tp__policy;
 
 /* The policy of that name (NULL or "": the default), or NULL. */

@@ -3,7 +3,9 @@
  * MemGraph that follows the planner's creation (simulation) order: Kahn's algorithm taking the
  * smallest vertex id first. Every wait is on something earlier in it, so it cannot deadlock.
  * A queue's sequence is its vertices in that order; pop starts the next one only when it is
- * ready. */
+ * ready. Sum-into members of one group are in the order in it, by an added edge from each to
+ * the next, and the executor serves their lock in that order (ordered_locks): the earliest
+ * unfinished vertex of the order can always start. */
 #include <stdlib.h>
 #include <string.h>
 #include "exec/policy.h"
@@ -29,16 +31,47 @@ static void fixed_free(void *state)
     free(st);
 }
 
-/* topological order following creation order: Kahn by smallest id */
+/* topological order following creation order: Kahn by smallest id, with an edge from each
+ * sum-into member to the next of its group (the executor serves a group's lock in that order
+ * under this policy, so the sequence never waits on a member the lock will only serve later) */
 static tp_status global_order(const tp__policy_env *env, uint32_t *order, tp_error *err)
 {
     uint32_t n = env->n, reached = 0, *deg = malloc((n + 1) * sizeof *deg);
-    if (!deg) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    uint32_t *off = malloc(((size_t)n + 2) * sizeof *off), *succ = NULL;
+    if (!deg || !off) {
+        free(deg);
+        free(off);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
     memcpy(deg, env->ndeps, n * sizeof *deg);
-    tp_status s = tp__topo_sort(n, env->succ_off, env->succ, deg, TP__TOPO_SMALLEST, order, &reached);
+    size_t extra = 0;
+    off[0] = 0;
+    for (uint32_t v = 0; v < n; v++) {
+        int e = env->group_next && env->group_next[v] != TP__NONE;
+        extra += (size_t)e;
+        off[v + 1] = off[v] + (env->succ_off[v + 1] - env->succ_off[v]) + (uint32_t)e;
+    }
+    succ = malloc(((size_t)env->succ_off[n] + extra + 1) * sizeof *succ);
+    if (!succ) {
+        free(deg);
+        free(off);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t v = 0; v < n; v++) {
+        uint32_t k = off[v];
+        for (uint32_t j = env->succ_off[v]; j < env->succ_off[v + 1]; j++) succ[k++] = env->succ[j];
+        if (env->group_next && env->group_next[v] != TP__NONE) {
+            succ[k++] = env->group_next[v];
+            deg[env->group_next[v]]++;
+        }
+    }
+    tp_status s = tp__topo_sort(n, off, succ, deg, TP__TOPO_SMALLEST, order, &reached);
     free(deg);
+    free(off);
+    free(succ);
     if (s) return tp__fail(err, s, "out of memory");
-    return reached == n ? TP_OK : tp__fail(err, TP_ERR_INVALID, "MemGraph has a cycle");
+    return reached == n ? TP_OK
+                        : tp__fail(err, TP_ERR_INVALID, "MemGraph has a cycle (or a sum-into member after a later one of its group)");
 }
 
 static tp_status fixed_init(const tp__policy_env *env, void **state, tp_error *err)
@@ -114,4 +147,5 @@ const tp__policy tp__policy_fixed = {
     .push = fixed_push,
     .pop = fixed_pop,
     .free = fixed_free,
+    .ordered_locks = 1,
 };

@@ -1,7 +1,9 @@
 /* trace.c - Chrome trace-event JSON of a finished run (opens in Perfetto or chrome://tracing):
  * one process per device, one track per compute stream and copy engine, a slice per vertex
  * with its kind, task and bytes, and a counter of the device memory holding live values (a
- * value is live from its writer's start to its last reader's end; outputs stay live).
+ * value is live from its writer's start to its last reader's end; outputs stay live; a sum-into
+ * group's region counts as its init's value until the last accumulate reading it ends, then as
+ * its join's; joins, which run on no engine, have no slice).
  * Called after a run, from the run record (exec_internal.h): no file I/O inside tp_exec_run. */
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +86,7 @@ tp_status tp_exec_trace_write(const tp_exec *x, const char *path, tp_error *err)
     for (uint32_t i = 0; i < n; i++) {
         tp_mvertex v;
         tp_memgraph_vertex(mg, i, &v);
-        if (v.write.space != TP_SPACE_DEVICE) continue;
+        if (v.write.space != TP_SPACE_DEVICE || v.kind == TP_M_ACCUMULATE) continue; /* a group's region: its init's, then its join's */
         ev[ne++] = (memev){rec[i].t0, (int64_t)v.write.bytes, v.write.device};
         if (!is_out[i]) ev[ne++] = (memev){lastread[i] > rec[i].t1 ? lastread[i] : rec[i].t1, -(int64_t)v.write.bytes, v.write.device};
     }

@@ -344,7 +344,9 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
         s = want_out(c, 2, o);
         break;
     }
-    case TP__OP_SUM:
+    case TP__OP_SUM: {
+        int acc; /* sum-into's mark (docs/planner.md): the planner's, checked here for its type */
+        if ((s = attr_bool(c, a, "accumulate", &acc))) goto done;
         for (uint32_t k = 1; k < v->ninputs; k++)
             if (!same_shape(inp(c, k), nd, shp)) {
                 s = PFAIL("sum inputs must have equal shapes (input %u differs)", v->id, v->op, k);
@@ -352,6 +354,7 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
             }
         s = want_out(c, nd, shp);
         break;
+    }
     case TP__OP_SLICE:
         if ((s = attr_axis(c, a, nd, &kp->axis)) || (s = attr_int(c, a, "start", &kp->start, 0, 1)) ||
             (s = attr_int(c, a, "length", &kp->length, 0, 1)))

@@ -71,6 +71,10 @@ int tp__sgemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const 
 const char *tp__blas_info(int *threads);
 
 
+/* Sum-into (accumulate.c): out[i] += in[i] for n elements, computed in f32 and rounded to
+ * out_dtype (f32, f16 or bf16; in_dtype likewise). */
+void tp__accumulate(tp_dtype out_dtype, void *out, tp_dtype in_dtype, const void *in, uint64_t n);
+
 /* The f16/bf16 storage conversions are in io/half.h (tp__f16_to_f32 and friends). */
 
 #endif

@@ -1,6 +1,7 @@
 /* dot.c - Graphviz drawing of a MemGraph, in the style of the paper's Figures 5 and 7:
  * data dependencies solid black, memory dependencies dashed red, offload and reload
- * vertices as filled boxes, one cluster per device. */
+ * vertices as filled boxes, sum-into accumulates (yellow ellipses) and joins (yellow diamonds)
+ * labelled with their group, one cluster per device. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +44,14 @@ tp_status tp_dot_json(const char *text, size_t len, const char *name, FILE *out,
             else if (!strcmp(kind, "offload")) style = "shape=box, style=\"filled,bold\", fillcolor=\"#ffd6d6\"";
             else if (!strcmp(kind, "reload")) style = "shape=box, style=\"filled,bold\", fillcolor=\"#d6f5d6\"";
             else if (!strcmp(kind, "resident")) style = "shape=box, style=filled, fillcolor=\"#d6e4ff\"";
-            char label[512];
-            snprintf(label, sizeof label, "%zu: %s%s%.400s", i,
-                     strcmp(kind, "kernel") ? kind : "", strcmp(kind, "kernel") ? " " : "", task);
+            else if (!strcmp(kind, "accumulate")) style = "shape=ellipse, style=filled, fillcolor=\"#fff2cc\"";
+            else if (!strcmp(kind, "join")) style = "shape=diamond, style=filled, fillcolor=\"#fff2cc\"";
+            json_t *jg = json_object_get(v, "group");
+            char grp[40] = "";
+            if (json_is_integer(jg)) snprintf(grp, sizeof grp, " (group %lld)", (long long)json_integer_value(jg));
+            char label[560];
+            snprintf(label, sizeof label, "%zu: %s%s%.400s%s", i,
+                     strcmp(kind, "kernel") ? kind : "", strcmp(kind, "kernel") ? " " : "", task, grp);
             fprintf(out, "%s  v%zu [label=", d >= 0 ? "  " : "", i);
             dot_str(out, label);
             fprintf(out, ", %s];\n", style);
@@ -59,7 +65,10 @@ tp_status tp_dot_json(const char *text, size_t len, const char *name, FILE *out,
             int data = 0;
             for (size_t r = 0; r < json_array_size(reads); r++)
                 if (json_integer_value(json_object_get(json_array_get(reads, r), "from")) == d) data = 1;
-            fprintf(out, "  v%lld -> v%zu%s;\n", (long long)d, i, data ? "" : " [style=dashed, color=red]");
+            const char *kind = json_string_value(json_object_get(v, "kind"));
+            int join = kind && !strcmp(kind, "join"); /* a group's members into its join */
+            fprintf(out, "  v%lld -> v%zu%s;\n", (long long)d, i,
+                    data ? "" : join ? " [style=dotted, color=orange]" : " [style=dashed, color=red]");
         }
     }
     fputs("}\n", out);

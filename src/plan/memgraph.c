@@ -5,7 +5,8 @@
 #include <string.h>
 #include "plan/plan_internal.h"
 
-static const char *mkind_names[] = {"input", "kernel", "transfer", "offload", "reload", "resident"};
+static const char *mkind_names[] = {"input", "kernel", "transfer", "offload", "reload", "resident", "accumulate", "join"};
+_Static_assert(sizeof mkind_names / sizeof *mkind_names == TP_M_JOIN + 1, "a name for every MemGraph kind");
 
 const char *tp_mkind_name(tp_mkind k)
 {
@@ -51,6 +52,7 @@ void tp_memgraph_vertex(const tp_memgraph *mg, uint32_t i, tp_mvertex *out)
     out->ndeps = mg->deps_off[i + 1] - mg->deps_off[i];
     out->deps = mg->deps + mg->deps_off[i];
     out->inplace = m->inplace ? (int)(m->inplace - 1) : -1;
+    out->group = m->group;
 }
 
 uint64_t tp_memgraph_host_bytes(const tp_memgraph *mg)
@@ -117,6 +119,7 @@ tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err)
             fprintf(f, "%s%u", k > mg->deps_off[i] ? ", " : "", mg->deps[k]);
         fputc(']', f);
         if (m->inplace) fprintf(f, ", \"inplace\": %u", m->inplace - 1);
+        if (m->kind == TP_M_ACCUMULATE || m->kind == TP_M_JOIN) fprintf(f, ", \"group\": %d", (int)m->group);
         fprintf(f, "}%s\n", i + 1 < mg->n ? "," : "");
     }
     fputs(" ],\n \"outputs\": [", f);

@@ -10,7 +10,8 @@ typedef struct tp__mv {
     uint8_t space;     /* tp_space of the write */
     int16_t device;
     uint32_t task;
-    uint32_t inplace;  /* kernels: 1 + index of the read overwritten in place, 0: none */
+    uint32_t inplace;  /* kernels (and accumulate members: 1): 1 + index of the read overwritten in place, 0: none */
+    int32_t group;     /* accumulate and join: their group; -1 otherwise */
     uint64_t offset, bytes;
     uint32_t reads_off, nreads; /* into mg->reads */
     uint32_t mdeps_off, nmdeps; /* memory deps, into mg->mdeps */
@@ -36,6 +37,26 @@ struct tp_memgraph {
     uint32_t *order_pos;       /* per TaskGraph vertex: position in V */
     tp_plan_stats counters;    /* the planner's own counts (loads, offloads, peaks, time) */
 };
+
+/* Sum-into (sumlower.c): what the planner needs to know about the rewritten TaskGraph it plans
+ * when sums are lowered (NULL when none is): per vertex of that graph, `hold` marks the
+ * intermediate values of an accumulation chain (never evicted, moved or freed while the group
+ * is open), `chain` the chain's in-place adds (their in-place read is never used to prune an
+ * implied dependency: that edge disappears when the chain becomes a group). */
+typedef struct tp__lower_view {
+    const uint8_t *hold, *chain;
+} tp__lower_view;
+
+/* The planner proper (planner.c): plans g under opts (whose sum_into it ignores) with the
+ * chain marks of lv (NULL: none). */
+tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__lower_view *lv, tp_memgraph **out,
+                         tp_error *err);
+/* Sum-into (sumlower.c): tp_plan when sums marked "accumulate" are lowered: rewrites g, plans
+ * the rewrite, converts the plan back onto g (groups), falls back to plain planning when the
+ * rewrite is infeasible. *done is 0 (and nothing else happens) when g has no sum to lower. */
+tp_status tp__plan_sum_into(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, int *done, tp_error *err);
+/* Marked sums ("op": "sum", "attrs": {"accumulate": true}) in g. */
+uint32_t tp__count_marked_sums(const tp_graph *g);
 
 /* Bytes of t's distinct inputs; marks them with `stamp` in mark[] (a per-vertex array). */
 void tp__vertex_need(const tp_graph *g, uint32_t t, uint32_t *mark, uint32_t stamp, uint64_t *in_bytes);

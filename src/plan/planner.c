@@ -54,6 +54,8 @@ typedef struct planner {
     uint8_t *pin;      /* pinned resident inputs (TP_RESIDENT_PIN) and kernels in place on them:
                           their blocks are never evicted, moved or freed (also keep[]: stays) */
     uint64_t pinned[TP_MAX_DEVICES]; /* bytes of pinned inputs per device */
+    const uint8_t *hold;  /* sum-into (NULL: none): chain values never evicted or moved (plan_internal.h) */
+    const uint8_t *chain; /* sum-into (NULL: none): chain adds, whose in-place read prunes nothing */
     int ending;        /* the loop is done: 1 kept outputs are being placed, 2 kept inputs trimmed */
     size_t capkept;
     int only_dead;     /* eviction may take dead kept inputs with a host copy only */
@@ -140,17 +142,22 @@ static void prune_implied(planner *P, const uint32_t *srcs, uint32_t nsrc)
         uint32_t who = i < P->nscr ? P->scr[i] : srcs[i - P->nscr];
         if (who == TP__NONE) continue;
         const tp__mv *m = &mg->v[who];
+        /* a sum-into chain add's in-place read (the previous add) is no edge of the final plan:
+         * nothing may lean on it; and a dep on a chain add itself is never dropped (below), as
+         * the conversion may make it a dep on the whole group (its join) */
+        uint32_t skip = P->chain && m->kind == TP_M_KERNEL && m->inplace && P->chain[m->task] ? m->inplace : 0;
         for (int pass = 0; pass < 2; pass++) {
             uint32_t n = pass ? m->nmdeps : m->nreads;
             if (!n) continue; /* the arrays may be NULL: no pointer arithmetic on them */
             const uint32_t *src = pass ? mg->mdeps + m->mdeps_off : mg->reads + m->reads_off;
             for (uint32_t j = 0; j < n; j++)
-                if (P->seen[src[j]] == P->seen_stamp) P->seen[src[j]] = red;
+                if (P->seen[src[j]] == P->seen_stamp && !(pass == 0 && j + 1 == skip)) P->seen[src[j]] = red;
         }
     }
     size_t k = 0;
-    for (size_t i = 0; i < P->nscr; i++)
-        if (P->seen[P->scr[i]] != red) P->scr[k++] = P->scr[i];
+    for (size_t i = 0; i < P->nscr; i++) /* a dep on a sum-into chain add stays: it becomes its group's join's */
+        if (P->seen[P->scr[i]] != red || (P->chain && mg->v[P->scr[i]].kind == TP_M_KERNEL && P->chain[mg->v[P->scr[i]].task]))
+            P->scr[k++] = P->scr[i];
     P->nscr = k;
     P->seen_stamp++; /* red is now the current stamp; the caller's increment moves past it */
 }
@@ -171,6 +178,7 @@ static uint32_t new_mv(planner *P, tp_mkind kind, uint32_t task, int device, tp_
     m->task = task;
     m->offset = offset;
     m->bytes = bytes;
+    m->group = -1;
     /* the memory deps gathered by the take that made this region, less those another of
      * them already depends on directly (one-hop transitive reduction) */
     prune_implied(P, srcs, nsrc);
@@ -324,7 +332,7 @@ static tp__victim_score score_victim(void *ctx, uint32_t x)
     uint64_t nu = next_use(P, x);
     /* values needed at or before pin_pos stay (a forced step pins e's inputs; a horizon step
      * the inputs of everything it has allocated); so do values nobody will read */
-    s.pinned = nu <= P->pin_pos || P->pin[x] || (nu == INF_USE && !P->is_out[x] && !P->keep[x]) ||
+    s.pinned = nu <= P->pin_pos || P->pin[x] || (P->hold && P->hold[x]) || (nu == INF_USE && !P->is_out[x] && !P->keep[x]) ||
                (P->ending && P->must[x]) || (P->ending == 2 && !P->keep[x]) ||
                (P->only_dead && !(P->keep[x] && !P->is_out[x] && nu == INF_USE && P->hcopy[x] != TP__NONE));
     s.next_use = nu;
@@ -445,7 +453,8 @@ static void compact(planner *P, int d, uint32_t p)
         return;
     }
     for (uint32_t b = P->dev[d].head; b != TP__NONE; b = P->dev[d].b[b].next)
-        if (P->dev[d].b[b].owner != TP__NONE && !P->pin[P->dev[d].b[b].owner]) P->victims[nvict++] = P->dev[d].b[b].owner;
+        if (P->dev[d].b[b].owner != TP__NONE && !P->pin[P->dev[d].b[b].owner] && !(P->hold && P->hold[P->dev[d].b[b].owner]))
+            P->victims[nvict++] = P->dev[d].b[b].owner;
     for (uint32_t i = 0; i < nvict && !P->st; i++) evict(P, P->victims[i]);
     need *nd = malloc((v->ninputs + 1) * sizeof *nd);
     if (!nd) {
@@ -500,7 +509,10 @@ static void exec(planner *P, uint32_t p)
         P->seen_stamp++;
         collect_rel(P, P->drd[ix]);
         const tp__mv *src = &P->mg->v[P->dcopy[ix]];
-        uint32_t mk = new_mv(P, TP_M_KERNEL, t, v->device, TP_SPACE_DEVICE, src->offset, src->bytes, from, v->ninputs);
+        /* a sum-into chain add's in-place source is not an edge of the final plan (see prune_implied) */
+        int ch = P->chain && P->chain[t] && P->inpl[t] == 0;
+        uint32_t mk = new_mv(P, TP_M_KERNEL, t, v->device, TP_SPACE_DEVICE, src->offset, src->bytes, from + ch,
+                             v->ninputs - (uint32_t)ch);
         if (P->st) {
             if (from != buf) free(from);
             return;
@@ -643,6 +655,7 @@ void tp_plan_opts_init(tp_plan_opts *opts, int ndevices, uint64_t device_mem)
     opts->ndevices = ndevices;
     for (int d = 0; d < ndevices && d < TP_MAX_DEVICES; d++) opts->device_mem[d] = device_mem;
     opts->order = TP_ORDER_DEFAULT;
+    opts->sum_into = 1;
 }
 
 static void planner_free(planner *P)
@@ -876,7 +889,8 @@ static void repack_must(planner *P, int d)
         return;
     }
     for (uint32_t b = P->dev[d].head; b != TP__NONE; b = P->dev[d].b[b].next)
-        if (P->dev[d].b[b].owner != TP__NONE && !P->pin[P->dev[d].b[b].owner]) P->victims[nv++] = P->dev[d].b[b].owner;
+        if (P->dev[d].b[b].owner != TP__NONE && !P->pin[P->dev[d].b[b].owner] && !(P->hold && P->hold[P->dev[d].b[b].owner]))
+            P->victims[nv++] = P->dev[d].b[b].owner;
     for (uint32_t i = 0; i < nv && !P->st; i++) evict(P, P->victims[i]);
     for (uint32_t x = 0; x < P->nv; x++)
         if (P->must[x] && V_(P, x)->device == d && P->dcopy[x] == TP__NONE) nd[nn++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
@@ -931,6 +945,20 @@ static tp_status place_kept(planner *P)
 
 tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, tp_error *err)
 {
+    if (!g || !opts || !out) return tp__fail(err, TP_ERR_ARG, "tp_plan: NULL argument");
+    if (opts->sum_into) {
+        int done = 0;
+        tp_status s = tp__plan_sum_into(g, opts, out, &done, err);
+        if (done) return s;
+    }
+    tp_status s = tp__plan_graph(g, opts, NULL, out, err);
+    if (!s) (*out)->counters.sums_marked = tp__count_marked_sums(g);
+    return s;
+}
+
+tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__lower_view *lv, tp_memgraph **out,
+                         tp_error *err)
+{
     double t0 = tp__now();
     if (!g || !opts || !out) return tp__fail(err, TP_ERR_ARG, "tp_plan: NULL argument");
     if (opts->ndevices != tp_graph_devices(g))
@@ -945,6 +973,10 @@ tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out
     P->err = err;
     P->nd = opts->ndevices;
     P->seen_stamp = 1;
+    if (lv) {
+        P->hold = lv->hold;
+        P->chain = lv->chain;
+    }
     P->mg = calloc(1, sizeof *P->mg);
     if (!P->mg) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     P->mg->g = g;

@@ -76,7 +76,7 @@ void tp_memgraph_stats(const tp_memgraph *mg, tp_plan_stats *out)
         const tp__mv *m = &mg->v[u];
         for (uint32_t k = mg->deps_off[u]; k < mg->deps_off[u + 1]; k++) {
             uint32_t r = mg->deps[k];
-            if (is_read(mg, (uint32_t)u, r)) continue;
+            if (is_read(mg, (uint32_t)u, r) || m->kind == TP_M_JOIN) continue; /* a join's deps are its group's members */
             int host = m->kind == TP_M_OFFLOAD;
             if (host) out->host_mem_deps++;
             else out->dev[m->device].mem_deps++;
@@ -117,4 +117,7 @@ void tp_plan_stats_print(const tp_plan_stats *st, FILE *f)
     }
     fprintf(f, "host: %s used, %llu memory deps for host-region reuse\n", tp_format_size(st->host_bytes, a, sizeof a),
             (unsigned long long)st->host_mem_deps);
+    if (st->sums_marked)
+        fprintf(f, "sum-into: %u of %u marked sums lowered to groups (%u accumulates)%s\n", st->sum_groups, st->sums_marked,
+                st->sum_members, st->sum_into_fallback ? "; lowering was infeasible at these caps: planned without it" : "");
 }

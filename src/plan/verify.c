@@ -31,6 +31,14 @@
  * for the whole plan: the only vertices that write any of its bytes are its own resident
  * vertex or that one load, and kernels in place on the value last written there (a chain,
  * checked in topological order), each writing exactly the region; nothing else, ever.
+ * Sum-into (issue 13): a TaskGraph sum marked "accumulate" may appear as a group instead of a
+ * kernel: k-1 `accumulate` vertices (reads [init, a_i], in place on read 0) and one `join`
+ * (no reads, a dep on each member), all with the sum's task, device and region R. The init's
+ * value and the members' partials are exactly the sum's inputs; members have no edge between
+ * them; nothing reads from a member; other readers of the init run before every member. In the
+ * sweep (4), a member may overwrite only the init or another member of its group, the join only
+ * a member, and any other writer of bytes last written by a member is a race (it must come
+ * after the join, and then overwrites the join's value under the usual rule).
  * Reachability queries use the direct edge first, then a backward search pruned by rank. */
 #include <jansson.h>
 #include <stdlib.h>
@@ -38,8 +46,8 @@
 #include "turnip/plan.h"
 #include "io/util.h"
 
-enum { K_INPUT, K_KERNEL, K_TRANSFER, K_OFFLOAD, K_RELOAD, K_RESIDENT, NKINDS };
-static const char *kname[NKINDS] = {"input", "kernel", "transfer", "offload", "reload", "resident"};
+enum { K_INPUT, K_KERNEL, K_TRANSFER, K_OFFLOAD, K_RELOAD, K_RESIDENT, K_ACCUMULATE, K_JOIN, NKINDS };
+static const char *kname[NKINDS] = {"input", "kernel", "transfer", "offload", "reload", "resident", "accumulate", "join"};
 static const char *tkname[] = {"input", "kernel", "transfer"}; /* TaskGraph kinds */
 
 typedef struct {
@@ -58,6 +66,7 @@ typedef struct {
     reg *rr;
     uint32_t *deps; /* sorted */
     int inplace;    /* kernels: the read whose region it overwrites, or -1 */
+    int64_t group;  /* accumulate and join: the group, else -1 */
 } vx;
 
 typedef struct {
@@ -82,6 +91,9 @@ typedef struct {
     uint32_t *rank, *order, *mark, stamp, *stack;
     uint32_t *rd_off, *rd; /* readers of each vertex */
     imap *maps;            /* ndev + 1, host last */
+    /* sum-into groups, indexed by group number (< n): the join, the init (every member's read
+     * 0), members as a CSR in id order */
+    uint32_t *gjoin, *ginit, *gm_off, *gm;
 } V;
 
 static tp_status unusable(V *c, const char *fmt, const char *a, long long i)
@@ -172,12 +184,7 @@ static tp_status parse(V *c, json_t *root)
         x->kind = -1;
         for (int q = 0; q < NKINDS; q++)
             if (!strcmp(json_string_value(k), kname[q])) x->kind = q;
-        if (x->kind < 0) {
-            if (!strcmp(json_string_value(k), "accumulate") || !strcmp(json_string_value(k), "join"))
-                return tp__fail(c->err, TP_ERR_INVALID, "%s: vertex %zu: kind '%s' (sum-into lowering) is not supported by this verifier",
-                                c->name, i, json_string_value(k));
-            return unusable(c, "vertex %2$lld: unknown kind '%1$s'", json_string_value(k), (long long)i);
-        }
+        if (x->kind < 0) return unusable(c, "vertex %2$lld: unknown kind '%1$s'", json_string_value(k), (long long)i);
         json_t *t = json_object_get(j, "task");
         if (!json_is_string(t)) return unusable(c, "vertex %2$lld: 'task' must be a string%1$s", "", (long long)i);
         x->tname = json_string_value(t);
@@ -227,13 +234,40 @@ static tp_status parse(V *c, json_t *root)
             if (!get_u64(ip, &kk))
                 return unusable(c, "vertex %2$lld (%1$s): 'inplace' must be a non-negative integer (a read index)", x->tname,
                                 (long long)i);
-            if (x->kind != K_KERNEL) return VIOL("vertex %zu (%s %s): only a kernel may write in place", i, kname[x->kind], x->tname);
+            if (x->kind != K_KERNEL && x->kind != K_ACCUMULATE)
+                return VIOL("vertex %zu (%s %s): only a kernel may write in place (or an accumulate, into its read 0)", i, kname[x->kind],
+                            x->tname);
             if (kk >= x->nreads)
                 return VIOL("vertex %zu (kernel %s): 'inplace' is %llu, it has %u reads", i, x->tname, (unsigned long long)kk, x->nreads);
             x->inplace = (int)kk;
         }
+        x->group = -1;
+        json_t *gr = json_object_get(j, "group");
+        if (gr) {
+            uint64_t gg;
+            if (!get_u64(gr, &gg)) return unusable(c, "vertex %2$lld (%1$s): 'group' must be a non-negative integer", x->tname, (long long)i);
+            if (x->kind != K_ACCUMULATE && x->kind != K_JOIN)
+                return VIOL("vertex %zu (%s %s): has a 'group'; only accumulate and join vertices do", i, kname[x->kind], x->tname);
+            if (gg >= c->n) return VIOL("vertex %zu (%s %s): group %llu, past the number of vertices", i, kname[x->kind], x->tname,
+                                        (unsigned long long)gg);
+            x->group = (int64_t)gg;
+        } else if (x->kind == K_ACCUMULATE || x->kind == K_JOIN) {
+            return VIOL("vertex %zu (%s %s): has no 'group'", i, kname[x->kind], x->tname);
+        }
+        if (x->kind == K_ACCUMULATE && x->inplace != 0)
+            return VIOL("vertex %zu (accumulate %s): must add into the region of its read 0 (\"inplace\": 0)", i, x->tname);
     }
     return TP_OK;
+}
+
+/* a TaskGraph `sum` kernel with "attrs": {"accumulate": true} (the only kind sum-into may lower) */
+static int marked_sum(const tp_vertex *t)
+{
+    if (t->kind != TP_V_KERNEL || strcmp(t->op, "sum") || !t->attrs_json) return 0;
+    json_t *a = json_loads(t->attrs_json, 0, NULL);
+    int m = a && json_is_true(json_object_get(a, "accumulate"));
+    json_decref(a);
+    return m;
 }
 
 static int same_reg(const reg *a, const reg *b)
@@ -267,8 +301,8 @@ static tp_status check_form(V *c)
                             x->tname, x->from[r]);
         }
         if (x->inplace >= 0 && !same_reg(&x->w, &x->rr[x->inplace]))
-            return VIOL("vertex %zu (kernel %s): writes %s in place of read %d, which is %s; an in-place write is exactly that region",
-                        i, x->tname, rname(c, &x->w, b1, sizeof b1), x->inplace, rname(c, &x->rr[x->inplace], b2, sizeof b2));
+            return VIOL("vertex %zu (%s %s): writes %s in place of read %d, which is %s; an in-place write is exactly that region",
+                        i, kname[x->kind], x->tname, rname(c, &x->w, b1, sizeof b1), x->inplace, rname(c, &x->rr[x->inplace], b2, sizeof b2));
     }
     return TP_OK;
 }
@@ -276,8 +310,9 @@ static tp_status check_form(V *c)
 static tp_status check_tasks(V *c)
 {
     uint32_t nt = tp_graph_size(c->tg);
-    uint32_t *seen = calloc(3 * (size_t)nt + 1, sizeof *seen), *rseen = seen + nt; /* rseen: resident vertices */
+    uint32_t *seen = calloc(4 * (size_t)nt + 1, sizeof *seen), *rseen = seen + nt; /* rseen: resident vertices */
     uint32_t *lseen = rseen + nt; /* loads (reloads) of a "load" resident input into its declared region */
+    uint32_t *jseen = lseen + nt; /* joins: a sum lowered to a group */
     if (!seen) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
     tp_status s = TP_OK;
     for (size_t i = 0; i < c->n && !s; i++) {
@@ -288,12 +323,21 @@ static tp_status check_tasks(V *c)
         int tkind = x->kind == K_INPUT || x->kind == K_RESIDENT ? TP_V_INPUT
                     : x->kind == K_KERNEL                       ? TP_V_KERNEL
                     : x->kind == K_TRANSFER                     ? TP_V_TRANSFER
+                    : x->kind == K_ACCUMULATE || x->kind == K_JOIN ? TP_V_KERNEL
                                                                 : -1;
         if (tkind >= 0 && (int)t->kind != tkind) {
             s = VIOL("vertex %zu: a %s vertex for task '%s', which is not a TaskGraph %s", i, kname[x->kind], x->tname, tkname[tkind]);
             break;
         }
-        if (tkind >= 0 && (x->kind == K_RESIDENT ? rseen : seen)[x->task]++) {
+        if ((x->kind == K_ACCUMULATE || x->kind == K_JOIN) && !marked_sum(t)) {
+            s = VIOL("vertex %zu (%s %s): task '%s' is not a sum marked \"accumulate\": true", i, kname[x->kind], x->tname, x->tname);
+            break;
+        }
+        if (x->kind == K_JOIN && jseen[x->task]++) {
+            s = VIOL("task '%s' is the join of more than one group (again at vertex %zu)", x->tname, i);
+            break;
+        }
+        if (tkind >= 0 && x->kind != K_ACCUMULATE && x->kind != K_JOIN && (x->kind == K_RESIDENT ? rseen : seen)[x->task]++) {
             s = VIOL("task '%s' appears as %s more than once (again at vertex %zu)", x->tname, kname[x->kind], i);
             break;
         }
@@ -318,7 +362,7 @@ static tp_status check_tasks(V *c)
                      x->tname, x->ndeps);
             break;
         }
-        if (x->inplace >= 0 && tp_graph_inplace(c->tg, (uint32_t)x->task) != x->inplace) {
+        if (x->kind == K_KERNEL && x->inplace >= 0 && tp_graph_inplace(c->tg, (uint32_t)x->task) != x->inplace) {
             int k = tp_graph_inplace(c->tg, (uint32_t)x->task);
             if (k < 0)
                 s = VIOL("vertex %zu (kernel %s): writes in place of read %d, but the TaskGraph kernel declares no in-place argument",
@@ -329,7 +373,7 @@ static tp_status check_tasks(V *c)
             break;
         }
         if (x->kind == K_INPUT || x->kind == K_OFFLOAD) want_space = -1;
-        if ((x->kind == K_KERNEL || x->kind == K_TRANSFER) && x->dev != t->device) {
+        if ((x->kind == K_KERNEL || x->kind == K_TRANSFER || x->kind == K_ACCUMULATE || x->kind == K_JOIN) && x->dev != t->device) {
             s = VIOL("vertex %zu (%s %s): runs on device %d, the TaskGraph puts it on device %d", i, kname[x->kind], x->tname, x->dev, t->device);
             break;
         }
@@ -362,8 +406,10 @@ static tp_status check_tasks(V *c)
         }
         switch (x->kind) {
         case K_INPUT:
-        case K_RESIDENT: want_reads = 0; break;
+        case K_RESIDENT:
+        case K_JOIN: want_reads = 0; break;
         case K_KERNEL: want_reads = t->ninputs; break;
+        case K_ACCUMULATE: want_reads = 2; break;
         default: want_reads = 1; break;
         }
         if (x->nreads != want_reads) {
@@ -373,6 +419,16 @@ static tp_status check_tasks(V *c)
         for (uint32_t r = 0; r < x->nreads && !s; r++) {
             const vx *p = &c->v[x->from[r]];
             const char *want_task = x->kind == K_KERNEL || x->kind == K_TRANSFER ? tp_graph_vertex(c->tg, t->inputs[r])->id : x->tname;
+            if (x->kind == K_ACCUMULATE) { /* the init or a partial: one of the sum's inputs (which: check_groups) */
+                want_task = p->tname;
+                int found = 0;
+                for (uint32_t q = 0; q < t->ninputs; q++) found |= !strcmp(tp_graph_vertex(c->tg, t->inputs[q])->id, p->tname);
+                if (!found) {
+                    s = VIOL("vertex %zu (accumulate %s): read %u is from vertex %u, which holds '%s', not an input of the sum", i,
+                             x->tname, r, x->from[r], p->tname);
+                    break;
+                }
+            }
             int want_rs = x->kind == K_RELOAD ? -1 : x->kind == K_TRANSFER ? tp_graph_vertex(c->tg, t->inputs[0])->device : x->dev;
             if (strcmp(p->tname, want_task))
                 s = VIOL("vertex %zu (%s %s): read %u is from vertex %u, which holds '%s', not '%s'", i, kname[x->kind], x->tname,
@@ -387,8 +443,10 @@ static tp_status check_tasks(V *c)
     }
     for (uint32_t t = 0; t < nt && !s; t++) {
         const tp_vertex *tv = tp_graph_vertex(c->tg, t);
-        if (tv->kind != TP_V_INPUT && !seen[t])
+        if (tv->kind != TP_V_INPUT && !seen[t] && !jseen[t])
             s = VIOL("TaskGraph %s '%s' is missing from the MemGraph", tv->kind == TP_V_KERNEL ? "kernel" : "transfer", tv->id);
+        else if (seen[t] && jseen[t])
+            s = VIOL("TaskGraph kernel '%s' appears both as a kernel and as an accumulate group", tv->id);
         else if (tv->kind == TP_V_INPUT && (tp_graph_resident_flags(c->tg, t) & TP_RESIDENT_LOAD)) {
             if (!lseen[t])
                 s = VIOL("TaskGraph input '%s' is declared resident with 'load', but no reload writes its declared region", tv->id);
@@ -523,6 +581,21 @@ static tp_status check_overwrite(V *c, uint32_t p, uint32_t w, uint64_t oa, uint
     char b1[96];
     const vx *P = &c->v[p], *W = &c->v[w];
     reg r = {W->w.space, oa, ob - oa};
+    if (W->kind == K_ACCUMULATE || W->kind == K_JOIN) { /* groups: check_groups made their region one */
+        int member = P->kind == K_ACCUMULATE && P->group == W->group;
+        if (W->kind == K_JOIN && !member)
+            return VIOL("race: vertex %u (join %s, group %lld) closes %s, last written by vertex %u (%s %s), not by an accumulate of its group",
+                        w, W->tname, (long long)W->group, rname(c, &r, b1, sizeof b1), p, kname[P->kind], P->tname);
+        if (member) return TP_OK; /* members add one at a time under their group's lock, in any order */
+        if (p != c->ginit[W->group])
+            return VIOL("race: vertex %u (accumulate %s, group %lld) adds into %s, last written by vertex %u (%s %s), not by its group's init (vertex %u)",
+                        w, W->tname, (long long)W->group, rname(c, &r, b1, sizeof b1), p, kname[P->kind], P->tname, c->ginit[W->group]);
+        return TP_OK; /* the init's value, updated in place; its other readers run before every member (check_groups) */
+    }
+    if (P->kind == K_ACCUMULATE)
+        return VIOL("race: vertex %u (%s %s) writes %s, where group %lld (%s) may still be adding (last written by accumulate vertex %u): "
+                    "it must come after the group's join (vertex %u) and its readers",
+                    w, kname[W->kind], W->tname, rname(c, &r, b1, sizeof b1), (long long)P->group, P->tname, p, c->gjoin[P->group]);
     if (!before(c, p, w))
         return VIOL("race: vertex %u (%s %s) and vertex %u (%s %s) both write %s and neither is ordered before the other",
                     p, kname[P->kind], P->tname, w, kname[W->kind], W->tname, rname(c, &r, b1, sizeof b1));
@@ -547,7 +620,122 @@ static tp_status check_overwrite(V *c, uint32_t p, uint32_t w, uint64_t oa, uint
     return TP_OK;
 }
 
-static tp_status check_races(V *c)
+/* Sum-into groups: per group one join and k-1 accumulates (k: the sum's inputs) sharing task,
+ * device and region R; every member's read 0 is the same init, whose value and the members'
+ * reads 1 are exactly the sum's inputs; no member depends directly on another of its group
+ * (only the lock orders them); the join depends on each member; other readers of the init run
+ * before every member; nothing reads from an accumulate (readers of the sum name the join). */
+static tp_status check_groups(V *c)
+{
+    size_t n = c->n;
+    int any = 0;
+    for (size_t i = 0; i < n; i++) any |= c->v[i].group >= 0;
+    if (!any) return TP_OK;
+    c->gjoin = malloc((n + 1) * sizeof *c->gjoin);
+    c->ginit = malloc((n + 1) * sizeof *c->ginit);
+    c->gm_off = calloc(n + 2, sizeof *c->gm_off);
+    c->gm = malloc((n + 1) * sizeof *c->gm);
+    uint8_t *used = calloc(n + 1, 1);
+    uint32_t *fill = malloc((n + 1) * sizeof *fill);
+    tp_status s = TP_OK;
+    if (!c->gjoin || !c->ginit || !c->gm_off || !c->gm || !used || !fill) {
+        s = tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t g = 0; g < n; g++) c->gjoin[g] = c->ginit[g] = UINT32_MAX;
+    for (size_t i = 0; i < n && !s; i++) {
+        const vx *x = &c->v[i];
+        if (x->kind == K_JOIN && c->gjoin[x->group] != UINT32_MAX)
+            s = VIOL("group %lld has two joins (vertices %u and %zu)", (long long)x->group, c->gjoin[x->group], i);
+        else if (x->kind == K_JOIN)
+            c->gjoin[x->group] = (uint32_t)i;
+        else if (x->kind == K_ACCUMULATE)
+            c->gm_off[x->group + 1]++;
+    }
+    for (size_t g = 0; g < n; g++) c->gm_off[g + 1] += c->gm_off[g];
+    memcpy(fill, c->gm_off, n * sizeof *fill);
+    for (size_t i = 0; i < n; i++)
+        if (c->v[i].kind == K_ACCUMULATE) c->gm[fill[c->v[i].group]++] = (uint32_t)i;
+    for (size_t g = 0; g < n && !s; g++) {
+        uint32_t nm = c->gm_off[g + 1] - c->gm_off[g], *gm = c->gm + c->gm_off[g], J = c->gjoin[g];
+        if (!nm && J == UINT32_MAX) continue;
+        if (J == UINT32_MAX) {
+            s = VIOL("group %zu (%s) has no join", g, c->v[gm[0]].tname);
+            break;
+        }
+        const vx *X = &c->v[J];
+        if (!nm) {
+            s = VIOL("group %zu (join vertex %u, %s) has no accumulate", g, J, X->tname);
+            break;
+        }
+        const tp_vertex *t = tp_graph_vertex(c->tg, (uint32_t)X->task);
+        uint32_t I = c->v[gm[0]].from[0];
+        c->ginit[g] = I;
+        char b1[96], b2[96];
+        for (uint32_t j = 0; j < nm && !s; j++) {
+            const vx *m = &c->v[gm[j]];
+            if (m->task != X->task || m->dev != X->dev || !same_reg(&m->w, &X->w))
+                s = VIOL("vertex %u (accumulate %s, device %d, writes %s) and its group's join, vertex %u (%s, device %d, writes %s), "
+                         "differ in task, device or region",
+                         gm[j], m->tname, m->dev, rname(c, &m->w, b1, sizeof b1), J, X->tname, X->dev, rname(c, &X->w, b2, sizeof b2));
+            else if (m->from[0] != I)
+                s = VIOL("vertex %u (accumulate %s, group %zu) adds into the value of vertex %u, vertex %u into that of vertex %u: a group has one init",
+                         gm[j], m->tname, g, m->from[0], gm[0], I);
+            else if (!has_dep(X, gm[j]))
+                s = VIOL("join vertex %u (%s, group %zu) does not depend on its accumulate vertex %u", J, X->tname, g, gm[j]);
+            for (uint32_t k = 0; k < m->ndeps && !s; k++) {
+                const vx *d = &c->v[m->deps[k]];
+                if (d->kind == K_ACCUMULATE && d->group == (int64_t)g)
+                    s = VIOL("vertex %u and vertex %u (accumulates of group %zu, %s) are ordered by an edge; members of a group are "
+                             "ordered only by its lock",
+                             m->deps[k], gm[j], g, m->tname);
+            }
+        }
+        if (s) break;
+        if (c->v[I].kind == K_ACCUMULATE) {
+            s = VIOL("group %zu (%s): its init, vertex %u, is an accumulate", g, X->tname, I);
+            break;
+        }
+        if (nm + 1 != t->ninputs) {
+            s = VIOL("group %zu (%s): %u accumulates for a sum of %u inputs (want one fewer)", g, X->tname, nm, t->ninputs);
+            break;
+        }
+        /* the init's value and the partials are exactly the sum's inputs */
+        memset(used, 0, t->ninputs);
+        for (uint32_t j = 0; j <= nm && !s; j++) {
+            uint32_t from = j == 0 ? I : c->v[gm[j - 1]].from[1], q = 0;
+            while (q < t->ninputs && (used[q] || (int64_t)t->inputs[q] != c->v[from].task)) q++;
+            if (q == t->ninputs)
+                s = VIOL("group %zu (%s): %s '%s' (vertex %u) is not an input of the sum, or is added twice", g, X->tname,
+                         j ? "adds" : "starts from", c->v[from].tname, from);
+            else
+                used[q] = 1;
+        }
+        /* other readers of the init read it before any member adds into it */
+        for (uint32_t k = c->rd_off[I]; k < c->rd_off[I + 1] && !s; k++) {
+            uint32_t r = c->rd[k];
+            if (c->v[r].kind == K_ACCUMULATE && c->v[r].group == (int64_t)g) continue;
+            for (uint32_t j = 0; j < nm && !s; j++)
+                if (!before(c, r, gm[j]))
+                    s = VIOL("race: vertex %u (%s %s) reads the init of group %zu (vertex %u, %s), but accumulate vertex %u may add into it first",
+                             r, kname[c->v[r].kind], c->v[r].tname, g, I, c->v[I].tname, gm[j]);
+        }
+    }
+    for (size_t i = 0; i < n && !s; i++)
+        for (uint32_t k = 0; k < c->v[i].nreads && !s; k++) {
+            const vx *f = &c->v[c->v[i].from[k]];
+            if (f->kind == K_ACCUMULATE)
+                s = VIOL("vertex %zu (%s %s) reads from vertex %u, an accumulate of group %lld; readers of a group's value name its join (vertex %u)",
+                         i, kname[c->v[i].kind], c->v[i].tname, c->v[i].from[k], (long long)f->group, c->gjoin[f->group]);
+        }
+done:
+    free(used);
+    free(fill);
+    return s;
+}
+
+/* readers of every vertex, and the search state of before() */
+static tp_status index_readers(V *c)
 {
     size_t n = c->n, nr = 0;
     c->rd_off = calloc(n + 2, sizeof *c->rd_off);
@@ -557,9 +745,8 @@ static tp_status check_races(V *c)
     size_t ne = 0;
     for (size_t i = 0; i < n; i++) ne += c->v[i].ndeps;
     c->stack = malloc((ne + n + 1) * sizeof *c->stack);
-    c->maps = calloc((size_t)c->ndev + 1, sizeof *c->maps);
     uint32_t *fill = malloc((n + 1) * sizeof *fill);
-    if (!c->rd_off || !c->rd || !c->mark || !c->stack || !c->maps || !fill) {
+    if (!c->rd_off || !c->rd || !c->mark || !c->stack || !fill) {
         free(fill);
         return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
     }
@@ -572,6 +759,14 @@ static tp_status check_races(V *c)
         for (uint32_t k = 0; k < c->v[i].nreads; k++)
             if (!k || c->v[i].from[k] != c->v[i].from[k - 1]) c->rd[fill[c->v[i].from[k]]++] = (uint32_t)i;
     free(fill);
+    return TP_OK;
+}
+
+static tp_status check_races(V *c)
+{
+    size_t n = c->n;
+    c->maps = calloc((size_t)c->ndev + 1, sizeof *c->maps);
+    if (!c->maps) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
     /* a reader listed twice (non-adjacent repeats) is harmless for the checks */
     for (size_t q = 0; q < n; q++) {
         uint32_t w = c->order[q];
@@ -674,6 +869,8 @@ static tp_status check_outputs(V *c, json_t *root)
         if (s) return s;
         const vx *x = &c->v[from];
         if (strcmp(x->tname, want)) return VIOL("output '%s': vertex %llu holds '%s'", want, (unsigned long long)from, x->tname);
+        if (x->kind == K_ACCUMULATE)
+            return VIOL("output '%s' names vertex %llu, an accumulate; the value of a group is its join's", want, (unsigned long long)from);
         if (!same_reg(&r, &x->w))
             return VIOL("output '%s': region %s is not what vertex %llu wrote", want, rname(c, &r, b1, sizeof b1), (unsigned long long)from);
         uint32_t w = other_writer(c, &r, (uint32_t)from);
@@ -726,6 +923,9 @@ static tp_status check_kept(V *c, json_t *root)
                 s = VIOL("kept[%zu] ('%s'): is in host memory; a kept value stays on a device", q, name);
             else if (strcmp(x->tname, name))
                 s = VIOL("kept[%zu] ('%s'): vertex %llu holds '%s'", q, name, (unsigned long long)from, x->tname);
+            else if (x->kind == K_ACCUMULATE)
+                s = VIOL("kept[%zu] ('%s') names vertex %llu, an accumulate; the value of a group is its join's", q, name,
+                         (unsigned long long)from);
             else if (!same_reg(&r, &x->w))
                 s = VIOL("kept[%zu] ('%s'): region %s is not what vertex %llu wrote (%s)", q, name, rname(c, &r, b1, sizeof b1),
                          (unsigned long long)from, rname(c, &x->w, b2, sizeof b2));
@@ -763,6 +963,8 @@ tp_status tp_verify_json(const char *text, size_t len, const char *name, const t
     if (!s) s = check_form(c);
     if (!s) s = check_tasks(c);
     if (!s) s = topo(c);
+    if (!s) s = index_readers(c);
+    if (!s) s = check_groups(c);
     if (!s) s = check_races(c);
     if (!s) s = check_pinned(c);
     if (!s) s = check_outputs(c, root);
@@ -784,6 +986,10 @@ tp_status tp_verify_json(const char *text, size_t len, const char *name, const t
     free(c->stack);
     free(c->rd_off);
     free(c->rd);
+    free(c->gjoin);
+    free(c->ginit);
+    free(c->gm_off);
+    free(c->gm);
     return s;
 }
 

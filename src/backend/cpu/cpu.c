@@ -81,6 +81,13 @@ static tp_status run_vertex(worker *w, uint32_t v)
     tp_status s = tp__fault(&c->pc, v, &w->err);
     if (s) return s;
     uint8_t *out = tp__mem_ptr(&c->mem, &mv.write);
+    if (mv.kind == TP_M_ACCUMULATE) { /* sum-into: R += a_i (reads[1]); R holds the group's running sum */
+        tp_mvertex src;
+        tp_memgraph_vertex(c->pc.pi.mg, mv.reads[1], &src);
+        const tp_vertex *t = tp_graph_vertex(c->pc.g, mv.task), *a = tp_graph_vertex(c->pc.g, src.task);
+        tp__accumulate(t->dtype, out, a->dtype, tp__mem_ptr(&c->mem, &src.write), tp__numel(t));
+        return TP_OK;
+    }
     if (mv.kind == TP_M_KERNEL) {
         const void *inb[16];
         int heap;

@@ -419,6 +419,17 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
     return s;
 }
 
+/* sum-into: enqueues R += a_i (reads[1]) on u's stream */
+static tp_status run_accumulate(cu *c, cunit *u, const tp_mvertex *mv)
+{
+    tp_mvertex src;
+    tp_memgraph_vertex(c->pc.pi.mg, mv->reads[1], &src);
+    const tp_vertex *t = tp_graph_vertex(c->pc.g, mv->task), *a = tp_graph_vertex(c->pc.g, src.task);
+    int e = tp__cu_accumulate(u->st, tp__mem_ptr(&c->mem, &mv->write), t->dtype, tp__mem_ptr(&c->mem, &src.write), a->dtype,
+                              tp__numel(t));
+    return e ? kerr(u, e, "accumulate") : TP_OK;
+}
+
 static tp_status run_copy(cu *c, cunit *u, const tp_mvertex *mv)
 {
     tp_mvertex src;
@@ -530,7 +541,7 @@ static void cu_launch(tp_backend *be, uint32_t v, int unit)
     s = tp__fault(&c->pc, v, &u->err);
     cudaError_t e = cudaSuccess;
     if (!s && c->mode == TP_CUDA_POLL && (e = cudaEventRecord(u->ev0[w % RING], u->st))) s = cuda_fail(&u->err, e, "event");
-    if (!s) s = mv.kind == TP_M_KERNEL ? run_kernel(c, u, &mv) : run_copy(c, u, &mv);
+    if (!s) s = mv.kind == TP_M_KERNEL ? run_kernel(c, u, &mv) : mv.kind == TP_M_ACCUMULATE ? run_accumulate(c, u, &mv) : run_copy(c, u, &mv);
     if (!s) {
         if (c->mode == TP_CUDA_POLL) {
             if ((e = cudaEventRecord(u->ev1[w % RING], u->st))) s = cuda_fail(&u->err, e, "event");

@@ -438,3 +438,15 @@ extern "C" int tp__cu_adamw(cudaStream_t s, const void *p, int dtp, const void *
     if (n) k_adamw<<<grid_for(n, BLOCK), BLOCK, 0, s>>>(p, dtp, m, dtm, v, dtv, hyper, o, dto, n, eps, weight_decay);
     return (int)cudaGetLastError();
 }
+
+__global__ void k_accumulate(void *o, int dto, const void *a, int dta, uint64_t n)
+{
+    GRID_STRIDE(i, n) st(o, dto, i, ld(o, dto, i) + ld(a, dta, i));
+}
+
+extern "C" int tp__cu_accumulate(cudaStream_t s, void *o, int dto, const void *a, int dta, uint64_t n)
+{
+    if (!n) return 0;
+    k_accumulate<<<grid_for(n, 256), 256, 0, s>>>(o, dto, a, dta, n);
+    return (int)cudaGetLastError();
+}

@@ -73,6 +73,9 @@ int tp__cu_copy_rows(cudaStream_t s, const void *src, int dts, void *dst, int dt
 int tp__cu_transpose(cudaStream_t s, const void *a, int dta, void *o, int dto, int nd, const int64_t *out_shape,
                      const int64_t *in_stride, uint64_t n);
 
+/* sum-into: o[i] = o[i] + a[i] for n elements, f32 arithmetic, rounded to dto */
+int tp__cu_accumulate(cudaStream_t s, void *o, int dto, const void *a, int dta, uint64_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,7 +6,9 @@
  * number), so equal times resolve in launch order and a run is a function of its seed.
  *
  * Kernels take launch + max(flops / (rate x efficiency), bytes touched / memory bandwidth), the
- * rate being the matmul peak or, for other ops, the profile's vector rate. Sleeping threads
+ * rate being the matmul peak or, for other ops, the profile's vector rate; a sum-into accumulate
+ * is costed as an elementwise add of its bytes (a flop per element, its region read and written,
+ * its partial read). A join takes no time (the executor completes it). Sleeping threads
  * (the cpu backend's workers and executor loop spin wake_after_s, then sleep): a kernel on a
  * stream idle for more than wake_after_s pays wake_s; a copy on an engine idle that long keeps
  * the engine wake_s longer; and a copy that ends when nothing has completed or launched for
@@ -158,7 +160,7 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
     s->last_act = s->now;
     s->unit_of[v] = (int16_t)unit;
     s->inflight++;
-    if (mv.kind == TP_M_KERNEL) {
+    if (mv.kind == TP_M_KERNEL || mv.kind == TP_M_ACCUMULATE) {
         const tp_vertex *t = tp_graph_vertex(s->pc.g, mv.task);
         double bytes = (double)mv.write.bytes;
         for (uint32_t k = 0; k < mv.nreads; k++) {
@@ -166,14 +168,17 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
             tp_memgraph_vertex(s->pc.pi.mg, mv.reads[k], &src);
             bytes += (double)src.write.bytes;
         }
+        /* an accumulate is an elementwise add of its bytes: one flop per element, R read and written, a_i read */
+        size_t es = tp_dtype_size(t->dtype);
+        double flops = mv.kind == TP_M_ACCUMULATE ? (double)mv.write.bytes / (double)(es ? es : 4) : t->flops;
         double rate = s->vector_op[mv.task] && s->p.vector_flops > 0 ? s->p.vector_flops : s->p.peak_flops;
-        double compute = t->flops / (rate * s->p.efficiency), memory = bytes / s->p.mem_bw;
+        double compute = flops / (rate * s->p.efficiency), memory = bytes / s->p.mem_bw;
         double dur = (s->p.launch_s + (compute > memory ? compute : memory)) * jit(s, v);
         if (s->p.wake_s > 0 && unit < MAXSTREAMS && s->now - s->idle_since[mv.device][unit] > s->p.wake_after_s) dur += s->p.wake_s;
         if (!(dur >= 0 && s->now + dur < INFINITY)) { /* NaN or inf would stall the clock: fail, never hang */
             char why[256];
             snprintf(why, sizeof why, "its kernel time is not a finite number (%g s at %g s; flops %g, machine '%s')", dur, s->now,
-                     t->flops, s->p.name);
+                     flops, s->p.name);
             fail_now(s, v, TP_ERR_INVALID, why);
             return;
         }
