@@ -17,7 +17,7 @@ typedef struct {
     const char *model, *preset, *data, *device_mem, *machine, *targets, *out, *dump, *plan_order, *init, *resident, *wdtype;
     long long seq_len, batch, steps, devices, rank, blocks, vocab_chunks;
     double alpha, lr, weight_decay;
-    int deterministic, quiet, no_verify;
+    int no_sum_into, quiet, no_verify;
 } flags;
 
 static const char *const init_names[] = {"peft", "nonzero", NULL};
@@ -61,9 +61,8 @@ static const cli_opt opts[] = {
     CLI_O_STR("--dump-grads", "FILE", flags, dump,
               "write the first step's gradients (NAME.grad), the initial adapters\n(NAME.init) and the losses (loss, [steps]) there (safetensors)"),
     CLI_O_POLICY(flags, x),
-    CLI_O_SWITCH("--deterministic", flags, deterministic,
-                 "bit-identical gradient sums across orders (sum-into's fixed accumulation\n"
-                 "order; every gradient sum is one kernel today, so runs are deterministic)"),
+    CLI_O_DETERMINISTIC(flags, x),
+    CLI_O_SWITCH("--no-sum-into", flags, no_sum_into, "plan the gradient sums as kernels (all parts on the device at once)"),
     CLI_O_STREAMS(flags, x),
     CLI_O_CHOICE("--plan-order", "NAME", flags, plan_order, cli_plan_order_names,
                  "serial order the plans simulate: topo (default: the builder's), dfs or greedy"),
@@ -85,7 +84,7 @@ static void help(FILE *f)
         "usage: turnip train (--model DIR | --preset NAME) (--data FILE | --seed S) --seq-len T [--batch B]\n"
         "                    --steps N --device-mem SIZE|P% [--devices D] [--lora-rank R] [--lora-alpha A]\n"
         "                    [--lora-targets q,k,v,..] [--lr LR] [--weight-decay W] [--backend cpu|sim|cuda\n"
-        "                    [--machine NAME]] [--order any|fixed|random] [--deterministic] [--out DIR]\n"
+        "                    [--machine NAME]] [--order any|fixed|random] [--deterministic] [--no-sum-into] [--out DIR]\n"
         "                    [--dump-grads FILE] [--weights-dtype f32|f16|bf16] [--link-bandwidth GB/s] [--jitter F]\n"
         "                    [--quiet]\n"
         "\n"
@@ -354,7 +353,8 @@ static int run(int argc, char **argv)
     to.resident = !fl.resident || !strcmp(fl.resident, "auto") ? TP_TRAIN_RESIDENT_AUTO
                   : !strcmp(fl.resident, "device")             ? TP_TRAIN_RESIDENT_DEVICE
                                                                : TP_TRAIN_RESIDENT_HOST;
-    cli_run_opts(&fl.x, &to.run); /* --deterministic: sum-into's run option, once it exists */
+    cli_run_opts(&fl.x, &to.run);
+    to.no_sum_into = fl.no_sum_into;
     to.plan_order = order;
     to.verify = !fl.no_verify;
     to.data = !use_sim;
@@ -371,8 +371,10 @@ static int run(int argc, char **argv)
         double tok = (double)fl.steps * (double)rp.tokens;
         printf("planning: %lld plan%s, the first %.3f s, %.3f s in all; adapters and moments %s between steps\n", (long long)r.plans,
                r.plans == 1 ? "" : "s", r.first_plan_seconds, r.plan_seconds, r.resident ? "on device 0" : "through the host");
-        printf("first plan: %llu offloads (%s), %llu drops, %llu reloads\n", (unsigned long long)r.offloads,
-               cli_bytes_str((double)r.offload_bytes, b1, sizeof b1), (unsigned long long)r.drops, (unsigned long long)r.reloads);
+        printf("first plan: %llu offloads (%s), %llu drops, %llu reloads; sum-into: %u of %u gradient sums lowered%s\n",
+               (unsigned long long)r.offloads, cli_bytes_str((double)r.offload_bytes, b1, sizeof b1), (unsigned long long)r.drops,
+               (unsigned long long)r.reloads, r.sum_groups, r.sums_marked,
+               r.sum_into_fallback ? " (infeasible with it: planned without)" : "");
         printf("%s: %lld steps in %.3f s wall (%.3f s in runs): %.1f tokens/s (%.1f by run time); moved %s (%s per step)\n",
                use_sim ? "simulated" : "trained", (long long)fl.steps, r.seconds, r.run_seconds, tok / r.seconds, tok / r.run_seconds,
                cli_bytes_str((double)r.bytes_moved, b1, sizeof b1), cli_bytes_str((double)r.bytes_moved / (double)fl.steps, b2, sizeof b2));

@@ -191,6 +191,7 @@ typedef struct tp_train_run_opts {
     int resident;                  /* TP_TRAIN_RESIDENT_* */
     tp_run_opts run;               /* dispatch policy and seed of every run */
     tp_order plan_order;           /* the planner's serial order (TP_ORDER_TOPO: the builder's) */
+    int no_sum_into;               /* 1: plan the gradient sums as kernels (tp_plan_opts.sum_into 0) */
     int verify;                    /* 1: every plan is checked by the verifier before it runs */
     int data;                      /* 0: the backend holds no data (sim): timings and bytes only */
     void (*on_step)(void *ctx, const tp_train_step *st);
@@ -211,6 +212,8 @@ typedef struct tp_train_result {
     uint64_t bytes_moved, host_bytes; /* moved by all runs; the session's host block */
     uint64_t offloads, drops, reloads; /* the evictions and reloads the first plan has, over its devices */
     uint64_t offload_bytes;
+    uint32_t sums_marked, sum_groups; /* the first plan: gradient sums marked, lowered into sum-into groups */
+    int sum_into_fallback;         /* 1: the first plan was made again without sum-into (infeasible with it) */
 } tp_train_result;
 
 /* Runs o->steps optimizer steps in one session (design: src/app/train.c). TP_ERR_INFEASIBLE

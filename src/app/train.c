@@ -233,6 +233,7 @@ static tp_status plan(tr *R, double *secs)
     tp_plan_opts po;
     tp_plan_opts_init(&po, o->graph.devices, o->device_mem);
     po.order = o->plan_order;
+    if (o->no_sum_into) po.sum_into = 0;
     po.host_mem = R->host;
     double t0 = tp__now();
     tp_memgraph *mg = NULL;
@@ -429,6 +430,9 @@ tp_status tp_llama_train(const tp_train_run_opts *o, tp_train_result *r, tp_erro
             r->drops += st.dev[d].drop_count;
             r->reloads += st.dev[d].reload_count;
         }
+        r->sums_marked = st.sums_marked;
+        r->sum_groups = st.sum_groups;
+        r->sum_into_fallback = st.sum_into_fallback;
     }
     double plan_s = secs;
     /* the session: the caps, and the host for the first plan and room for later ones to offload */
