@@ -17,6 +17,7 @@ and turnip at 25% over turnip at 100% (target <= 1.3), from the medians.
 usage: bench/train_bench.py TURNIP [--model DIR] [--layers 4] [--hidden 1024] [--heads 16] [--kv-heads 8]
        [--intermediate 2816] [--vocab 8000] [--batch 4] [--seq-len 256] [--steps 6] [--skip 2]
        [--caps 100,50,25] [--repeats 3] [--threads 2] [--rank 16] [--alpha 32] [--torch-no-checkpoint]
+       [--deterministic-cost]
 """
 import argparse
 import importlib.util
@@ -57,10 +58,10 @@ def fmt(xs):
     return "%.3f / %.3f / %.3f" % (lo, med, hi)
 
 
-def turnip_run(turnip, model, a, cap):
+def turnip_run(turnip, model, a, cap, extra=()):
     args = [turnip, "train", "--model", model, "--seq-len", str(a.seq_len), "--batch", str(a.batch), "--steps", str(a.steps),
             "--device-mem", "%d%%" % cap, "--lora-rank", str(a.rank), "--lora-alpha", str(a.alpha), "--no-verify",
-            "--streams", "1"]
+            "--streams", "1"] + list(extra)
     p = subprocess.run(args, capture_output=True, text=True)
     if p.returncode:
         sys.exit("%s failed (%d):\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
@@ -151,6 +152,8 @@ def main():
     ap.add_argument("--alpha", type=float, default=32.0)
     ap.add_argument("--caps", default="100,50,25")
     ap.add_argument("--torch-no-checkpoint", action="store_true")
+    ap.add_argument("--deterministic-cost", action="store_true",
+                    help="also run every cap with --deterministic (sum-into groups in member order) and print the ratio")
     a = ap.parse_args()
     if a.repeats < 3 or a.steps <= a.skip:
         ap.error("need --repeats >= 3 and --steps > --skip")
@@ -175,6 +178,7 @@ def main():
     # alternate the systems within each repeat, so a slow phase of a shared machine hits both
     res = {("torch", True): [], ("torch", False): []}
     res.update({("turnip", c): [] for c in caps})
+    res.update({("det", c): [] for c in caps})
     info = {}
     torch_mod = None
     for r in range(a.repeats):
@@ -186,6 +190,8 @@ def main():
             t, moved, mem = turnip_run(a.turnip, model, a, c)
             res[("turnip", c)].append(t)
             info[c] = (moved, mem)
+            if a.deterministic_cost:
+                res[("det", c)].append(turnip_run(a.turnip, model, a, c, ["--deterministic"])[0])
         print("repeat %d done" % (r + 1), flush=True)
     print("torch %s, %d threads; OPENBLAS_NUM_THREADS=%s; turnip: cpu backend, 1 compute stream per device, "
           "OpenBLAS with %s threads" % (torch_mod.__version__, torch_mod.get_num_threads(), os.environ["OPENBLAS_NUM_THREADS"],
@@ -196,8 +202,15 @@ def main():
         print("%-34s %28s" % ("PyTorch autograd, no checkpointing", fmt(res[("torch", False)])))
     for c in caps:
         print("%-34s %28s %16s" % ("turnip train at %d%%" % c, fmt(res[("turnip", c)]), info[c][0]))
+        if a.deterministic_cost:
+            print("%-34s %28s" % ("  the same, --deterministic", fmt(res[("det", c)])))
     for c in caps:
         print("  %d%%: %s" % (c, info[c][1]))
+    if a.deterministic_cost:
+        for c in caps:
+            print("--deterministic / any at %d%%: %.3f at the medians (runs: %s)" % (
+                c, statistics.median(res[("det", c)]) / statistics.median(res[("turnip", c)]),
+                ", ".join("%.3f" % (d / t) for d, t in zip(res[("det", c)], res[("turnip", c)]))))
     tmed = statistics.median(res[("torch", True)])
     if 100 in caps:
         full = statistics.median(res[("turnip", 100)])

@@ -51,10 +51,11 @@ if [ "$what" != points ]; then
             f=$(step 7b "$1" "$2" 8 --order fixed --seed "$s" --jitter 0.3 | cut -d' ' -f1)
             echo "$a $f"
         done)
-        echo "$ratios" | awk -v m="$1" -v p="$3" '{ r[NR] = $1 / $2; s += r[NR]; ss += r[NR] * r[NR] }
-            END { n = NR; asort(r); mean = s / n; sd = sqrt(ss / n - mean * mean)
+        echo "$ratios" | awk '{ printf "%.6f\n", $1 / $2 }' | sort -g | awk -v m="$1" -v p="$3" '
+            { r[NR] = $1; s += $1; ss += $1 * $1 }
+            END { n = NR; mean = s / n; sd = sqrt(ss / n - mean * mean)
                   printf "7b on %s: mean %.4f sd %.4f min %.4f median %.4f max %.4f (any faster by %.1f%%; the paper: %s%%)\n",
-                         m, mean, sd, r[1], (r[10] + r[11]) / 2, r[n], (1 - mean) * 100, p }'
+                         m, mean, sd, r[1], (r[int((n + 1) / 2)] + r[int(n / 2) + 1]) / 2, r[n], (1 - mean) * 100, p }'
     done
 fi
 rm -f /tmp/tp-train-sim.$$
