@@ -23,7 +23,6 @@ import argparse
 import importlib.util
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -37,16 +36,11 @@ TARGETS = {"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn", 
 
 
 def machine():
-    model = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return "%s, %d cores (%s)" % (model, os.cpu_count() or 0, platform.platform())
+    """the CPU model and core count: bench/generate_bench.py's machine()"""
+    spec = importlib.util.spec_from_file_location("generate_bench", os.path.join(ROOT, "bench", "generate_bench.py"))
+    gb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gb)
+    return gb.machine()
 
 
 def mmm(xs):

@@ -144,16 +144,16 @@ static void verify_plan(const tp_memgraph *mg, const tp_graph *g)
     free(text);
 }
 
-static int plan_check(const tp_graph *g, const tp_plan_opts *o, rng *r, int dyn_runs)
+
+/* Checks mg with the verifier; on a rejection saves the TaskGraph and the MemGraph as
+ * failed-taskgraph.json and failed-memgraph.json for a look, and fails naming `what`. */
+static void verify_or_save(const tp_graph *g, const tp_memgraph *mg, const char *what)
 {
-    tp_memgraph *mg;
     tp_error e;
-    tp_status s = tp_plan(g, o, &mg, &e);
-    CHECKF(s == TP_OK, "plan failed at feasible caps: %s", e.msg);
     char *text;
     size_t len;
     ASSERT_OK_ERR(tp_memgraph_to_string(mg, &text, &len, &e), e);
-    s = tp_verify_json(text, len, "plan", g, &e);
+    tp_status s = tp_verify_json(text, len, "plan", g, &e);
     if (s) {
         FILE *f = fopen("failed-taskgraph.json", "w");
         tp_graph_write(g, f, NULL);
@@ -162,8 +162,16 @@ static int plan_check(const tp_graph *g, const tp_plan_opts *o, rng *r, int dyn_
         fwrite(text, 1, len, f);
         fclose(f);
     }
-    CHECKF(s == TP_OK, "verifier rejected a plan (saved failed-*.json): %s", e.msg);
     free(text);
+    CHECKF(s == TP_OK, "verifier rejected %s (saved failed-*.json): %s", what, e.msg);
+}
+static int plan_check(const tp_graph *g, const tp_plan_opts *o, rng *r, int dyn_runs)
+{
+    tp_memgraph *mg;
+    tp_error e;
+    tp_status s = tp_plan(g, o, &mg, &e);
+    CHECKF(s == TP_OK, "plan failed at feasible caps: %s", e.msg);
+    verify_or_save(g, mg, "a plan");
     for (int i = 0; i < dyn_runs; i++) dyn_check(g, mg, r);
     tp_plan_stats st;
     tp_memgraph_stats(mg, &st);
@@ -283,20 +291,7 @@ static tp_status accum_plan(const tp_graph *g, const tp_plan_opts *o, rng *r, in
         return s;
     }
     CHECKF(s == TP_OK, "plan failed: %s", e.msg);
-    char *text;
-    size_t len;
-    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &text, &len, &e), e);
-    s = tp_verify_json(text, len, "plan", g, &e);
-    if (s) {
-        FILE *f = fopen("failed-taskgraph.json", "w");
-        tp_graph_write(g, f, NULL);
-        fclose(f);
-        f = fopen("failed-memgraph.json", "w");
-        fwrite(text, 1, len, f);
-        fclose(f);
-    }
-    CHECKF(s == TP_OK, "verifier rejected a sum-into plan (saved failed-*.json): %s", e.msg);
-    free(text);
+    verify_or_save(g, mg, "a sum-into plan");
     dyn_check(g, mg, r);
     tp_plan_stats st;
     tp_memgraph_stats(mg, &st);

@@ -51,7 +51,8 @@ typedef struct tp__lower_view {
  * chain marks of lv (NULL: none). */
 tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__lower_view *lv, tp_memgraph **out,
                          tp_error *err);
-/* Sum-into (sumlower.c): tp_plan when sums marked "accumulate" are lowered: rewrites g, plans
+/* Sum-into (sumlower.c, which also holds tp_plan, the entry that calls it or tp__plan_graph):
+ * when sums marked "accumulate" are lowered: rewrites g, plans
  * the rewrite, converts the plan back onto g (groups), falls back to plain planning when the
  * rewrite is infeasible. *done is 0 (and nothing else happens) when g has no sum to lower. */
 tp_status tp__plan_sum_into(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, int *done, tp_error *err);

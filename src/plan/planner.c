@@ -943,19 +943,6 @@ static tp_status place_kept(planner *P)
     return P->st;
 }
 
-tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, tp_error *err)
-{
-    if (!g || !opts || !out) return tp__fail(err, TP_ERR_ARG, "tp_plan: NULL argument");
-    if (opts->sum_into) {
-        int done = 0;
-        tp_status s = tp__plan_sum_into(g, opts, out, &done, err);
-        if (done) return s;
-    }
-    tp_status s = tp__plan_graph(g, opts, NULL, out, err);
-    if (!s) (*out)->counters.sums_marked = tp__count_marked_sums(g);
-    return s;
-}
-
 tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__lower_view *lv, tp_memgraph **out,
                          tp_error *err)
 {

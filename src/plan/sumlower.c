@@ -482,3 +482,18 @@ tp_status tp__plan_sum_into(const tp_graph *g, const tp_plan_opts *opts, tp_memg
     lower_free(&L);
     return s;
 }
+
+/* The public entry: sum-into when asked and something is marked, else the plain planner (so
+ * planner.c never calls back into this file). */
+tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, tp_error *err)
+{
+    if (!g || !opts || !out) return tp__fail(err, TP_ERR_ARG, "tp_plan: NULL argument");
+    if (opts->sum_into) {
+        int done = 0;
+        tp_status s = tp__plan_sum_into(g, opts, out, &done, err);
+        if (done) return s;
+    }
+    tp_status s = tp__plan_graph(g, opts, NULL, out, err);
+    if (!s) (*out)->counters.sums_marked = tp__count_marked_sums(g);
+    return s;
+}
