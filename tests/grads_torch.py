@@ -28,19 +28,14 @@ import json, math, os, sys, tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tputil import store, write_st, read_st, run, need_backend, backend_flags
+from tputil import store, write_st, read_st, run, need_backend, backend_flags, need_torch
 
 turnip, dtype = sys.argv[1], sys.argv[2]
 backend = sys.argv[3] if len(sys.argv) > 3 else "cpu"
 need_backend(turnip, backend)
 bflags, _ = backend_flags(backend)
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:
-    print("skipped: python3-torch is not installed")
-    sys.exit(77)
-torch.set_num_threads(2)
+torch = need_torch()
+F = torch.nn.functional
 rng = np.random.default_rng({"f32": 11, "f16": 12, "bf16": 13}[dtype])
 tmp = tempfile.mkdtemp(prefix="tp-grads-")
 V, inputs, refs = [], {}, {}

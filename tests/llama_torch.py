@@ -15,18 +15,13 @@ turnip, src = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(src, "scripts"))
 sys.path.insert(0, os.path.join(src, "tests"))
 from make_tiny_llama import make
-from tputil import read_st, need_backend, backend_flags, write_st as write_inputs
+from tputil import read_st, need_backend, backend_flags, need_torch, write_st as write_inputs
 
 backend = sys.argv[3] if len(sys.argv) > 3 else "cpu"
 need_backend(turnip, backend)
 bflags, fast = backend_flags(backend)
 
-try:
-    import torch
-except ImportError:
-    print("skipped: python3-torch is not installed")
-    sys.exit(77)
-torch.set_num_threads(2)
+torch = need_torch()
 tmp = tempfile.mkdtemp(prefix="tp-llama-")
 failures = 0
 

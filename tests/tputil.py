@@ -92,6 +92,17 @@ def backend_flags(backend):
     return ["--backend", backend], False
 
 
+def need_torch():
+    """Debian's torch with 2 threads, or exit 77 (CTest's skip) when python3-torch is missing"""
+    try:
+        import torch
+    except ImportError:
+        print("skipped: python3-torch is not installed")
+        sys.exit(77)
+    torch.set_num_threads(2)
+    return torch
+
+
 def need_backend(turnip, backend):
     """exits 77 (CTest's skip) when `backend` is not built into turnip or has no device"""
     if backend == "cpu":

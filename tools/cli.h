@@ -118,6 +118,10 @@ typedef struct cli_backend_flags {
 /* Table entries of the cpu backend's link flags, in its ranges (turnip/backend.h). */
 #define CLI_O_LINK_BANDWIDTH(S, F, help) \
     CLI_O_NUM("--link-bandwidth", "GB/s", S, F.link_gbps, TP_CPU_LINK_GBPS_MIN, TP_CPU_LINK_GBPS_MAX, help)
+/* --jitter for commands that run on cpu or sim (the cpu backend refuses F above TP_CPU_JITTER_MAX) */
+#define CLI_O_JITTER(S, F)                                                  \
+    CLI_O_NUM("--jitter", "F", S, F.jitter, 0, TP_SIM_JITTER_MAX,          \
+              "cpu: copy times (F at most 4), sim: kernel times and copy sizes\nx exp(F x N(0,1))")
 #define CLI_O_LINK_LATENCY(S, F) \
     CLI_O_NUM("--link-latency", "us", S, F.link_latency_us, 0, TP_CPU_LATENCY_US_MAX, "add a fixed latency to every copy")
 

@@ -42,8 +42,7 @@ static const cli_opt opts[] = {
     CLI_O_NO_SUM_INTO(flags, p),
     CLI_O_STREAMS(flags, x),
     CLI_O_LINK_BANDWIDTH(flags, b, "cpu: throttle host-device and peer copies"),
-    CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, TP_SIM_JITTER_MAX,
-              "cpu: copy times (F at most 4), sim: kernel times and copy sizes\nx exp(F x N(0,1))"),
+    CLI_O_JITTER(flags, b),
     CLI_O_SWITCH("--no-data", flags, no_data, "plan only (for the big presets): graph sizes and plan statistics"),
     CLI_O_INT("--repeat", "N", flags, x.repeat, 0, LLONG_MAX,
               "N runs in one session: what fits of the weights stays on the devices from one\n"

@@ -251,13 +251,19 @@ static const char *nm(B *b, const char *fmt, ...)
     return b->id;
 }
 
+void tp__llama_weight_id(char *id, size_t len, const char *name, char kind, int64_t a, int64_t z, int d)
+{
+    int o = snprintf(id, len, "%s", name);
+    if (o < 0 || (size_t)o >= len) return; /* truncated: the graph's id check refuses it */
+    if (kind) o += snprintf(id + o, len - (size_t)o, "#%c%lld:%lld", kind, (long long)a, (long long)z);
+    if (d && o >= 0 && (size_t)o < len) snprintf(id + o, len - (size_t)o, "@d%d", d);
+}
+
 /* weight input: HF tensor `name`, rows or columns [a, b) (kind 0: whole), on device d */
 static uint32_t W(B *b, int d, const char *name, char kind, int64_t a, int64_t z, int64_t r, int64_t cols)
 {
     char id[TP_LLAMA_ID_MAX];
-    int o = snprintf(id, sizeof id, "%s", name);
-    if (kind) o += snprintf(id + o, sizeof id - (size_t)o, "#%c%lld:%lld", kind, (long long)a, (long long)z);
-    if (d) snprintf(id + o, sizeof id - (size_t)o, "@d%d", d);
+    tp__llama_weight_id(id, sizeof id, name, kind, a, z, d);
     int64_t shape[2] = {r, cols};
     uint32_t v = 0;
     if (b->st) return 0;
@@ -270,7 +276,7 @@ static uint32_t W(B *b, int d, const char *name, char kind, int64_t a, int64_t z
 static uint32_t vec(B *b, int d, const char *name, int64_t n)
 {
     char id[TP_LLAMA_ID_MAX];
-    snprintf(id, sizeof id, d ? "%s@d%d" : "%s", name, d);
+    tp__llama_weight_id(id, sizeof id, name, 0, 0, 0, d);
     int64_t shape[1] = {n};
     uint32_t v = 0;
     if (b->st) return 0;

@@ -264,9 +264,7 @@ static uint32_t input(TB *b, const char *id, int d, tp_dtype dt, int nd, const i
 static uint32_t W(TB *b, int d, const char *name, char kind, int64_t a, int64_t z, int nd, const int64_t *shp)
 {
     char id[TP_LLAMA_ID_MAX];
-    int o = snprintf(id, sizeof id, "%s", name);
-    if (kind) o += snprintf(id + o, sizeof id - (size_t)o, "#%c%lld:%lld", kind, (long long)a, (long long)z);
-    if (d) snprintf(id + o, sizeof id - (size_t)o, "@d%d", d);
+    tp__llama_weight_id(id, sizeof id, name, kind, a, z, d);
     return input(b, id, d, b->c->dtype, nd, shp);
 }
 
