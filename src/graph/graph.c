@@ -8,13 +8,90 @@
 #include "graph/graph_internal.h"
 #include "io/topo.h"
 
+/* ---- memory: the strings and input lists of every vertex live in a bump arena of 1 MiB
+ * blocks (no per-vertex malloc: its header and rounding cost more than a typical id); op names
+ * and attrs texts are interned (a graph has a few dozen distinct ones). ---- */
+#define ARENA_BLOCK ((size_t)1 << 20)
+_Static_assert(SIZE_MAX / 4 >= UINT32_MAX, "an input list of 2^32-1 entries has a size_t size");
+
+typedef struct tp__ablock {
+    struct tp__ablock *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char data[];
+} tp__ablock;
+
+static void *arena_alloc(tp__arena *a, size_t n, size_t align)
+{
+    tp__ablock *b = a->head;
+    size_t at = b ? (b->used + align - 1) & ~(align - 1) : 0;
+    if (!b || at > b->cap || n > b->cap - at) {
+        size_t cap = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK - sizeof *b;
+        tp__ablock *nb = malloc(sizeof *nb + cap);
+        if (!nb) return NULL;
+        nb->cap = cap;
+        nb->used = 0;
+        if (n > ARENA_BLOCK / 4 && b) { /* a big piece gets its own block behind the current one */
+            nb->next = b->next;
+            b->next = nb;
+            nb->used = n;
+            a->bytes += sizeof *nb + cap;
+            return nb->data;
+        }
+        nb->next = b;
+        a->head = b = nb;
+        a->bytes += sizeof *nb + cap;
+        at = 0;
+    }
+    b->used = at + n;
+    return b->data + at;
+}
+
+static void arena_free(tp__arena *a)
+{
+    for (tp__ablock *b = a->head, *nx; b; b = nx) {
+        nx = b->next;
+        free(b);
+    }
+    a->head = NULL;
+    a->bytes = 0;
+}
+
+static const char *arena_str(tp__arena *a, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = arena_alloc(a, n, 1);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* the one copy of s in g (op names, attrs) */
+static const char *intern(tp_graph *g, const char *s)
+{
+    uint32_t k;
+    if (tp__strmap_get(&g->interned, s, &k)) return g->istr[k];
+    if (g->nistr >= UINT32_MAX || !TP__GROW(g->istr, g->capistr, g->nistr + 1)) return NULL;
+    const char *d = arena_str(&g->arena, s);
+    if (!d || tp__strmap_put(&g->interned, d, (uint32_t)g->nistr, NULL) < 0) return NULL;
+    g->istr[g->nistr] = d;
+    return g->istr[g->nistr++];
+}
+
+size_t tp__graph_bytes(const tp_graph *g)
+{
+    return sizeof *g + g->cap * sizeof *g->v + g->arena.bytes + g->ids.cap * (sizeof *g->ids.keys + sizeof *g->ids.vals) +
+           g->interned.cap * (sizeof *g->interned.keys + sizeof *g->interned.vals) + g->capistr * sizeof *g->istr +
+           g->capout * sizeof *g->outputs + g->cap_is_out + (g->finalized ? (g->n + 1 + (g->n ? g->cons_off[g->n] : 0)) * 4 : 0) +
+           g->cap_sess * sizeof *g->sess + g->capkeep * sizeof *g->keeps;
+}
+
 tp_graph *tp_graph_new(int ndevices)
 {
     if (ndevices < 1 || ndevices > TP_MAX_DEVICES) return NULL;
     tp_graph *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     g->ndevices = ndevices;
-    if (!tp__strmap_init(&g->ids, 64)) {
+    if (!tp__strmap_init(&g->ids, 64) || !tp__strmap_init(&g->interned, 16)) {
+        tp__strmap_free(&g->ids);
         free(g);
         return NULL;
     }
@@ -24,12 +101,7 @@ tp_graph *tp_graph_new(int ndevices)
 void tp_graph_free(tp_graph *g)
 {
     if (!g) return;
-    for (size_t i = 0; i < g->n; i++) {
-        free((char *)g->v[i].id);
-        free((char *)g->v[i].op);
-        free((uint32_t *)g->v[i].inputs);
-        free((char *)g->v[i].attrs_json);
-    }
+    arena_free(&g->arena);
     free(g->v);
     free(g->outputs);
     free(g->is_out);
@@ -37,55 +109,40 @@ void tp_graph_free(tp_graph *g)
     free(g->cons);
     free(g->sess);
     free(g->keeps);
+    free(g->istr);
     tp__strmap_free(&g->ids);
+    tp__strmap_free(&g->interned);
     free(g);
 }
 
 tp_status tp__graph_add(tp_graph *g, const char *id, tp_vkind kind, int device, const char *op,
-                        uint32_t ninputs, uint32_t *inputs, tp_dtype dtype, int ndim,
+                        uint32_t ninputs, const uint32_t *inputs, tp_dtype dtype, int ndim,
                         const int64_t *shape, uint64_t bytes, const char *attrs_json,
                         double flops, uint32_t *out, tp_error *err)
 {
-    if (g->finalized) {
-        free(inputs);
-        return tp__fail(err, TP_ERR_ARG, "graph is finalized; no more vertices");
-    }
-    if (!id || !*id) {
-        free(inputs);
-        return tp__fail(err, TP_ERR_INVALID, "vertex %zu: empty id", g->n);
-    }
-    if (ndim > TP_MAX_DIMS) {
-        free(inputs);
+    if (g->finalized) return tp__fail(err, TP_ERR_ARG, "graph is finalized; no more vertices");
+    if (!id || !*id) return tp__fail(err, TP_ERR_INVALID, "vertex %zu: empty id", g->n);
+    if (ndim > TP_MAX_DIMS)
         return tp__fail(err, TP_ERR_INVALID, "vertex '%s': shape has %d dimensions, at most %d",
                         id, ndim, TP_MAX_DIMS);
-    }
-    if (g->n >= UINT32_MAX - 1 || !TP__GROW(g->v, g->cap, g->n + 1)) {
-        free(inputs);
+    uint32_t old;
+    if (tp__strmap_get(&g->ids, id, &old))
+        return tp__fail(err, TP_ERR_INVALID, "vertex '%s': duplicate id (also vertex %u)", id, old);
+    if (g->n >= UINT32_MAX - 1 || !TP__GROW(g->v, g->cap, g->n + 1))
         return tp__fail(err, TP_ERR_NOMEM, "out of memory adding vertex '%s'", id);
-    }
     tp_vertex *v = &g->v[g->n];
     memset(v, 0, sizeof *v);
-    v->id = strdup(id);
-    v->op = (kind == TP_V_KERNEL) ? strdup(op && *op ? op : "opaque") : NULL;
-    v->attrs_json = attrs_json ? strdup(attrs_json) : NULL;
-    if (!v->id || (kind == TP_V_KERNEL && !v->op) || (attrs_json && !v->attrs_json)) {
-        free((char *)v->id);
-        free((char *)v->op);
-        free((char *)v->attrs_json);
-        free(inputs);
-        return tp__fail(err, TP_ERR_NOMEM, "out of memory adding vertex '%s'", id);
+    v->id = arena_str(&g->arena, id);
+    v->op = (kind == TP_V_KERNEL) ? intern(g, op && *op ? op : "opaque") : NULL;
+    v->attrs_json = attrs_json ? intern(g, attrs_json) : NULL;
+    uint32_t *in = NULL;
+    if (ninputs) { /* at most 2^32-1 entries of 4 bytes: no overflow in a 64-bit size_t */
+        in = arena_alloc(&g->arena, ninputs * sizeof *in, sizeof *in);
+        if (in) memcpy(in, inputs, ninputs * sizeof *in);
     }
-    uint32_t old;
-    int r = tp__strmap_put(&g->ids, v->id, (uint32_t)g->n, &old);
-    if (r <= 0) {
-        free((char *)v->id);
-        free((char *)v->op);
-        free((char *)v->attrs_json);
-        free(inputs);
-        if (r < 0) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-        return tp__fail(err, TP_ERR_INVALID, "vertex '%s': duplicate id (also vertex %u)", id,
-                        old);
-    }
+    if (!v->id || (kind == TP_V_KERNEL && !v->op) || (attrs_json && !v->attrs_json) || (ninputs && !in) ||
+        tp__strmap_put(&g->ids, v->id, (uint32_t)g->n, &old) < 0)
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory adding vertex '%s'", id); /* the arena keeps what it gave */
     v->kind = kind;
     v->device = device;
     v->dtype = dtype;
@@ -94,7 +151,7 @@ tp_status tp__graph_add(tp_graph *g, const char *id, tp_vkind kind, int device, 
     v->bytes = bytes;
     v->flops = flops;
     v->ninputs = ninputs;
-    v->inputs = inputs;
+    v->inputs = in;
     *out = (uint32_t)g->n;
     g->n++;
     return TP_OK;
@@ -124,13 +181,7 @@ tp_status tp_graph_add_kernel(tp_graph *g, const char *id, int device, const cha
 {
     tp_status s = check_inputs_exist(g, id ? id : "?", ninputs, inputs, err);
     if (s) return s;
-    uint32_t *in = NULL;
-    if (ninputs) {
-        in = malloc(ninputs * sizeof *in);
-        if (!in) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-        memcpy(in, inputs, ninputs * sizeof *in);
-    }
-    return tp__graph_add(g, id, TP_V_KERNEL, device, op, ninputs, in, dtype, ndim, shape, bytes,
+    return tp__graph_add(g, id, TP_V_KERNEL, device, op, ninputs, inputs, dtype, ndim, shape, bytes,
                          attrs_json, flops, out, err);
 }
 
@@ -139,10 +190,7 @@ tp_status tp_graph_add_transfer(tp_graph *g, const char *id, int device, uint32_
 {
     tp_status s = check_inputs_exist(g, id ? id : "?", 1, &input, err);
     if (s) return s;
-    uint32_t *in = malloc(sizeof *in);
-    if (!in) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-    *in = input;
-    return tp__graph_add(g, id, TP_V_TRANSFER, device, NULL, 1, in, TP_DT_NONE, -1, NULL, 0,
+    return tp__graph_add(g, id, TP_V_TRANSFER, device, NULL, 1, &input, TP_DT_NONE, -1, NULL, 0,
                          NULL, 0, out, err);
 }
 

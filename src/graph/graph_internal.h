@@ -15,11 +15,21 @@ typedef struct tp__sess {
     uint32_t inplace1;  /* in-place argument K + 1; 0 when none */
 } tp__sess;
 
+/* Bump memory for the strings and input lists of vertices (graph.c); freed with the graph. */
+typedef struct tp__arena {
+    struct tp__ablock *head;
+    size_t bytes; /* malloc'd */
+} tp__arena;
+
 struct tp_graph {
     int ndevices;
-    tp_vertex *v; /* public views; strings and input arrays owned here */
+    tp_vertex *v; /* public views; their strings and input arrays live in arena */
     size_t n, cap;
-    tp__strmap ids;
+    tp__arena arena;
+    tp__strmap ids;      /* id -> vertex (keys in arena) */
+    tp__strmap interned; /* op names and attrs texts -> index in istr (keys in arena) */
+    const char **istr;
+    size_t nistr, capistr;
     uint32_t *outputs;
     size_t nout, capout;
     uint8_t *is_out; /* per vertex: listed as an output (grown with the outputs) */
@@ -36,11 +46,15 @@ struct tp_graph {
 };
 
 /* Adds a vertex without checking that inputs exist yet (the JSON reader resolves names
- * after every vertex is known; finalize checks ranges and cycles). Takes ownership of
- * `inputs` (malloc'd, may be NULL when ninputs is 0). */
+ * after every vertex is known; finalize checks ranges and cycles). Copies id, op, attrs and
+ * inputs (borrowed; may be NULL when ninputs is 0); the copy of inputs may be written until
+ * finalize (the reader fills in names it resolves late). */
 tp_status tp__graph_add(tp_graph *g, const char *id, tp_vkind kind, int device, const char *op,
-                        uint32_t ninputs, uint32_t *inputs, tp_dtype dtype, int ndim,
+                        uint32_t ninputs, const uint32_t *inputs, tp_dtype dtype, int ndim,
                         const int64_t *shape, uint64_t bytes, const char *attrs_json,
                         double flops, uint32_t *out, tp_error *err);
+
+/* Bytes the graph holds (its record, arena, maps, consumer lists), for reports. */
+size_t tp__graph_bytes(const tp_graph *g);
 
 #endif

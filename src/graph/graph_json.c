@@ -79,6 +79,8 @@ typedef struct {
     size_t idcap, opcap;
     strlist in;     /* the current vertex's input names */
     strlist pnames; /* names of inputs not yet defined when read */
+    uint32_t *inbuf; /* the current vertex's inputs, resolved (owned, reused) */
+    size_t incap;
     pending *pend;
     size_t npend, cappend;
     /* top level */
@@ -391,11 +393,11 @@ static tp_status add_vertex_checked(rd *r, size_t i, const vrec *f)
     }
     uint32_t *in = NULL;
     if (nin) {
-        in = malloc(nin * sizeof *in);
-        if (!in) {
+        if (!TP__GROW(r->inbuf, r->incap, nin)) {
             free(attrs);
             return tp__fail(&r->verr, TP_ERR_NOMEM, "out of memory");
         }
+        in = r->inbuf;
         for (size_t k = 0; k < nin; k++) {
             const char *nm = sl_get(&r->in, k);
             uint32_t idx;
@@ -405,7 +407,6 @@ static tp_status add_vertex_checked(rd *r, size_t i, const vrec *f)
             }
             in[k] = UINT32_MAX;
             if (!TP__GROW(r->pend, r->cappend, r->npend + 1) || !sl_add(&r->pnames, nm, strlen(nm))) {
-                free(in);
                 free(attrs);
                 return tp__fail(&r->verr, TP_ERR_NOMEM, "out of memory");
             }
@@ -609,6 +610,7 @@ static tp_status read_graph(rd *r, tp_graph **out)
     free(r->op);
     free(r->pend);
     free(r->vdev_id);
+    free(r->inbuf);
     sl_free(&r->in);
     sl_free(&r->pnames);
     sl_free(&r->outl);
