@@ -6,7 +6,7 @@ typedef struct {
     cli_plan_flags p;
     cli_exec_flags x;
     cli_backend_flags b;
-    const char *inputs, *out;
+    const char *inputs, *out, *plan;
     int no_verify;
 } flags;
 
@@ -15,6 +15,9 @@ static const cli_opt opts[] = {
     CLI_O_STR("--inputs", "FILE", flags, inputs, "safetensors holding every TaskGraph input, by id (dtype, shape checked;\nrequired)"),
     CLI_O_STR("--out", "FILE", flags, out, "safetensors the outputs go to, by output id (required)"),
     CLI_O_HOST_MEM(flags, p),
+    CLI_O_STR("--plan", "MEMGRAPH", flags, plan,
+              "run this plan (turnip plan -o, JSON or binary) instead of planning: it must be\n"
+              "for TASKGRAPH and exactly these --device-mem caps (and fit --host-mem)"),
     CLI_O_PLAN_ORDER("--plan-order", flags, p),
     CLI_O_NO_SUM_INTO(flags, p),
     CLI_O_POLICY(flags, x),
@@ -47,12 +50,12 @@ static void help(FILE *f)
 {
     cli_print_help(f,
                    "usage: turnip run TASKGRAPH --device-mem SIZE[,SIZE...] --inputs IN.safetensors --out OUT.safetensors\n"
-                   "                  [--host-mem SIZE] [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N]\n"
+                   "                  [--host-mem SIZE] [--plan MEMGRAPH] [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N]\n"
                    "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F]\n"
                    "                  [--trace FILE] [--no-verify] [--repeat N] [--backend cpu|cuda] [--completion callback|poll]\n"
                    "                  [--matmul fast|exact] [--no-sum-into] [--deterministic]\n"
                    "\n"
-                   "Plans TASKGRAPH under the caps, verifies the plan (unless --no-verify), runs it on the cpu\n"
+                   "Plans TASKGRAPH under the caps (or loads --plan), verifies the plan (unless --no-verify), runs it on the cpu\n"
                    "backend (emulated GPUs: memory arenas of exactly the cap, worker threads for compute streams\n"
                    "and copy engines) or on NVIDIA GPUs (--backend cuda) and writes the outputs, named by output\n"
                    "id, to OUT.\n"
@@ -65,6 +68,27 @@ static tp_status load_file(tp_exec *x, void *path, tp_error *e)
     return tp_exec_load_inputs(x, path, e);
 }
 
+/* --plan FILE: a plan for g under exactly o's caps; 0, or 2 after printing why not */
+static int load_plan(const char *path, const tp_graph *g, const tp_plan_opts *o, tp_memgraph **mg)
+{
+    tp_error e;
+    tp_status s = tp_memgraph_read_file(path, g, mg, NULL, &e);
+    if (s) return cli_fail("run", s, &e);
+    char a[32], b[32];
+    for (int d = 0; d < o->ndevices; d++) {
+        uint64_t c = tp_memgraph_device_capacity(*mg, d);
+        if (c != o->device_mem[d])
+            return cli_errorf("run", 2, "%s: the plan is for device %d of %s, --device-mem says %s (plan again, or run with its caps)",
+                              path, d, tp_format_size(c, a, sizeof a), tp_format_size(o->device_mem[d], b, sizeof b));
+    }
+    uint64_t h = tp_memgraph_host_bytes(*mg);
+    if (o->host_mem && h > o->host_mem)
+        return cli_errorf("run", 2, "%s: the plan uses %s of host memory, --host-mem is %s", path, tp_format_size(h, a, sizeof a),
+                          tp_format_size(o->host_mem, b, sizeof b));
+    printf("plan: %u vertices, loaded from %s (not planned here)\n", tp_memgraph_size(*mg), path);
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     flags fl = {.x = {.streams = 1, .fail_vertex = -1}};
@@ -75,6 +99,7 @@ static int run(int argc, char **argv)
     if (!fl.p.device_mem.n) return cli_usage_error("run", "--device-mem is required", NULL);
     if (!fl.inputs) return cli_usage_error("run", "--inputs is required", NULL);
     if (!fl.out) return cli_usage_error("run", "--out is required", NULL);
+    if (fl.plan && fl.x.repeat > 1) return cli_usage_error("run", "--plan does not combine with --repeat (each later run plans again)", NULL);
     tp_backend *be = cli_backend("run", &fl.b, &rc); /* first: a missing GPU is reported before any work */
     if (!be) return rc;
     tp_error e;
@@ -93,17 +118,20 @@ static int run(int argc, char **argv)
     double t0 = tp_now_seconds();
     int session = fl.x.repeat > 1;
     if (session && (rc = cli_keep_inputs("run", g))) goto done;
-    if ((s = tp_plan(g, &o, &mg, &e))) {
-        rc = cli_fail_file("run", in, s, &e);
-        goto done;
-    }
-    {
+    if (fl.plan) {
+        if ((rc = load_plan(fl.plan, g, &o, &mg))) goto done;
+    } else {
+        if ((s = tp_plan(g, &o, &mg, &e))) {
+            rc = cli_fail_file("run", in, s, &e);
+            goto done;
+        }
         tp_plan_stats st;
         tp_memgraph_stats(mg, &st);
         tp_plan_stats_print(&st, stdout);
     }
     if (!fl.no_verify) {
-        s = cli_verify(mg, g, &e);
+        /* a JSON plan file is verified as it is; a binary one (or a fresh plan) as its JSON */
+        s = fl.plan && !tp_memgraph_file_is_binary(fl.plan) ? tp_verify_file(fl.plan, g, &e) : cli_verify(mg, g, &e);
         if (s == TP_ERR_CHECK) rc = 3; /* a planner bug, not the user's input */
         else if (!s) printf("plan verified\n");
     }

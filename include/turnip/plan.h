@@ -95,7 +95,7 @@ const uint32_t *tp_memgraph_kept(const tp_memgraph *mg, uint32_t *n);
  * session then starts with them loaded. */
 tp_status tp_plan_carry_inputs(tp_graph *g, const tp_memgraph *mg, uint64_t *resident_bytes, tp_error *err);
 /* Position of each TaskGraph vertex in the serial order V the plan used (inputs: their
- * position too). Array of tp_graph_size entries. */
+ * position too). Array of tp_graph_size entries; NULL for a plan read from a file. */
 const uint32_t *tp_memgraph_order(const tp_memgraph *mg);
 
 /* Memory bounds of g along an order, per device (arrays of tp_graph_devices entries):
@@ -110,6 +110,24 @@ tp_status tp_plan_bounds(const tp_graph *g, tp_order order, uint64_t *min_feasib
 tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err);
 /* Same, into a new malloc'd string the caller frees. */
 tp_status tp_memgraph_to_string(const tp_memgraph *mg, char **text, size_t *len, tp_error *err);
+
+/* Plan files (docs/formats.md "Plan files"): plan once, run many times. The binary MemGraph
+ * holds what the JSON holds, in fixed little-endian records with a versioned header and a
+ * checksum; a writer of either streams. */
+tp_status tp_memgraph_write_binary(const tp_memgraph *mg, FILE *f, tp_error *err);
+/* 1 when the file at path starts with the binary format's magic ("TURNIPMG"), else 0. */
+int tp_memgraph_file_is_binary(const char *path);
+/* Reads a MemGraph file, JSON or binary (told apart by the magic). With tg (finalized): the
+ * plan must belong to it (every task a vertex of tg of the kind and size the MemGraph vertex
+ * needs, tg's outputs in order with their keep flags; TP_ERR_INVALID naming the place
+ * otherwise) and the MemGraph borrows tg; names may be NULL. With tg NULL (conversion), *names
+ * gets a stand-in TaskGraph holding only the task names (inputs of one byte), which the
+ * MemGraph borrows: free it after the MemGraph. Every count, index, offset and region is
+ * range-checked before use (TP_ERR_PARSE / TP_ERR_INVALID naming the file and place). A plan
+ * read from a file has no planner statistics: tp_memgraph_stats gives its size and capacities,
+ * and tp_memgraph_order returns NULL. Caller frees *out. */
+tp_status tp_memgraph_read_file(const char *path, const tp_graph *tg, tp_memgraph **out, tp_graph **names,
+                                tp_error *err);
 
 typedef struct tp_device_stats {
     uint64_t capacity;
