@@ -60,7 +60,7 @@ static void help(FILE *f)
                    "and copy engines) or on NVIDIA GPUs (--backend cuda) and writes the outputs, named by output\n"
                    "id, to OUT.\n"
                    "\n",
-                   opts, "exit: 0 ok, 2 unusable input, infeasible plan, failed vertex (named) or no usable GPU\n");
+                   opts, "exit: 0 ok, 2 unusable input (a --plan file that fails verification too), infeasible plan, failed vertex\n(named) or no usable GPU\n");
 }
 
 static tp_status load_file(tp_exec *x, void *path, tp_error *e)
@@ -132,7 +132,7 @@ static int run(int argc, char **argv)
     if (!fl.no_verify) {
         /* a JSON plan file is verified as it is; a binary one (or a fresh plan) as its JSON */
         s = fl.plan && !tp_memgraph_file_is_binary(fl.plan) ? tp_verify_file(fl.plan, g, &e) : cli_verify(mg, g, &e);
-        if (s == TP_ERR_CHECK) rc = 3; /* a planner bug, not the user's input */
+        if (s == TP_ERR_CHECK) rc = fl.plan ? 2 : 3; /* a planner bug, or a --plan file that is not a plan for this graph */
         else if (!s) printf("plan verified\n");
     }
     tp_run_summary sum;

@@ -231,7 +231,7 @@ tp_status tp__mg_read_binary(int fd, uint64_t size, const char *name, const tp_g
         mg->cap[d] = get64(x);
     }
     /* names: nb bytes, each a u32 length and that many bytes */
-    nbuf = malloc(nb - 4 * nt + nt + 1);
+    nbuf = malloc(nb + 1); /* each name takes len + 1 here, 4 + len in the file */
     names = malloc((nt + 1) * sizeof *names);
     tmap = malloc((nt + 1) * sizeof *tmap);
     if (!nbuf || !names || !tmap) goto nomem;
