@@ -158,6 +158,7 @@ static tp_status ref_read_vertex(ref_ctx *c, tp_graph *g, size_t i, json_t *jv, 
     tp_error sub;
     tp_status s = tp__graph_add(g, id, kind, (int)device, op, (uint32_t)nin, in, dtype, ndim,
                                 shape, bytes, attrs, flops, &idx, &sub);
+    free(in); /* the graph copies it now (the tree reader gave it away) */
     free(attrs);
     if (!s && resident) s = tp_graph_set_resident(g, idx, (uint64_t)res_off, host_copy, &sub);
     if (!s && rflags) s = tp_graph_set_resident_flags(g, idx, rflags, &sub);
