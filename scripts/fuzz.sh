@@ -12,7 +12,7 @@ shift || true
 ci=0
 if [ "$secs" = ci ]; then ci=1; secs=600; fi
 case "$secs" in '' | *[!0-9]*) echo "usage: scripts/fuzz.sh [SECONDS|ci] [TARGET...]" >&2; exit 2 ;; esac
-declare -A ci_runs=([taskgraph]=100000 [memgraph]=200000 [planfile]=100000 [safetensors]=900000 [config]=1500000 [sizes]=10000000 [profile]=600000 [index]=100000)
+declare -A ci_runs=([taskgraph]=100000 [memgraph]=200000 [planfile]=60000 [safetensors]=900000 [config]=1500000 [sizes]=10000000 [profile]=600000 [index]=100000)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(taskgraph memgraph planfile safetensors config sizes profile index)
 CC=clang scripts/build.sh build-fuzz -DTP_FUZZ=ON -DTP_CUDA=OFF
