@@ -76,14 +76,6 @@ static const char *intern(tp_graph *g, const char *s)
     return g->istr[g->nistr++];
 }
 
-size_t tp__graph_bytes(const tp_graph *g)
-{
-    return sizeof *g + g->cap * sizeof *g->v + g->arena.bytes + g->ids.cap * (sizeof *g->ids.keys + sizeof *g->ids.vals) +
-           g->interned.cap * (sizeof *g->interned.keys + sizeof *g->interned.vals) + g->capistr * sizeof *g->istr +
-           g->capout * sizeof *g->outputs + g->cap_is_out + (g->finalized ? (g->n + 1 + (g->n ? g->cons_off[g->n] : 0)) * 4 : 0) +
-           g->cap_sess * sizeof *g->sess + g->capkeep * sizeof *g->keeps;
-}
-
 tp_graph *tp_graph_new(int ndevices)
 {
     if (ndevices < 1 || ndevices > TP_MAX_DEVICES) return NULL;

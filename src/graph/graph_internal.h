@@ -54,7 +54,4 @@ tp_status tp__graph_add(tp_graph *g, const char *id, tp_vkind kind, int device, 
                         const int64_t *shape, uint64_t bytes, const char *attrs_json,
                         double flops, uint32_t *out, tp_error *err);
 
-/* Bytes the graph holds (its record, arena, maps, consumer lists), for reports. */
-size_t tp__graph_bytes(const tp_graph *g);
-
 #endif

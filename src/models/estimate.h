@@ -11,7 +11,7 @@
 
 #include "turnip/models.h"
 
-#define TP__GRAPH_VERTEX_BYTES 240.0
+#define TP__GRAPH_VERTEX_BYTES 200.0 /* 240 before ids and input lists moved to an arena (issue 15): 217-232 measured with edges */
 #define TP__GRAPH_EDGE_BYTES 8.0
 #define TP__PLAN_VERTEX_BYTES 140.0
 #define TP__PLAN_EDGE_BYTES 8.0
