@@ -17,7 +17,8 @@ static const cli_opt opts[] = {
     CLI_O_HOST_MEM(flags, p),
     CLI_O_STR("--plan", "MEMGRAPH", flags, plan,
               "run this plan (turnip plan -o, JSON or binary) instead of planning: it must be\n"
-              "for TASKGRAPH and exactly these --device-mem caps (and fit --host-mem)"),
+              "for TASKGRAPH and exactly these --device-mem caps (and fit --host-mem);\n"
+              "--plan-order and --no-sum-into then change nothing"),
     CLI_O_PLAN_ORDER("--plan-order", flags, p),
     CLI_O_NO_SUM_INTO(flags, p),
     CLI_O_POLICY(flags, x),
