@@ -1,6 +1,7 @@
 /* test_exec.c - the executor and cpu backend: same results in every order, races visible when
  * a memory dependency is removed, faults that stop the run cleanly naming the vertex. */
 #include <string.h>
+#include <time.h>
 #include "turnip/turnip.h"
 #include "plan/plan_internal.h"
 #include "backend/common.h"
@@ -1061,6 +1062,42 @@ TEST(exec_session_freed_before_its_executor)
     free(o);
     tp_exec_free(x);
     tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* Nothing runnable for a long time (one throttled 1 MiB reload of ~50 ms before a chain of
+ * kernels): the executor and the workers sleep instead of spinning. The process's CPU time
+ * over the run (every thread's, CLOCK_PROCESS_CPUTIME_ID) must stay far below the run's wall
+ * time; a thread that spun through the wait would use about all of it. The result is checked
+ * against the same run unthrottled. */
+TEST(exec_idle_run_burns_no_core)
+{
+    tp_graph *g = mlp_chain(4, 1, 512); /* 512x512 f32 weights: 1 MiB each */
+    tp_memgraph *mg = plan_at(g, 64ull << 20);
+    tp_error e;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_cpu_opts co;
+    tp_cpu_opts_init(&co);
+    tp_status st;
+    uint8_t *want = run_once(mg, &ro, &co, &st, &e);
+    CHECKF(st == TP_OK, "%s", e.msg);
+    co.link_gbps = 0.02; /* 1 MiB in 52 ms; 5 reloads (x and 4 weights) on one link */
+    struct timespec c0, c1, w0, w1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    uint8_t *got = run_once(mg, &ro, &co, &st, &e);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    CHECKF(st == TP_OK, "%s", e.msg);
+    CHECK(memcmp(want, got, out_bytes(mg)) == 0);
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+    double wall = (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) * 1e-9;
+    CHECKF(wall > 0.2, "the throttled run took %.3f s, less than its copies need", wall);
+    CHECKF(cpu < 0.5 * wall, "CPU time %.3f s over a run of %.3f s wall: a thread spins while nothing is runnable", cpu, wall);
+    free(want);
+    free(got);
     tp_memgraph_free(mg);
     tp_graph_free(g);
 }
