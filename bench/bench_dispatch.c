@@ -8,7 +8,9 @@
  *
  * It first measures what a cross-thread wake-up costs on this machine (one thread sleeping on
  * a condition variable, woken by another; median and 90th percentile of 2000): the stall the
- * executor paid twice per kernel when it and the worker had both gone to sleep.
+ * executor paid twice per kernel when it and the worker had both gone to sleep; then the gap
+ * between chained kernels of 64x64 and 128x128 matmuls (tens of us: long enough that a waiting
+ * thread stops spinning), the case where those wake-ups showed.
  *
  * usage: bench_dispatch [N] */
 #include <pthread.h>
@@ -62,6 +64,49 @@ static double ours(uint32_t n, int chained, int streams)
     tp_memgraph_free(mg);
     tp_graph_free(g);
     return s.makespan * 1e6 / n;
+}
+
+/* A chain of n S x S f32 matmuls (h = h @ w, zeros): kernels of tens of us, long enough that a
+ * thread waiting for the next step would give up spinning (TP__SPIN_US, 20 us) and sleep. Returns
+ * the gap per kernel, (makespan - compute busy) / n, in us, and the mean kernel in *kernel_us. */
+static double matmul_gaps(uint32_t n, int64_t S, double *kernel_us)
+{
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    int64_t shp[2] = {S, S};
+    uint32_t h, w, in[2];
+    char id[32];
+    tp_graph_add_input(g, "x", 0, TP_DT_F32, 2, shp, 0, &h, &e);
+    tp_graph_add_input(g, "w", 0, TP_DT_F32, 2, shp, 0, &w, &e);
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "mm%u", i);
+        in[0] = h, in[1] = w;
+        tp_graph_add_kernel(g, id, 0, "matmul", 2, in, TP_DT_F32, 2, shp, 0, NULL, 0, &h, &e);
+    }
+    tp_graph_add_output(g, h, &e);
+    if (tp_graph_finalize(g, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, 1, (uint64_t)(S * S * 4) * 8);
+    tp_memgraph *mg;
+    tp_backend *be = NULL;
+    tp_exec *x;
+    tp_run_summary s;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    if (tp_plan(g, &po, &mg, &e) || tp_backend_cpu_new(NULL, &be, &e) || tp_exec_new(mg, be, &ro, &x, &e) ||
+        tp_exec_run(x, &s, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    tp_exec_free(x);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    *kernel_us = s.dev[0].compute_busy * 1e6 / n;
+    return (s.makespan - s.dev[0].compute_busy) * 1e6 / n;
 }
 
 #ifdef TP_HAVE_STARPU
@@ -176,6 +221,14 @@ int main(int argc, char **argv)
     if (la) fclose(la);
     printf("%ld cores online, load average %s\n", sysconf(_SC_NPROCESSORS_ONLN), load);
     wakeup_cost();
+    for (int64_t S = 64; S <= 128; S *= 2) {
+        double gap[5], ku[5], m[3], mk[3];
+        for (int rep = 0; rep < 5; rep++) gap[rep] = matmul_gaps(2000, S, &ku[rep]);
+        mmm(gap, 5, m);
+        mmm(ku, 5, mk);
+        printf("2000 chained %lldx%lld matmuls (%.1f us each, median): gap between kernels min / median / max %.2f / %.2f / "
+               "%.2f us (5 runs)\n", (long long)S, (long long)S, mk[1], m[0], m[1], m[2]);
+    }
     printf("%u no-op kernels on one emulated device, 1 stream; microseconds per vertex, task creation excluded on both "
            "sides\n", n);
 #ifdef TP_HAVE_STARPU
