@@ -1,6 +1,7 @@
 /* test_exec.c - the executor and cpu backend: same results in every order, races visible when
  * a memory dependency is removed, faults that stop the run cleanly naming the vertex. */
 #include <string.h>
+#include <time.h>
 #include "turnip/turnip.h"
 #include "plan/plan_internal.h"
 #include "backend/common.h"
@@ -1061,6 +1062,56 @@ TEST(exec_session_freed_before_its_executor)
     free(o);
     tp_exec_free(x);
     tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* Nothing runnable for a long time (one throttled 1 MiB reload of ~50 ms before a chain of
+ * kernels): the executor and the workers sleep instead of spinning. The process's CPU time
+ * over the run (every thread's, CLOCK_PROCESS_CPUTIME_ID) must stay below half the run's wall
+ * time; a thread that spun through the wait would use about all of it. All inputs are zero, so
+ * the output must be zero. */
+TEST(exec_idle_run_burns_no_core)
+{
+    tp_graph *g = mlp_chain(4, 1, 512); /* 512x512 f32 weights: 1 MiB each */
+    tp_memgraph *mg = plan_at(g, 16ull << 20);
+    tp_error e;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_cpu_opts co;
+    tp_cpu_opts_init(&co);
+    co.link_gbps = 0.02; /* 1 MiB in 52 ms; 5 reloads (x and 4 weights) on one link */
+    tp_backend *be = NULL;
+    ASSERT_OK_ERR(tp_backend_cpu_new(&co, &be, &e), e);
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+    float *buf = calloc(1, 1u << 20);
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) { /* every input zero: the output is zero */
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind == TP_M_INPUT) ASSERT_OK_ERR(tp_exec_write(x, &v.write, buf, &e), e);
+    }
+    tp_run_summary sum;
+    struct timespec c0, c1, w0, w1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    tp_mvertex ov;
+    tp_memgraph_vertex(mg, tp_memgraph_outputs(mg)[0], &ov);
+    CHECK(ov.write.bytes <= (1u << 20));
+    float *got = malloc(ov.write.bytes);
+    ASSERT_OK_ERR(tp_exec_read(x, &ov.write, got, &e), e);
+    for (uint64_t k = 0; k < ov.write.bytes / 4; k++) CHECKF(got[k] == 0.0f, "output %llu is %g", (unsigned long long)k, got[k]);
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) * 1e-9;
+    double wall = (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) * 1e-9;
+    CHECKF(wall > 0.2, "the throttled run took %.3f s, less than its copies need", wall);
+    CHECKF(cpu < 0.5 * wall, "CPU time %.3f s over a run of %.3f s wall: a thread spins while nothing is runnable", cpu, wall);
+    tp_exec_free(x);
+    tp_backend_free(be);
+    free(buf);
+    free(got);
     tp_memgraph_free(mg);
     tp_graph_free(g);
 }

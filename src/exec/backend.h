@@ -101,6 +101,14 @@ typedef struct tp__backend_ops {
      * own threads. */
     double (*now)(tp_backend *be);
     int (*advance)(tp_backend *be);
+    /* Optional (NULL: the backend's own threads run everything). Called by the executor when it
+     * would otherwise wait for a completion: runs one launched vertex that no backend thread
+     * has started yet on the calling thread, posts its completion to the sink before it
+     * returns, and returns 1; returns 0 when there is none. A backend with help() may leave a
+     * launched compute vertex to it instead of waking a sleeping worker (the executor calls it
+     * before every wait), so a kernel that follows a completion starts without a cross-thread
+     * wake-up; it must wake the workers of other vertices still queued before it runs one. */
+    int (*help)(tp_backend *be);
     /* lower bound of the last run's makespan, 0 if the backend cannot tell */
     double (*bound)(tp_backend *be);
 } tp__backend_ops;

@@ -9,7 +9,9 @@
  * from a small in-order queue (one slot per executor unit it serves: a compute stream has
  * one, a copy engine `copy_depth`, so the next copy is already queued when one ends, as on a
  * CUDA stream) and posts each completion to the executor's sink. Workers spin briefly before
- * they sleep.
+ * they sleep. A kernel's launch wakes no worker: a compute worker still spinning claims it,
+ * else the executor claims it in help() when it would wait and runs it on its own thread
+ * (docs/benchmarks.md "Wake-up stalls": a futex wake-up costs tens of us on 2 busy cores).
  *
  * BLAS threads: OpenBLAS's helpers spin between calls and take the cores the executor and the
  * workers need (src/kernels/blas.c), so prepare gives each compute stream an equal share of
@@ -38,8 +40,10 @@ typedef struct worker {
     pthread_t th;
     int started;
     tp__sleeper sl;
-    atomic_uint ring[RING]; /* queued vertices; producer: the executor, consumer: the worker */
-    atomic_uint wpos, rpos;
+    atomic_uint ring[RING]; /* queued vertices; producer: the executor, consumer: the worker (or,
+                               for a compute lane, the executor's help(), whichever claims it) */
+    atomic_uint wpos, cpos; /* next position written; next position to claim (a CAS claims) */
+    int compute;            /* a compute stream: launch leaves its job to whichever claims it first */
     float *scratch;
     tp_error err;
 } worker;
@@ -113,25 +117,39 @@ static tp_status run_vertex(worker *w, uint32_t v)
 static int has_job(void *ctx)
 {
     worker *w = ctx;
-    return atomic_load(&w->rpos) != atomic_load(&w->wpos);
+    return atomic_load(&w->cpos) != atomic_load(&w->wpos);
+}
+
+/* claims lane w's next job: 1 and *v when this thread got it (a slot is rewritten only after
+ * its job's completion was taken, so reading it after the claim is safe) */
+static int claim(worker *w, uint32_t *v)
+{
+    unsigned r = atomic_load(&w->cpos);
+    if (r == atomic_load(&w->wpos) || !atomic_compare_exchange_strong(&w->cpos, &r, r + 1)) return 0;
+    *v = atomic_load(&w->ring[r % RING]);
+    return 1;
+}
+
+static void run_post(worker *w, uint32_t v)
+{
+    double t0 = tp__now();
+    tp_status s = run_vertex(w, v);
+    tp__done d;
+    tp__done_set(&d, v, s, t0, tp__now(), &w->err);
+    tp__sink_post(w->cpu->pc.pi.sink, &d);
 }
 
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    while (tp__sleeper_wait(&w->sl, has_job, w, TP__SPIN_US)) {
-        unsigned r = atomic_load(&w->rpos);
-        uint32_t v = atomic_load(&w->ring[r % RING]);
-        double t0 = tp__now();
-        tp_status s = run_vertex(w, v);
-        tp__done d;
-        tp__done_set(&d, v, s, t0, tp__now(), &w->err);
-        atomic_store(&w->rpos, r + 1);
-        tp__sink_post(w->cpu->pc.pi.sink, &d);
-    }
+    uint32_t v;
+    while (tp__sleeper_wait(&w->sl, has_job, w, TP__SPIN_US))
+        if (claim(w, &v)) run_post(w, v);
     return NULL;
 }
 
+/* A copy wakes its worker. A kernel only wakes nothing: a worker still spinning takes it, else
+ * the executor runs it in cpu_help before it waits (no futex wake-up on the critical path). */
 static void cpu_launch(tp_backend *be, uint32_t v, int unit)
 {
     cpu *c = (cpu *)be;
@@ -139,7 +157,25 @@ static void cpu_launch(tp_backend *be, uint32_t v, int unit)
     unsigned p = atomic_load(&w->wpos);
     atomic_store(&w->ring[p % RING], v);
     atomic_store(&w->wpos, p + 1);
-    tp__sleeper_wake(&w->sl);
+    if (!w->compute) tp__sleeper_wake(&w->sl);
+}
+
+/* The executor would wait: it claims the first unclaimed kernel and runs it itself, after
+ * waking the workers of the other unclaimed kernels so that they run beside it. */
+static int cpu_help(tp_backend *be)
+{
+    cpu *c = (cpu *)be;
+    worker *mine = NULL;
+    uint32_t v = 0;
+    for (int i = 0; i < c->nw; i++) {
+        worker *w = &c->w[i];
+        if (!w->compute || !has_job(w)) continue;
+        if (!mine && claim(w, &v)) mine = w;
+        else tp__sleeper_wake(&w->sl);
+    }
+    if (!mine) return 0;
+    run_post(mine, v);
+    return 1;
 }
 
 static void cpu_release(tp_backend *be)
@@ -256,7 +292,8 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
         w->engine = tp__lane_engine(&c->pc, i % c->pc.lanes);
         for (int q = 0; q < RING; q++) atomic_init(&w->ring[q], NO_JOB);
         atomic_init(&w->wpos, 0);
-        atomic_init(&w->rpos, 0);
+        atomic_init(&w->cpos, 0);
+        w->compute = !pi->engines[w->engine].moves;
         if (!pi->engines[w->engine].moves && scratch[w->device]) {
             w->scratch = malloc(scratch[w->device] * sizeof(float));
             if (!w->scratch) {
@@ -319,6 +356,7 @@ static const tp__backend_ops cpu_ops = {
     .engines = cpu_engines,
     .prepare = cpu_prepare,
     .launch = cpu_launch,
+    .help = cpu_help,
     .write = cpu_write,
     .read = cpu_read,
     .release = cpu_release,
