@@ -103,3 +103,94 @@ TEST(alloc_window_prefers_furthest_next_use)
     CHECK(!tp__alloc_find_window(&a, 400, sc, use, &addr, v, &nv));
     tp__alloc_free(&a);
 }
+
+/* The O(B) first fit the allocator had before its free space was indexed: every free segment's
+ * aligned start, extended over the following free segments. The naive reference. */
+static int naive_lowest(const tp__alloc *a, uint64_t size, uint64_t *addr)
+{
+    if (a->cap - a->used < size) return 0;
+    uint64_t al = tp__align_of(size);
+    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
+        if (a->b[i].owner != TP__NONE) continue;
+        uint64_t start = (a->b[i].start + al - 1) & ~(al - 1), end = start + size;
+        for (uint32_t j = i; j != TP__NONE && a->b[j].owner == TP__NONE; j = a->b[j].next)
+            if (a->b[j].start + a->b[j].size >= end) {
+                *addr = start;
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* 1 if [addr, addr+size) lies in free blocks, aligned */
+static int placement_free(const tp__alloc *a, uint64_t addr, uint64_t size)
+{
+    if (addr % tp__align_of(size)) return 0;
+    uint64_t end = addr + size;
+    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
+        const tp__block *x = &a->b[i];
+        if (x->start + x->size <= addr || x->start >= end) continue;
+        if (x->owner != TP__NONE) return 0;
+    }
+    return end <= a->cap;
+}
+
+static uint64_t rnd_state = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rnd_state ^= rnd_state << 13;
+    rnd_state ^= rnd_state >> 7;
+    rnd_state ^= rnd_state << 17;
+    return rnd_state;
+}
+
+static void nop_rel(void *ctx, uint32_t rel)
+{
+    (void)ctx;
+    (void)rel;
+}
+
+/* random takes and releases: first fit equals the naive search; oldest fit is a free, aligned
+ * placement; the used byte count matches the blocks */
+TEST(alloc_indexed_matches_naive)
+{
+    for (int round = 0; round < 20; round++) {
+        tp__alloc a;
+        uint64_t cap = 4096 + (rnd() % 8) * 1000;
+        CHECK(tp__alloc_init(&a, cap));
+        uint32_t live[512], nlive = 0;
+        for (int op = 0; op < 3000; op++) {
+            uint64_t size = 1 + rnd() % (rnd() % 4 ? 300 : 2000);
+            if (rnd() % 3 == 0) size = (size + 63) & ~(uint64_t)63;
+            uint64_t lo = 0, nlo = 0, old = 0;
+            int fl = tp__alloc_find(&a, size, TP__FIT_LOWEST, &lo);
+            int fn = naive_lowest(&a, size, &nlo);
+            int fo = tp__alloc_find(&a, size, TP__FIT_OLDEST, &old);
+            ASSERT_EQ(fl, fn);
+            ASSERT_EQ(fo, fn);
+            if (fl) ASSERT_EQ(lo, nlo);
+            if (fo) CHECK(placement_free(&a, old, size));
+            int take = fl && nlive < 512 && rnd() % 5 < 3;
+            if (take) {
+                uint64_t at = rnd() % 2 ? lo : old;
+                uint32_t b = tp__alloc_take(&a, at, size, (uint32_t)op, nop_rel, NULL);
+                CHECK(b != TP__NONE);
+                ASSERT_EQ(a.b[b].start, at);
+                live[nlive++] = b;
+            } else if (nlive) {
+                uint32_t k = (uint32_t)(rnd() % nlive);
+                tp__alloc_release(&a, live[k], (uint32_t)(rnd() % 4), (uint64_t)op + 1);
+                live[k] = live[--nlive];
+            }
+            uint64_t used = 0, covered = 0;
+            for (uint32_t i = a.head; i != TP__NONE; i = a.b[i].next) {
+                ASSERT_EQ(a.b[i].start, covered);
+                covered += a.b[i].size;
+                if (a.b[i].owner != TP__NONE) used += a.b[i].size;
+            }
+            ASSERT_EQ(covered, cap);
+            ASSERT_EQ(used, a.used);
+        }
+        tp__alloc_free(&a);
+    }
+}
