@@ -173,12 +173,19 @@ static int plan_check(const tp_graph *g, const tp_plan_opts *o, rng *r, int dyn_
     CHECKF(s == TP_OK, "plan failed at feasible caps: %s", e.msg);
     verify_or_save(g, mg, "a plan");
     for (int i = 0; i < dyn_runs; i++) dyn_check(g, mg, r);
-    tp_plan_stats st;
+    tp_plan_stats st, au;
     tp_memgraph_stats(mg, &st);
+    tp_memgraph_stats_audit(mg, &au); /* the audit changes no count but its own */
+    ASSERT_EQ(st.audited, 0);
+    ASSERT_EQ(au.audited, 1);
+    ASSERT_EQ(st.host_mem_deps, au.host_mem_deps);
     int offloads = 0;
     for (int d = 0; d < o->ndevices; d++) {
         offloads += (int)(st.dev[d].offload_count + st.dev[d].drop_count);
         ASSERT_LE(st.dev[d].peak_bytes, o->device_mem[d]);
+        ASSERT_EQ(st.dev[d].mem_deps, au.dev[d].mem_deps);
+        ASSERT_EQ(st.dev[d].mem_deps_superfluous, 0);
+        ASSERT_LE(au.dev[d].mem_deps_superfluous + au.dev[d].mem_deps_unchecked, au.dev[d].mem_deps);
     }
     tp_memgraph_free(mg);
     return offloads;
