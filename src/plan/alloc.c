@@ -241,6 +241,7 @@ void tp__alloc_free(tp__alloc *a)
     free(a->segs.n);
     free(a->runs.n);
     free(a->aged.n);
+    free(a->w);
     memset(a, 0, sizeof *a);
 }
 
@@ -361,33 +362,69 @@ void tp__alloc_release(tp__alloc *a, uint32_t blk, uint32_t rel, uint64_t stamp)
     }
 }
 
-int tp__alloc_find_window(const tp__alloc *a, uint64_t size,
+/* One pass over the blocks in address order with two pointers: candidate i (a block's aligned
+ * start) covers blocks [i, j], j never moves back; the smallest next use over the window comes
+ * from a monotone deque, the cost and the pinned count from prefix sums. Each owner is scored
+ * once. The same candidates and tie-breaks as a scan per candidate, in O(B). */
+int tp__alloc_find_window(tp__alloc *a, uint64_t size,
                           tp__victim_score (*score)(void *ctx, uint32_t owner), void *ctx,
                           uint64_t *addr, uint32_t *victims, uint32_t *nv)
 {
+    size_t n = a->nblocks;
+    if (a->capw < n + 1) {
+        size_t nc = a->capw ? a->capw : 64;
+        while (nc < n + 1) nc *= 2;
+        tp__wscratch *w = realloc(a->w, nc * sizeof *w);
+        if (!w) return 0; /* the caller sees "no window"; only under memory exhaustion */
+        a->w = w;
+        a->capw = nc;
+    }
+    tp__wscratch *w = a->w;
+    uint32_t *dq = victims; /* the caller's array of nblocks entries serves as the deque */
+    size_t k = 0;
+    uint64_t csum = 0;
+    uint32_t psum = 0;
+    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next, k++) {
+        w[k].blk = i;
+        w[k].use = UINT64_MAX;
+        w[k].occ = a->b[i].owner != TP__NONE;
+        w[k].cpre = csum;
+        w[k].ppre = psum;
+        if (w[k].occ) {
+            tp__victim_score sc = score(ctx, a->b[i].owner);
+            if (sc.pinned) psum++;
+            else {
+                w[k].use = sc.next_use;
+                csum += sc.cost;
+            }
+        }
+    }
+    w[n].cpre = csum;
+    w[n].ppre = psum;
     uint64_t al = tp__align_of(size);
     int found = 0;
     uint64_t best_use = 0, best_cost = 0, best_addr = 0;
-    uint32_t best_first = TP__NONE;
-    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
-        uint64_t start = align_up(a->b[i].start, al);
-        if (start >= a->b[i].start + a->b[i].size || start + size < start) continue;
-        uint64_t end = start + size, use = UINT64_MAX, cost = 0;
-        int ok = 0;
-        for (uint32_t j = i; j != TP__NONE; j = a->b[j].next) {
-            const tp__block *y = &a->b[j];
-            if (y->owner != TP__NONE) {
-                tp__victim_score s = score(ctx, y->owner);
-                if (s.pinned) break;
-                if (s.next_use < use) use = s.next_use;
-                cost += s.cost;
-            }
-            if (y->start + y->size >= end) {
-                ok = 1;
-                break;
-            }
+    size_t best_first = 0;
+    size_t j = 0, pushed = 0, qh = 0, qt = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tp__block *x = &a->b[w[i].blk];
+        uint64_t start = align_up(x->start, al);
+        if (start < x->start || start >= x->start + x->size || start + size < start) continue;
+        uint64_t end = start + size;
+        if (end > a->cap) continue;
+        /* the window [i, j]: j is the first block from i whose end reaches `end` */
+        if (j < i) j = i;
+        while (j < n && a->b[w[j].blk].start + a->b[w[j].blk].size < end) j++;
+        if (j == n) break; /* cannot happen: the blocks cover [0, cap) */
+        if (pushed < i) pushed = i;
+        for (; pushed <= j; pushed++) {
+            if (!w[pushed].occ || w[pushed].use == UINT64_MAX) continue; /* no bound on the minimum */
+            while (qt > qh && w[dq[qt - 1]].use >= w[pushed].use) qt--;
+            dq[qt++] = (uint32_t)pushed;
         }
-        if (!ok || end > a->cap) continue;
+        while (qh < qt && dq[qh] < i) qh++;
+        if (w[j + 1].ppre != w[i].ppre) continue; /* a pinned block in the window */
+        uint64_t use = qh < qt ? w[dq[qh]].use : UINT64_MAX, cost = w[j + 1].cpre - w[i].cpre;
         if (!found || use > best_use || (use == best_use && cost < best_cost)) {
             found = 1;
             best_use = use;
@@ -400,7 +437,7 @@ int tp__alloc_find_window(const tp__alloc *a, uint64_t size,
     *addr = best_addr;
     *nv = 0;
     uint64_t end = best_addr + size;
-    for (uint32_t j = best_first; j != TP__NONE && a->b[j].start < end; j = a->b[j].next)
-        if (a->b[j].owner != TP__NONE) victims[(*nv)++] = a->b[j].owner;
+    for (uint32_t q = w[best_first].blk; q != TP__NONE && a->b[q].start < end; q = a->b[q].next)
+        if (a->b[q].owner != TP__NONE) victims[(*nv)++] = a->b[q].owner;
     return 1;
 }

@@ -39,6 +39,13 @@ typedef struct {
     uint32_t root, freel, cnt, cap, seed;
 } tp__treap;
 
+/* find_window's per-block scratch, in address order */
+typedef struct {
+    uint64_t use, cpre; /* next use (UINT64_MAX: free, pinned or never); prefix of costs */
+    uint32_t blk, ppre; /* block; prefix count of pinned blocks */
+    int occ;
+} tp__wscratch;
+
 typedef struct tp__alloc {
     uint64_t cap, used, peak;
     tp__treap segs;     /* free segments by start (aux: block index): the segment holding an address */
@@ -49,6 +56,8 @@ typedef struct tp__alloc {
     uint32_t head;      /* lowest block */
     uint32_t freelist;  /* recycled block slots, linked through .next */
     uint32_t nblocks;   /* blocks in the address list */
+    tp__wscratch *w;    /* find_window's scratch (owned) */
+    size_t capw;
 } tp__alloc;
 
 typedef enum { TP__FIT_OLDEST, TP__FIT_LOWEST } tp__fit;
@@ -95,10 +104,11 @@ typedef struct {
     uint64_t cost;       /* bytes that would have to be offloaded */
 } tp__victim_score;
 
-/* Finds the best window for `size` bytes among non-pinned blocks. On success returns 1,
- * the address, and the occupied blocks overlapping [addr, addr+size) in victims[0..*nv-1]
- * (the caller's array of at least a->nblocks entries). */
-int tp__alloc_find_window(const tp__alloc *a, uint64_t size,
+/* Finds the best window for `size` bytes among non-pinned blocks, in O(B) with one score call
+ * per occupied block. On success returns 1, the address, and the occupied blocks overlapping
+ * [addr, addr+size) in victims[0..*nv-1] (the caller's array of at least a->nblocks + 1 entries,
+ * also used as scratch). 0 also when scratch memory cannot be had. */
+int tp__alloc_find_window(tp__alloc *a, uint64_t size,
                           tp__victim_score (*score)(void *ctx, uint32_t owner), void *ctx,
                           uint64_t *addr, uint32_t *victims, uint32_t *nv);
 
