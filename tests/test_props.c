@@ -436,6 +436,49 @@ TEST(sum_into_peak)
     tp_graph_free(g);
 }
 
+/* the training-shaped layered graph: its size as estimated, and plans at 50% and 20% of each
+ * device's unconstrained peak verified (and run dynamically) like every family's */
+TEST(props_layered_backward)
+{
+    for (int devs = 1; devs <= 3; devs++) {
+        tp_layered_opts lo;
+        tp_layered_opts_init(&lo);
+        lo.devices = devs;
+        lo.layers = 3;
+        lo.heads = 3;
+        lo.chunks = 2;
+        lo.seq = 64;
+        lo.head_dim = 8;
+        lo.backward = 1;
+        tp_graph *g;
+        tp_error e;
+        ASSERT_OK_ERR(tp_model_layered(&lo, &g, &e), e);
+        tp_build_estimate est;
+        tp_layered_estimate(&lo, &est);
+        tp_graph_counts n;
+        tp_count_taskgraph(g, &n);
+        ASSERT_EQ((uint64_t)est.vertices, tp_graph_size(g));
+        ASSERT_EQ((uint64_t)est.edges, n.edges);
+        uint64_t minf[TP_MAX_DEVICES], peak[TP_MAX_DEVICES];
+        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_TOPO, minf, peak, &e), e);
+        const double frac[2] = {0.5, 0.2};
+        int ev = 0;
+        for (int i = 0; i < 2; i++) {
+            tp_plan_opts o;
+            tp_plan_opts_init(&o, devs, 0);
+            o.order = TP_ORDER_TOPO;
+            for (int d = 0; d < devs; d++) {
+                uint64_t c = (uint64_t)((double)peak[d] * frac[i]);
+                o.device_mem[d] = c > minf[d] ? c : minf[d];
+            }
+            rng r = {(uint64_t)devs * 13 + (uint64_t)i};
+            ev += plan_check(g, &o, &r, 2);
+        }
+        CHECK(ev > 0); /* the caps made it offload */
+        tp_graph_free(g);
+    }
+}
+
 TEST(props_chain) { run_family(GEN_CHAIN, 150); }
 TEST(props_diamond) { run_family(GEN_DIAMOND, 150); }
 TEST(props_fanin) { run_family(GEN_FANIN, 150); }
