@@ -135,10 +135,10 @@ void tp_plan_stats_print(const tp_plan_stats *st, FILE *f)
         if (st->audited && s->mem_deps_unchecked) fprintf(f, " (+%llu unchecked)", (unsigned long long)s->mem_deps_unchecked);
         putc('\n', f);
     }
-    if (!st->audited) fprintf(f, "implied: not audited (turnip plan --stats audits)\n");
     fprintf(f, "host: %s used, %llu memory deps for host-region reuse\n", tp_format_size(st->host_bytes, a, sizeof a),
             (unsigned long long)st->host_mem_deps);
     if (st->sums_marked)
         fprintf(f, "sum-into: %u of %u marked sums lowered to groups (%u accumulates)%s\n", st->sum_groups, st->sums_marked,
                 st->sum_members, st->sum_into_fallback ? "; lowering was infeasible at these caps: planned without it" : "");
+    if (!st->audited) fprintf(f, "implied: not audited (\"-\"; turnip plan --stats audits)\n");
 }
