@@ -3,7 +3,9 @@
  * Builds tp_model_layered graphs of about 10^4 .. 10^6 vertices, computes each device's
  * unconstrained peak along the planner's order (values loaded at first use, freed after
  * last use), and plans with every device capped at 50% and 20% of that peak. Prints
- * vertices per second and, side by side from the same run, time(2N)/time(N).
+ * vertices per second and, side by side from the same run, time(2N)/time(N). Then the same
+ * for the training-shaped graph (tp_layered_opts.backward: forward, then backward in reverse
+ * reading saved activations), 3 runs each, min / median / max.
  *
  * usage: bench_plan [--quick] [--max N] */
 #include <stdio.h>
@@ -36,9 +38,16 @@ static void machine(void)
 }
 
 typedef struct {
-    double secs[2];
+    double secs[2];       /* the best (forward) or the median (backward) */
+    double lo[2], hi[2];  /* min and max over the runs */
     uint64_t nv, nmv[2];
 } result;
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
 
 static int run(const tp_layered_opts *lo, result *r, int verbose)
 {
@@ -68,8 +77,8 @@ static int run(const tp_layered_opts *lo, result *r, int verbose)
             o.device_mem[d] = c > minf[d] ? c : minf[d];
         }
         tp_memgraph *mg = NULL;
-        int reps = r->nv < 300000 ? 3 : 1; /* best of 3 where a run is short and noisy */
-        r->secs[i] = 1e30;
+        int reps = lo->backward || r->nv < 300000 ? 3 : 1; /* forward: best of 3 where a run is short and noisy */
+        double ts[3];
         for (int rep = 0; rep < reps; rep++) {
             tp_memgraph_free(mg);
             double t1 = now();
@@ -77,9 +86,12 @@ static int run(const tp_layered_opts *lo, result *r, int verbose)
                 fprintf(stderr, "plan: %s\n", e.msg);
                 return 1;
             }
-            double t = now() - t1;
-            if (t < r->secs[i]) r->secs[i] = t;
+            ts[rep] = now() - t1;
         }
+        qsort(ts, (size_t)reps, sizeof *ts, cmp_d);
+        r->lo[i] = ts[0];
+        r->hi[i] = ts[reps - 1];
+        r->secs[i] = lo->backward ? ts[reps / 2] : ts[0];
         r->nmv[i] = tp_memgraph_size(mg);
         if (verbose) {
             tp_plan_stats st;
@@ -151,5 +163,34 @@ int main(int argc, char **argv)
     if (n == 6) printf("10^6 vertices planned in %.2f s (50%%) and %.2f s (20%%); target < 5 s\n", res[5].secs[0], res[5].secs[1]);
     lo.layers = 4;
     printf("detail, %llu vertices:\n", (unsigned long long)tp_layered_vertices(&lo));
-    return run(&lo, &res[0], 1);
+    if (run(&lo, &res[0], 1)) return 1;
+
+    /* training-shaped: forward, then backward reading the saved activations */
+    lo.backward = 1;
+    lo.layers = 1;
+    per = tp_layered_vertices(&lo) - (uint64_t)lo.devices;
+    printf("training-shaped (--backward): %llu vertices per layer, 3 runs, median (min-max) seconds\n",
+           (unsigned long long)per);
+    const uint64_t bsizes[] = {10000, 20000, 125000, 250000, 500000, 1000000};
+    int nb = 0;
+    printf("%10s %10s | %24s | %24s\n", "vertices", "memgraph", "50%: s", "20%: s");
+    for (int i = 0; i < 6 && bsizes[i] <= max; i++) {
+        lo.layers = (int)(bsizes[i] / per);
+        if (lo.layers < 1) lo.layers = 1;
+        if (run(&lo, &res[i], 0)) return 1;
+        char c0[40], c1[40];
+        snprintf(c0, sizeof c0, "%.3f (%.3f-%.3f)", res[i].secs[0], res[i].lo[0], res[i].hi[0]);
+        snprintf(c1, sizeof c1, "%.3f (%.3f-%.3f)", res[i].secs[1], res[i].lo[1], res[i].hi[1]);
+        printf("%10llu %10llu | %24s | %24s\n", (unsigned long long)res[i].nv, (unsigned long long)res[i].nmv[1], c0, c1);
+        fflush(stdout);
+        nb = i + 1;
+    }
+    printf("scaling, time(2N)/time(N) of medians at 50%% and 20%% caps (target <= 2.3):\n");
+    for (int i = 1; i < nb; i++)
+        if (i != 2) printf("  N=%-8llu %.2f  %.2f\n", (unsigned long long)res[i - 1].nv, res[i].secs[0] / res[i - 1].secs[0],
+               res[i].secs[1] / res[i - 1].secs[1]);
+    if (nb == 6)
+        printf("training-shaped 10^6 vertices planned in %.2f s (50%%) and %.2f s (20%%); target < 5 s\n", res[5].secs[0],
+               res[5].secs[1]);
+    return 0;
 }

@@ -103,3 +103,158 @@ TEST(alloc_window_prefers_furthest_next_use)
     CHECK(!tp__alloc_find_window(&a, 400, sc, use, &addr, v, &nv));
     tp__alloc_free(&a);
 }
+
+/* The O(B) first fit the allocator had before its free space was indexed: every free segment's
+ * aligned start, extended over the following free segments. The naive reference. */
+static int naive_lowest(const tp__alloc *a, uint64_t size, uint64_t *addr)
+{
+    if (a->cap - a->used < size) return 0;
+    uint64_t al = tp__align_of(size);
+    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
+        if (a->b[i].owner != TP__NONE) continue;
+        uint64_t start = (a->b[i].start + al - 1) & ~(al - 1), end = start + size;
+        for (uint32_t j = i; j != TP__NONE && a->b[j].owner == TP__NONE; j = a->b[j].next)
+            if (a->b[j].start + a->b[j].size >= end) {
+                *addr = start;
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* 1 if [addr, addr+size) lies in free blocks, aligned */
+static int placement_free(const tp__alloc *a, uint64_t addr, uint64_t size)
+{
+    if (addr % tp__align_of(size)) return 0;
+    uint64_t end = addr + size;
+    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
+        const tp__block *x = &a->b[i];
+        if (x->start + x->size <= addr || x->start >= end) continue;
+        if (x->owner != TP__NONE) return 0;
+    }
+    return end <= a->cap;
+}
+
+/* The O(B * window) eviction-window search the allocator had before: every block's aligned start,
+ * scanned forward and scored block by block. The naive reference. */
+static int naive_window(const tp__alloc *a, uint64_t size, tp__victim_score (*score)(void *ctx, uint32_t owner),
+                        void *ctx, uint64_t *addr, uint32_t *victims, uint32_t *nv)
+{
+    uint64_t al = tp__align_of(size);
+    int found = 0;
+    uint64_t best_use = 0, best_cost = 0, best_addr = 0;
+    uint32_t best_first = TP__NONE;
+    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
+        uint64_t start = (a->b[i].start + al - 1) & ~(al - 1);
+        if (start >= a->b[i].start + a->b[i].size || start + size < start) continue;
+        uint64_t end = start + size, use = UINT64_MAX, cost = 0;
+        int ok = 0;
+        for (uint32_t j = i; j != TP__NONE; j = a->b[j].next) {
+            const tp__block *y = &a->b[j];
+            if (y->owner != TP__NONE) {
+                tp__victim_score s = score(ctx, y->owner);
+                if (s.pinned) break;
+                if (s.next_use < use) use = s.next_use;
+                cost += s.cost;
+            }
+            if (y->start + y->size >= end) {
+                ok = 1;
+                break;
+            }
+        }
+        if (!ok || end > a->cap) continue;
+        if (!found || use > best_use || (use == best_use && cost < best_cost)) {
+            found = 1;
+            best_use = use;
+            best_cost = cost;
+            best_addr = start;
+            best_first = i;
+        }
+    }
+    if (!found) return 0;
+    *addr = best_addr;
+    *nv = 0;
+    for (uint32_t j = best_first; j != TP__NONE && a->b[j].start < best_addr + size; j = a->b[j].next)
+        if (a->b[j].owner != TP__NONE) victims[(*nv)++] = a->b[j].owner;
+    return 1;
+}
+
+static tp__victim_score scores[3000];
+static tp__victim_score score_tab(void *ctx, uint32_t owner)
+{
+    (void)ctx;
+    return scores[owner];
+}
+
+static uint64_t rnd_state = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rnd_state ^= rnd_state << 13;
+    rnd_state ^= rnd_state >> 7;
+    rnd_state ^= rnd_state << 17;
+    return rnd_state;
+}
+
+static void nop_rel(void *ctx, uint32_t rel)
+{
+    (void)ctx;
+    (void)rel;
+}
+
+/* random takes and releases: first fit equals the naive search; oldest fit is a free, aligned
+ * placement; the used byte count matches the blocks */
+TEST(alloc_indexed_matches_naive)
+{
+    for (int round = 0; round < 20; round++) {
+        tp__alloc a;
+        uint64_t cap = 4096 + (rnd() % 8) * 1000;
+        CHECK(tp__alloc_init(&a, cap));
+        uint32_t live[512], nlive = 0;
+        for (int op = 0; op < 3000; op++) {
+            uint64_t size = 1 + rnd() % (rnd() % 4 ? 300 : 2000);
+            if (rnd() % 3 == 0) size = (size + 63) & ~(uint64_t)63;
+            uint64_t lo = 0, nlo = 0, old = 0;
+            int fl = tp__alloc_find(&a, size, TP__FIT_LOWEST, &lo);
+            int fn = naive_lowest(&a, size, &nlo);
+            int fo = tp__alloc_find(&a, size, TP__FIT_OLDEST, &old);
+            ASSERT_EQ(fl, fn);
+            ASSERT_EQ(fo, fn);
+            if (fl) ASSERT_EQ(lo, nlo);
+            if (fo) CHECK(placement_free(&a, old, size));
+            uint64_t wa = 0, na = 0;
+            uint32_t wv[1100], nvw = 0, nvn = 0, vn[1100];
+            int fw = tp__alloc_find_window(&a, size, score_tab, NULL, &wa, wv, &nvw);
+            int fnw = naive_window(&a, size, score_tab, NULL, &na, vn, &nvn);
+            ASSERT_EQ(fw, fnw);
+            if (fw) {
+                ASSERT_EQ(wa, na);
+                ASSERT_EQ(nvw, nvn);
+                for (uint32_t q = 0; q < nvw; q++) ASSERT_EQ(wv[q], vn[q]);
+            }
+            scores[op].pinned = rnd() % 6 == 0;
+            scores[op].next_use = rnd() % 8 == 0 ? UINT64_MAX : rnd() % 50; /* ties on purpose */
+            scores[op].cost = rnd() % 3 ? size : 0;
+            int take = fl && nlive < 512 && rnd() % 5 < 3;
+            if (take) {
+                uint64_t at = rnd() % 2 ? lo : old;
+                uint32_t b = tp__alloc_take(&a, at, size, (uint32_t)op, nop_rel, NULL);
+                CHECK(b != TP__NONE);
+                ASSERT_EQ(a.b[b].start, at);
+                live[nlive++] = b;
+            } else if (nlive) {
+                uint32_t k = (uint32_t)(rnd() % nlive);
+                tp__alloc_release(&a, live[k], (uint32_t)(rnd() % 4), (uint64_t)op + 1);
+                live[k] = live[--nlive];
+            }
+            uint64_t used = 0, covered = 0;
+            for (uint32_t i = a.head; i != TP__NONE; i = a.b[i].next) {
+                ASSERT_EQ(a.b[i].start, covered);
+                covered += a.b[i].size;
+                if (a.b[i].owner != TP__NONE) used += a.b[i].size;
+            }
+            ASSERT_EQ(covered, cap);
+            ASSERT_EQ(used, a.used);
+        }
+        tp__alloc_free(&a);
+    }
+}

@@ -173,12 +173,19 @@ static int plan_check(const tp_graph *g, const tp_plan_opts *o, rng *r, int dyn_
     CHECKF(s == TP_OK, "plan failed at feasible caps: %s", e.msg);
     verify_or_save(g, mg, "a plan");
     for (int i = 0; i < dyn_runs; i++) dyn_check(g, mg, r);
-    tp_plan_stats st;
+    tp_plan_stats st, au;
     tp_memgraph_stats(mg, &st);
+    tp_memgraph_stats_audit(mg, &au); /* the audit changes no count but its own */
+    ASSERT_EQ(st.audited, 0);
+    ASSERT_EQ(au.audited, 1);
+    ASSERT_EQ(st.host_mem_deps, au.host_mem_deps);
     int offloads = 0;
     for (int d = 0; d < o->ndevices; d++) {
         offloads += (int)(st.dev[d].offload_count + st.dev[d].drop_count);
         ASSERT_LE(st.dev[d].peak_bytes, o->device_mem[d]);
+        ASSERT_EQ(st.dev[d].mem_deps, au.dev[d].mem_deps);
+        ASSERT_EQ(st.dev[d].mem_deps_superfluous, 0);
+        ASSERT_LE(au.dev[d].mem_deps_superfluous + au.dev[d].mem_deps_unchecked, au.dev[d].mem_deps);
     }
     tp_memgraph_free(mg);
     return offloads;
@@ -427,6 +434,49 @@ TEST(sum_into_peak)
     o.sum_into = 0;
     ASSERT_STATUS(tp_plan(g, &o, &mg, &e), TP_ERR_INFEASIBLE);
     tp_graph_free(g);
+}
+
+/* the training-shaped layered graph: its size as estimated, and plans at 50% and 20% of each
+ * device's unconstrained peak verified (and run dynamically) like every family's */
+TEST(props_layered_backward)
+{
+    for (int devs = 1; devs <= 3; devs++) {
+        tp_layered_opts lo;
+        tp_layered_opts_init(&lo);
+        lo.devices = devs;
+        lo.layers = 3;
+        lo.heads = 3;
+        lo.chunks = 2;
+        lo.seq = 64;
+        lo.head_dim = 8;
+        lo.backward = 1;
+        tp_graph *g;
+        tp_error e;
+        ASSERT_OK_ERR(tp_model_layered(&lo, &g, &e), e);
+        tp_build_estimate est;
+        tp_layered_estimate(&lo, &est);
+        tp_graph_counts n;
+        tp_count_taskgraph(g, &n);
+        ASSERT_EQ((uint64_t)est.vertices, tp_graph_size(g));
+        ASSERT_EQ((uint64_t)est.edges, n.edges);
+        uint64_t minf[TP_MAX_DEVICES], peak[TP_MAX_DEVICES];
+        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_TOPO, minf, peak, &e), e);
+        const double frac[2] = {0.5, 0.2};
+        int ev = 0;
+        for (int i = 0; i < 2; i++) {
+            tp_plan_opts o;
+            tp_plan_opts_init(&o, devs, 0);
+            o.order = TP_ORDER_TOPO;
+            for (int d = 0; d < devs; d++) {
+                uint64_t c = (uint64_t)((double)peak[d] * frac[i]);
+                o.device_mem[d] = c > minf[d] ? c : minf[d];
+            }
+            rng r = {(uint64_t)devs * 13 + (uint64_t)i};
+            ev += plan_check(g, &o, &r, 2);
+        }
+        CHECK(ev > 0); /* the caps made it offload */
+        tp_graph_free(g);
+    }
 }
 
 TEST(props_chain) { run_family(GEN_CHAIN, 150); }

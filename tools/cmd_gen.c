@@ -7,6 +7,7 @@
 typedef struct {
     long long devices, layers, heads, chunks, seq, head_dim, dtype_bytes;
     const char *out;
+    int backward;
 } layered_flags;
 
 static const cli_opt layered_opts[] = {
@@ -17,6 +18,7 @@ static const cli_opt layered_opts[] = {
     CLI_O_INT("--seq", "T", layered_flags, seq, 1, LLONG_MAX, "tokens (default 512)"),
     CLI_O_INT("--head-dim", "E", layered_flags, head_dim, 1, LLONG_MAX, "head dimension (default 64)"),
     CLI_O_INT("--dtype-bytes", "B", layered_flags, dtype_bytes, 1, INT_MAX, "bytes per element (default 2)"),
+    CLI_O_SWITCH("--backward", layered_flags, backward, "training-shaped: then the layers in reverse, reading the\nactivations the forward pass saved"),
     CLI_O_STR("-o", "FILE", layered_flags, out, "write the TaskGraph there (default: standard output)"),
     CLI_O_END,
 };
@@ -64,7 +66,7 @@ static void help(FILE *f)
 {
     cli_print_help(f,
                    "usage: turnip gen layered [--devices D] [--layers L] [--heads K] [--chunks C]\n"
-                   "                          [--seq T] [--head-dim E] [--dtype-bytes B] [-o TASKGRAPH]\n"
+                   "                          [--seq T] [--head-dim E] [--dtype-bytes B] [--backward] [-o TASKGRAPH]\n"
                    "\n"
                    "Writes a transformer-like TaskGraph of opaque kernels (sizes and flops only): per layer\n"
                    "and device, K attention heads as parallel lanes (q/k/v projections, T x T scores,\n"
@@ -157,7 +159,7 @@ static int run(int argc, char **argv)
     if (argc > 2 && (!strcmp(argv[2], "llama") || !strcmp(argv[2], "decode"))) return gen_llama(argc, argv, !strcmp(argv[2], "decode"));
     tp_layered_opts lo;
     tp_layered_opts_init(&lo);
-    layered_flags fl = {lo.devices, lo.layers, lo.heads, lo.chunks, lo.seq, lo.head_dim, lo.dtype_bytes, NULL};
+    layered_flags fl = {lo.devices, lo.layers, lo.heads, lo.chunks, lo.seq, lo.head_dim, lo.dtype_bytes, NULL, 0};
     const char *model;
     int npos, rc = cli_parse("gen", layered_opts, &fl, argc, argv, 2, &model, 1, &npos, NULL);
     if (rc) return rc;
@@ -170,6 +172,7 @@ static int run(int argc, char **argv)
     lo.seq = fl.seq;
     lo.head_dim = fl.head_dim;
     lo.dtype_bytes = (int)fl.dtype_bytes;
+    lo.backward = fl.backward;
     tp_build_estimate est; /* refuse a graph the machine cannot hold before building it */
     tp_layered_estimate(&lo, &est);
     if ((rc = cli_refuse_host("gen", "", "the TaskGraph needs", est.graph_bytes, &est))) return rc;

@@ -41,7 +41,7 @@ static void help(FILE *f)
 static void print_stats(FILE *sf, const tp_graph *g, const tp_memgraph *mg, const tp_plan_opts *o)
 {
     tp_plan_stats st;
-    tp_memgraph_stats(mg, &st);
+    tp_memgraph_stats_audit(mg, &st); /* asked for: the implied-dependency audit too */
     tp_plan_stats_print(&st, sf);
     uint64_t minf[TP_MAX_DEVICES], peak[TP_MAX_DEVICES];
     tp_error e;

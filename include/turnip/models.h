@@ -19,7 +19,12 @@ extern "C" {
  * sum; output projection) accumulated in a chain, then an MLP in `chunks` column chunks,
  * each stage emitted for all lanes before the next (the order the paper feeds its planner,
  * so decomposed contractions sit together in V). Partial sums are reduced on device 0 and
- * broadcast back with transfers. Weights are inputs. */
+ * broadcast back with transfers. Weights are inputs.
+ * With `backward`, a training-shaped graph: after the forward pass a loss kernel per device,
+ * then the layers in reverse, each reading the activations its forward half saved (MLP: the
+ * act and up outputs and the MLP's input; attention: softmax, v, q, k per head) and reducing
+ * the input gradient across devices as the forward pass does; the last input gradient is the
+ * output (weight gradients are not modelled). */
 typedef struct tp_layered_opts {
     int devices;      /* 1..TP_MAX_DEVICES */
     int layers;       /* >= 1 */
@@ -28,6 +33,7 @@ typedef struct tp_layered_opts {
     int64_t seq;      /* tokens T */
     int64_t head_dim; /* hidden size is devices * heads * head_dim */
     int dtype_bytes;  /* 2 for 16-bit */
+    int backward;     /* 1: forward then backward (training-shaped), 0: forward only */
 } tp_layered_opts;
 
 void tp_layered_opts_init(tp_layered_opts *o);

@@ -138,8 +138,8 @@ typedef struct tp_device_stats {
     uint64_t offload_count, offload_bytes;
     uint64_t drop_count;        /* evictions that needed no offload (host copy still valid) */
     uint64_t mem_deps;          /* memory-dependency edges into vertices on this device */
-    uint64_t mem_deps_superfluous; /* ...of which already implied by other paths */
-    uint64_t mem_deps_unchecked;   /* ...of which the implied-check gave up (search budget) */
+    uint64_t mem_deps_superfluous; /* ...of which already implied by other paths (audited only) */
+    uint64_t mem_deps_unchecked;   /* ...of which the implied-check gave up (search budget; audited only) */
 } tp_device_stats;
 
 typedef struct tp_plan_stats {
@@ -154,10 +154,16 @@ typedef struct tp_plan_stats {
      * plan was made again without it (then groups is 0) */
     uint32_t sums_marked, sum_groups, sum_members;
     int sum_into_fallback;
+    int audited;                /* 1: the mem_deps_superfluous / _unchecked counts were computed */
 } tp_plan_stats;
 
-/* Statistics of a plan; the superfluous-dependency count costs a bounded search per edge. */
+/* Statistics of a plan in O(V + E): the planner's counters and the memory-dependency counts,
+ * without the implied-dependency audit (audited = 0; printed as "-"). */
 void tp_memgraph_stats(const tp_memgraph *mg, tp_plan_stats *out);
+/* Same, plus the audit: which memory dependencies other paths already imply, a backward search
+ * per edge bounded to 2000 visits (those that hit the bound are counted as unchecked). At most
+ * O(E * 2000); near O(V + E) when dependencies are short-range. audited = 1. */
+void tp_memgraph_stats_audit(const tp_memgraph *mg, tp_plan_stats *out);
 void tp_plan_stats_print(const tp_plan_stats *st, FILE *f);
 
 /* Verifies MemGraph JSON text against a finalized TaskGraph. TP_OK: valid. TP_ERR_CHECK: the

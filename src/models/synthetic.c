@@ -30,6 +30,7 @@ void tp_layered_opts_init(tp_layered_opts *o)
     o->seq = 512;
     o->head_dim = 64;
     o->dtype_bytes = 2;
+    o->backward = 0;
 }
 
 uint64_t tp_layered_vertices(const tp_layered_opts *o)
@@ -53,7 +54,13 @@ void tp_layered_estimate(const tp_layered_opts *o, tp_build_estimate *e)
     double eper = D * (6 * K + 2 * K + K + 2 * K + 2 * K + 2 * (K - 1) + 2 * C + C + 2 * C + 2 * (C - 1)) +
                   (D > 1 ? 2 * (2 * (D - 1) + D) : 0);
     e->edges = (D - 1) + L * eper;
-    tp__estimate_bytes(e, 6.0 * 4 * (K > C ? K : C));
+    if (o->backward) {
+        /* a loss kernel per device; per layer and device: heads x 5 kernels + heads - 1 adds,
+         * chunks x 3 kernels + chunks - 1 adds, the two all-reduces again; 2 edges a kernel */
+        e->vertices += D + L * (D * (5 * K + K - 1 + 3 * C + C - 1) + (D > 1 ? 2 * (2 * (D - 1) + 1) : 0));
+        e->edges += D + L * (D * (10 * K + 2 * (K - 1) + 6 * C + 2 * (C - 1)) + (D > 1 ? 2 * (2 * (D - 1) + D) : 0));
+    }
+    tp__estimate_bytes(e, 6.0 * 4 * (K > C ? K : C) + (o->backward ? 4.0 * L * D * (4 * K + 2 * C + 1) : 0));
 }
 
 typedef struct {
@@ -124,7 +131,7 @@ static void allreduce(bld *b, const char *tag, const uint32_t *part, uint32_t *o
 tp_status tp_model_layered(const tp_layered_opts *o, tp_graph **out, tp_error *err)
 {
     if (o->devices < 1 || o->devices > TP_MAX_DEVICES || o->layers < 1 || o->heads < 1 || o->chunks < 1 ||
-        o->seq < 1 || o->head_dim < 1 || o->dtype_bytes < 1)
+        o->seq < 1 || o->head_dim < 1 || o->dtype_bytes < 1 || (o->backward != 0 && o->backward != 1))
         return tp__fail(err, TP_ERR_ARG, "layered model: every option must be positive (devices at most %d)",
                         TP_MAX_DEVICES);
     int D = o->devices, K = o->heads, C = o->chunks;
@@ -146,6 +153,19 @@ tp_status tp_model_layered(const tp_layered_opts *o, tp_graph **out, tp_error *e
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
     uint32_t *kk = q + K, *vv = kk + K, *s = vv + K, *pp = s + K, *oo = pp + K;
+    /* backward: what each layer and device saves: K x (softmax, v, q, k), C x (up, act), MLP input */
+    size_t per_ld = 4 * (size_t)K + 2 * (size_t)C + 1;
+    uint32_t *sv = NULL;
+    if (o->backward && (size_t)o->layers > SIZE_MAX / sizeof *sv / per_ld / (size_t)D) {
+        free(q);
+        tp_graph_free(b.g);
+        return tp__fail(err, TP_ERR_ARG, "layered model: too many layers");
+    }
+    if (o->backward && !(sv = malloc((size_t)o->layers * (size_t)D * per_ld * sizeof *sv))) {
+        free(q);
+        tp_graph_free(b.g);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
     b.l = -1;
     x[0] = in(&b, 0, T * H * e, "x", 0);
     for (int d = 1; d < D; d++) x[d] = xfer(&b, d, x[0], "x.bcast");
@@ -159,6 +179,15 @@ tp_status tp_model_layered(const tp_layered_opts *o, tp_graph **out, tp_error *e
             }
             for (int h = 0; h < K; h++) s[h] = k(&b, d, "scores", h, T * T * e, 2.0 * (double)(T * T * hd), 2, q[h], kk[h]);
             for (int h = 0; h < K; h++) pp[h] = k(&b, d, "softmax", h, T * T * e, 5.0 * (double)(T * T), 1, s[h]);
+            if (sv) {
+                uint32_t *w = sv + ((size_t)l * (size_t)D + (size_t)d) * per_ld;
+                for (int h = 0; h < K; h++) {
+                    w[4 * h] = pp[h];
+                    w[4 * h + 1] = vv[h];
+                    w[4 * h + 2] = q[h];
+                    w[4 * h + 3] = kk[h];
+                }
+            }
             for (int h = 0; h < K; h++) oo[h] = k(&b, d, "attn", h, T * hd * e, 2.0 * (double)(T * T * hd), 2, pp[h], vv[h]);
             for (int h = 0; h < K; h++)
                 oo[h] = k(&b, d, "proj", h, T * H * e, 2.0 * (double)(T * hd * H), 2, oo[h], in(&b, d, hd * H * e, "wo", h));
@@ -169,7 +198,14 @@ tp_status tp_model_layered(const tp_layered_opts *o, tp_graph **out, tp_error *e
         allreduce(&b, "attn", part, x, T * H * e);
         for (int d = 0; d < D; d++) { /* MLP in column chunks */
             for (int c = 0; c < C; c++) q[c] = k(&b, d, "up", c, T * Fc * e, 2.0 * (double)(T * H * Fc), 2, x[d], in(&b, d, H * Fc * e, "w1", c));
+            uint32_t *w = sv ? sv + ((size_t)l * (size_t)D + (size_t)d) * per_ld + 4 * (size_t)K : NULL;
+            if (w) {
+                for (int c = 0; c < C; c++) w[2 * c] = q[c];
+                w[2 * C] = x[d];
+            }
             for (int c = 0; c < C; c++) q[c] = k(&b, d, "act", c, T * Fc * e, 8.0 * (double)(T * Fc), 1, q[c]);
+            if (w)
+                for (int c = 0; c < C; c++) w[2 * c + 1] = q[c];
             for (int c = 0; c < C; c++) q[c] = k(&b, d, "down", c, T * H * e, 2.0 * (double)(T * Fc * H), 2, q[c], in(&b, d, Fc * H * e, "w2", c));
             uint32_t acc = q[0];
             for (int c = 1; c < C; c++) acc = k(&b, d, "mlp.acc", c, T * H * e, (double)(T * H), 2, acc, q[c]);
@@ -177,6 +213,36 @@ tp_status tp_model_layered(const tp_layered_opts *o, tp_graph **out, tp_error *e
         }
         allreduce(&b, "mlp", part, x, T * H * e);
     }
+    if (sv) { /* backward: the layers in reverse, x now carrying the gradient */
+        b.l = o->layers;
+        for (int d = 0; d < D; d++) x[d] = k(&b, d, "loss", 0, T * H * e, (double)(T * H), 1, x[d]);
+        for (int l = o->layers - 1; l >= 0 && !b.st; l--) {
+            b.l = l;
+            for (int d = 0; d < D; d++) { /* MLP: down, act, up backward per chunk */
+                const uint32_t *w = sv + ((size_t)l * (size_t)D + (size_t)d) * per_ld + 4 * (size_t)K;
+                for (int c = 0; c < C; c++) q[c] = k(&b, d, "bw.down", c, T * Fc * e, 2.0 * (double)(T * Fc * H), 2, x[d], w[2 * c + 1]);
+                for (int c = 0; c < C; c++) q[c] = k(&b, d, "bw.act", c, T * Fc * e, 8.0 * (double)(T * Fc), 2, q[c], w[2 * c]);
+                for (int c = 0; c < C; c++) q[c] = k(&b, d, "bw.up", c, T * H * e, 2.0 * (double)(T * H * Fc), 2, q[c], w[2 * C]);
+                uint32_t acc = q[0];
+                for (int c = 1; c < C; c++) acc = k(&b, d, "bw.mlp.acc", c, T * H * e, (double)(T * H), 2, acc, q[c]);
+                part[d] = acc;
+            }
+            allreduce(&b, "bw.mlp", part, x, T * H * e);
+            for (int d = 0; d < D; d++) { /* attention: through attn, softmax, scores per head */
+                const uint32_t *w = sv + ((size_t)l * (size_t)D + (size_t)d) * per_ld;
+                for (int h = 0; h < K; h++) s[h] = k(&b, d, "bw.attn", h, T * T * e, 2.0 * (double)(T * T * hd), 2, x[d], w[4 * h + 1]);
+                for (int h = 0; h < K; h++) s[h] = k(&b, d, "bw.softmax", h, T * T * e, 5.0 * (double)(T * T), 2, s[h], w[4 * h]);
+                for (int h = 0; h < K; h++) q[h] = k(&b, d, "bw.q", h, T * hd * e, 2.0 * (double)(T * T * hd), 2, s[h], w[4 * h + 3]);
+                for (int h = 0; h < K; h++) kk[h] = k(&b, d, "bw.k", h, T * hd * e, 2.0 * (double)(T * T * hd), 2, s[h], w[4 * h + 2]);
+                for (int h = 0; h < K; h++) oo[h] = k(&b, d, "bw.x", h, T * H * e, 4.0 * (double)(T * H * hd), 2, q[h], kk[h]);
+                uint32_t acc = oo[0];
+                for (int h = 1; h < K; h++) acc = k(&b, d, "bw.attn.acc", h, T * H * e, (double)(T * H), 2, acc, oo[h]);
+                part[d] = acc;
+            }
+            allreduce(&b, "bw.attn", part, x, T * H * e);
+        }
+    }
+    free(sv);
     free(q);
     if (!b.st) b.st = tp_graph_add_output(b.g, x[0], err);
     if (!b.st) b.st = tp_graph_finalize(b.g, err);

@@ -1,7 +1,145 @@
-/* alloc.c - simulated allocator: free runs with per-segment release lists (see alloc.h). */
+/* alloc.c - simulated allocator: free runs with per-segment release lists (see alloc.h).
+ *
+ * Three treaps index the free space so that fitting and taking cost O(log B): free segments
+ * by address (which segment holds an address), free runs by address (first fit) and free runs
+ * by (age, address) (oldest fit). Each is augmented with the largest span in a subtree, and a
+ * fit is the first node in key order whose span holds the aligned request. */
 #include <stdlib.h>
 #include <string.h>
 #include "plan/alloc.h"
+
+/* ---- treap ---- */
+
+static int key_lt(const tp__tnode *x, uint64_t k1, uint64_t k2)
+{
+    return x->k1 < k1 || (x->k1 == k1 && x->k2 < k2);
+}
+
+static void t_upd(tp__tnode *n, uint32_t t)
+{
+    uint64_t m = n[t].len;
+    if (n[t].l != TP__NONE && n[n[t].l].mx > m) m = n[n[t].l].mx;
+    if (n[t].r != TP__NONE && n[n[t].r].mx > m) m = n[n[t].r].mx;
+    n[t].mx = m;
+}
+
+/* l: keys < (k1, k2); r: the rest */
+static void t_split(tp__tnode *n, uint32_t t, uint64_t k1, uint64_t k2, uint32_t *l, uint32_t *r)
+{
+    if (t == TP__NONE) {
+        *l = *r = TP__NONE;
+        return;
+    }
+    if (key_lt(&n[t], k1, k2)) {
+        t_split(n, n[t].r, k1, k2, &n[t].r, r);
+        *l = t;
+    } else {
+        t_split(n, n[t].l, k1, k2, l, &n[t].l);
+        *r = t;
+    }
+    t_upd(n, t);
+}
+
+static uint32_t t_merge(tp__tnode *n, uint32_t a, uint32_t b)
+{
+    if (a == TP__NONE) return b;
+    if (b == TP__NONE) return a;
+    if (n[a].pri > n[b].pri) {
+        n[a].r = t_merge(n, n[a].r, b);
+        t_upd(n, a);
+        return a;
+    }
+    n[b].l = t_merge(n, a, n[b].l);
+    t_upd(n, b);
+    return b;
+}
+
+static int t_reserve(tp__treap *T, size_t need)
+{
+    if (T->cap >= need) return 1;
+    if (need > UINT32_MAX - 1) return 0;
+    tp__tnode *nn = realloc(T->n, need * sizeof *nn);
+    if (!nn) return 0;
+    T->n = nn;
+    T->cap = (uint32_t)need;
+    return 1;
+}
+
+/* room was made by tp__alloc_reserve: a treap never holds more nodes than there are blocks */
+static void t_insert(tp__treap *T, uint64_t k1, uint64_t k2, uint64_t start, uint64_t len, uint64_t aux)
+{
+    uint32_t x;
+    if (T->freel != TP__NONE) {
+        x = T->freel;
+        T->freel = T->n[x].l;
+    } else {
+        x = T->cnt++;
+    }
+    T->seed ^= T->seed << 13;
+    T->seed ^= T->seed >> 17;
+    T->seed ^= T->seed << 5;
+    T->n[x] = (tp__tnode){k1, k2, len, len, start, aux, TP__NONE, TP__NONE, T->seed};
+    uint32_t a, b;
+    t_split(T->n, T->root, k1, k2, &a, &b);
+    T->root = t_merge(T->n, t_merge(T->n, a, x), b);
+}
+
+static void t_erase(tp__treap *T, uint64_t k1, uint64_t k2)
+{
+    uint32_t a, b, m, c;
+    t_split(T->n, T->root, k1, k2, &a, &b);
+    t_split(T->n, b, k1, k2 + 1, &m, &c);
+    if (m != TP__NONE) { /* exactly one node */
+        T->n[m].l = T->freel;
+        T->freel = m;
+    }
+    T->root = t_merge(T->n, a, c);
+}
+
+/* the node with the largest key (k1, 0) <= (k1, 0) */
+static uint32_t t_pred(const tp__treap *T, uint64_t k1)
+{
+    uint32_t t = T->root, best = TP__NONE;
+    while (t != TP__NONE) {
+        if (T->n[t].k1 <= k1) {
+            best = t;
+            t = T->n[t].r;
+        } else {
+            t = T->n[t].l;
+        }
+    }
+    return best;
+}
+
+static uint64_t align_up(uint64_t x, uint64_t a);
+
+/* the first node in key order whose span holds `size` bytes at its start aligned to al */
+static uint32_t t_first_fit(const tp__tnode *n, uint32_t t, uint64_t size, uint64_t al)
+{
+    if (t == TP__NONE || n[t].mx < size) return TP__NONE;
+    uint32_t r = t_first_fit(n, n[t].l, size, al);
+    if (r != TP__NONE) return r;
+    if (n[t].len >= size) {
+        uint64_t st = align_up(n[t].start, al);
+        if (st >= n[t].start && st - n[t].start <= n[t].len - size) return t;
+    }
+    return t_first_fit(n, n[t].r, size, al);
+}
+
+/* ---- runs ---- */
+
+static void run_add(tp__alloc *a, uint64_t start, uint64_t len, uint64_t age)
+{
+    t_insert(&a->runs, start, 0, start, len, age);
+    t_insert(&a->aged, age, start, start, len, 0);
+}
+
+static void run_del(tp__alloc *a, uint32_t node)
+{
+    tp__tnode x = a->runs.n[node];
+    t_erase(&a->runs, x.k1, 0);
+    t_erase(&a->aged, x.aux, x.start);
+}
 
 uint64_t tp__align_of(uint64_t size)
 {
@@ -26,14 +164,17 @@ static uint32_t new_block(tp__alloc *a)
 
 int tp__alloc_reserve(tp__alloc *a, size_t k)
 {
-    if (a->capb - a->nb >= k) return 1;
-    size_t nc = a->capb ? a->capb * 2 : 64;
+    if (a->capb - a->nb >= k && a->segs.cap >= a->capb && a->runs.cap >= a->capb && a->aged.cap >= a->capb) return 1;
+    size_t nc = a->capb ? a->capb : 64;
     while (nc - a->nb < k) nc *= 2;
-    tp__block *nbk = realloc(a->b, nc * sizeof *nbk);
-    if (!nbk) return 0;
-    a->b = nbk;
-    a->capb = nc;
-    return 1;
+    if (nc > UINT32_MAX - 1) return 0;
+    if (nc != a->capb) {
+        tp__block *nbk = realloc(a->b, nc * sizeof *nbk);
+        if (!nbk) return 0;
+        a->b = nbk;
+        a->capb = nc;
+    }
+    return t_reserve(&a->segs, nc) && t_reserve(&a->runs, nc) && t_reserve(&a->aged, nc);
 }
 
 static void drop_block(tp__alloc *a, uint32_t i)
@@ -61,20 +202,15 @@ static uint32_t insert_after(tp__alloc *a, uint32_t after)
     return i;
 }
 
+/* the segment index: call with the block's start set */
 static void free_push(tp__alloc *a, uint32_t i)
 {
-    a->b[i].fprev = TP__NONE;
-    a->b[i].fnext = a->fhead;
-    if (a->fhead != TP__NONE) a->b[a->fhead].fprev = i;
-    a->fhead = i;
+    t_insert(&a->segs, a->b[i].start, 0, a->b[i].start, 0, i);
 }
 
 static void free_unlink(tp__alloc *a, uint32_t i)
 {
-    tp__block *x = &a->b[i];
-    if (x->fprev != TP__NONE) a->b[x->fprev].fnext = x->fnext;
-    else a->fhead = x->fnext;
-    if (x->fnext != TP__NONE) a->b[x->fnext].fprev = x->fprev;
+    t_erase(&a->segs, a->b[i].start, 0);
 }
 
 int tp__alloc_init(tp__alloc *a, uint64_t cap)
@@ -83,17 +219,29 @@ int tp__alloc_init(tp__alloc *a, uint64_t cap)
     a->cap = cap;
     a->head = TP__NONE;
     a->freelist = TP__NONE;
-    a->fhead = TP__NONE;
-    if (!tp__alloc_reserve(a, 2)) return 0;
+    tp__treap *ts[3] = {&a->segs, &a->runs, &a->aged};
+    for (int k = 0; k < 3; k++) {
+        ts[k]->root = ts[k]->freel = TP__NONE;
+        ts[k]->seed = 0x9e3779b9u + (uint32_t)k;
+    }
+    if (!tp__alloc_reserve(a, 2)) {
+        tp__alloc_free(a);
+        return 0;
+    }
     uint32_t i = insert_after(a, TP__NONE);
-    a->b[i] = (tp__block){0, cap, TP__NONE, TP__NONE, TP__NONE, TP__NONE, TP__NONE, TP__NONE, 0};
+    a->b[i] = (tp__block){0, cap, TP__NONE, TP__NONE, TP__NONE, TP__NONE, 0};
     free_push(a, i);
+    if (cap) run_add(a, 0, cap, 0);
     return 1;
 }
 
 void tp__alloc_free(tp__alloc *a)
 {
     free(a->b);
+    free(a->segs.n);
+    free(a->runs.n);
+    free(a->aged.n);
+    free(a->w);
     memset(a, 0, sizeof *a);
 }
 
@@ -101,33 +249,11 @@ int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *add
 {
     if (a->cap - a->used < size) return 0;
     uint64_t al = tp__align_of(size);
-    int found = 0;
-    uint64_t best_age = 0, best_addr = 0;
-    for (uint32_t i = a->fhead; i != TP__NONE; i = a->b[i].fnext) {
-        const tp__block *x = &a->b[i];
-        uint64_t start = align_up(x->start, al);
-        if (start + size < start) continue;
-        uint64_t end = start + size, age = 0;
-        int ok = 0;
-        for (uint32_t j = i; j != TP__NONE; j = a->b[j].next) {
-            const tp__block *y = &a->b[j];
-            if (y->owner != TP__NONE) break;
-            if (y->start + y->size > start && y->freed_at > age) age = y->freed_at;
-            if (y->start + y->size >= end) {
-                ok = 1;
-                break;
-            }
-        }
-        if (!ok) continue;
-        if (fit == TP__FIT_LOWEST) age = start; /* first fit: the lowest start wins */
-        if (!found || age < best_age || (age == best_age && start < best_addr)) {
-            found = 1;
-            best_age = age;
-            best_addr = start;
-        }
-    }
-    if (found) *addr = best_addr;
-    return found;
+    const tp__treap *T = fit == TP__FIT_LOWEST ? &a->runs : &a->aged;
+    uint32_t t = t_first_fit(T->n, T->root, size, al);
+    if (t == TP__NONE) return 0;
+    *addr = align_up(T->n[t].start, al);
+    return 1;
 }
 
 uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t owner,
@@ -135,9 +261,14 @@ uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t own
 {
     if (!tp__alloc_reserve(a, 2)) return TP__NONE; /* out of memory: the only failure */
     uint64_t end = addr + size;
-    /* find the free segment holding addr */
-    uint32_t i = a->fhead;
-    while (!(a->b[i].start <= addr && addr < a->b[i].start + a->b[i].size)) i = a->b[i].fnext;
+    /* the run holding [addr, end) loses those bytes; its pieces keep its age */
+    uint32_t rn = t_pred(&a->runs, addr);
+    uint64_t rs = a->runs.n[rn].start, re = rs + a->runs.n[rn].len, rage = a->runs.n[rn].aux;
+    run_del(a, rn);
+    if (rs < addr) run_add(a, rs, addr - rs, rage);
+    if (end < re) run_add(a, end, re - end, rage);
+    /* the free segment holding addr */
+    uint32_t i = (uint32_t)a->segs.n[t_pred(&a->segs, addr)].aux;
     /* split off the part before addr */
     if (a->b[i].start < addr) {
         uint32_t j = insert_after(a, i); /* may move a->b: index, don't hold pointers */
@@ -199,6 +330,21 @@ void tp__alloc_reown(tp__alloc *a, uint32_t blk, uint32_t owner)
 void tp__alloc_release(tp__alloc *a, uint32_t blk, uint32_t rel, uint64_t stamp)
 {
     tp__block *x = &a->b[blk];
+    /* the run: this block plus the free runs it touches */
+    uint64_t rs = x->start, re = x->start + x->size, age = stamp;
+    if (x->prev != TP__NONE && a->b[x->prev].owner == TP__NONE) {
+        uint32_t rn = t_pred(&a->runs, x->start - 1);
+        rs = a->runs.n[rn].start;
+        if (a->runs.n[rn].aux > age) age = a->runs.n[rn].aux;
+        run_del(a, rn);
+    }
+    if (x->next != TP__NONE && a->b[x->next].owner == TP__NONE) {
+        uint32_t rn = t_pred(&a->runs, re);
+        re = a->runs.n[rn].start + a->runs.n[rn].len;
+        if (a->runs.n[rn].aux > age) age = a->runs.n[rn].aux;
+        run_del(a, rn);
+    }
+    if (re > rs) run_add(a, rs, re - rs, age);
     a->used -= x->size;
     x->owner = TP__NONE;
     x->rel = rel;
@@ -216,33 +362,69 @@ void tp__alloc_release(tp__alloc *a, uint32_t blk, uint32_t rel, uint64_t stamp)
     }
 }
 
-int tp__alloc_find_window(const tp__alloc *a, uint64_t size,
+/* One pass over the blocks in address order with two pointers: candidate i (a block's aligned
+ * start) covers blocks [i, j], j never moves back; the smallest next use over the window comes
+ * from a monotone deque, the cost and the pinned count from prefix sums. Each owner is scored
+ * once. The same candidates and tie-breaks as a scan per candidate, in O(B). */
+int tp__alloc_find_window(tp__alloc *a, uint64_t size,
                           tp__victim_score (*score)(void *ctx, uint32_t owner), void *ctx,
                           uint64_t *addr, uint32_t *victims, uint32_t *nv)
 {
+    size_t n = a->nblocks;
+    if (a->capw < n + 1) {
+        size_t nc = a->capw ? a->capw : 64;
+        while (nc < n + 1) nc *= 2;
+        tp__wscratch *w = realloc(a->w, nc * sizeof *w);
+        if (!w) return 0; /* the caller sees "no window"; only under memory exhaustion */
+        a->w = w;
+        a->capw = nc;
+    }
+    tp__wscratch *w = a->w;
+    uint32_t *dq = victims; /* the caller's array of nblocks entries serves as the deque */
+    size_t k = 0;
+    uint64_t csum = 0;
+    uint32_t psum = 0;
+    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next, k++) {
+        w[k].blk = i;
+        w[k].use = UINT64_MAX;
+        w[k].occ = a->b[i].owner != TP__NONE;
+        w[k].cpre = csum;
+        w[k].ppre = psum;
+        if (w[k].occ) {
+            tp__victim_score sc = score(ctx, a->b[i].owner);
+            if (sc.pinned) psum++;
+            else {
+                w[k].use = sc.next_use;
+                csum += sc.cost;
+            }
+        }
+    }
+    w[n].cpre = csum;
+    w[n].ppre = psum;
     uint64_t al = tp__align_of(size);
     int found = 0;
     uint64_t best_use = 0, best_cost = 0, best_addr = 0;
-    uint32_t best_first = TP__NONE;
-    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
-        uint64_t start = align_up(a->b[i].start, al);
-        if (start >= a->b[i].start + a->b[i].size || start + size < start) continue;
-        uint64_t end = start + size, use = UINT64_MAX, cost = 0;
-        int ok = 0;
-        for (uint32_t j = i; j != TP__NONE; j = a->b[j].next) {
-            const tp__block *y = &a->b[j];
-            if (y->owner != TP__NONE) {
-                tp__victim_score s = score(ctx, y->owner);
-                if (s.pinned) break;
-                if (s.next_use < use) use = s.next_use;
-                cost += s.cost;
-            }
-            if (y->start + y->size >= end) {
-                ok = 1;
-                break;
-            }
+    size_t best_first = 0;
+    size_t j = 0, pushed = 0, qh = 0, qt = 0;
+    for (size_t i = 0; i < n; i++) {
+        const tp__block *x = &a->b[w[i].blk];
+        uint64_t start = align_up(x->start, al);
+        if (start < x->start || start >= x->start + x->size || start + size < start) continue;
+        uint64_t end = start + size;
+        if (end > a->cap) continue;
+        /* the window [i, j]: j is the first block from i whose end reaches `end` */
+        if (j < i) j = i;
+        while (j < n && a->b[w[j].blk].start + a->b[w[j].blk].size < end) j++;
+        if (j == n) break; /* cannot happen: the blocks cover [0, cap) */
+        if (pushed < i) pushed = i;
+        for (; pushed <= j; pushed++) {
+            if (!w[pushed].occ || w[pushed].use == UINT64_MAX) continue; /* no bound on the minimum */
+            while (qt > qh && w[dq[qt - 1]].use >= w[pushed].use) qt--;
+            dq[qt++] = (uint32_t)pushed;
         }
-        if (!ok || end > a->cap) continue;
+        while (qh < qt && dq[qh] < i) qh++;
+        if (w[j + 1].ppre != w[i].ppre) continue; /* a pinned block in the window */
+        uint64_t use = qh < qt ? w[dq[qh]].use : UINT64_MAX, cost = w[j + 1].cpre - w[i].cpre;
         if (!found || use > best_use || (use == best_use && cost < best_cost)) {
             found = 1;
             best_use = use;
@@ -255,7 +437,7 @@ int tp__alloc_find_window(const tp__alloc *a, uint64_t size,
     *addr = best_addr;
     *nv = 0;
     uint64_t end = best_addr + size;
-    for (uint32_t j = best_first; j != TP__NONE && a->b[j].start < end; j = a->b[j].next)
-        if (a->b[j].owner != TP__NONE) victims[(*nv)++] = a->b[j].owner;
+    for (uint32_t q = w[best_first].blk; q != TP__NONE && a->b[q].start < end; q = a->b[q].next)
+        if (a->b[q].owner != TP__NONE) victims[(*nv)++] = a->b[q].owner;
     return 1;
 }

@@ -20,20 +20,44 @@
 typedef struct tp__block {
     uint64_t start, size;
     uint32_t prev, next;  /* address order; TP__NONE at the ends */
-    uint32_t fprev, fnext; /* free blocks only: the free list (any order) */
     uint32_t owner;       /* occupied: the value; free: TP__NONE */
     uint32_t rel;         /* free: release-list head (TP__NONE: never used) */
     uint64_t freed_at;    /* free: release stamp (0: never used) */
 } tp__block;
 
+/* A treap (randomized balanced search tree) of free spans, ordered by (k1, k2) and augmented
+ * with the largest span length in each subtree, so "the first span in key order that holds
+ * size bytes" costs O(log B). Nodes live in one array; slot recycling through .l. */
+typedef struct {
+    uint64_t k1, k2, len, mx; /* key; span [start, start+len); largest len in the subtree */
+    uint64_t start, aux;      /* span start; aux: block index (segments) or age (runs) */
+    uint32_t l, r, pri;
+} tp__tnode;
+
+typedef struct {
+    tp__tnode *n;
+    uint32_t root, freel, cnt, cap, seed;
+} tp__treap;
+
+/* find_window's per-block scratch, in address order */
+typedef struct {
+    uint64_t use, cpre; /* next use (UINT64_MAX: free, pinned or never); prefix of costs */
+    uint32_t blk, ppre; /* block; prefix count of pinned blocks */
+    int occ;
+} tp__wscratch;
+
 typedef struct tp__alloc {
     uint64_t cap, used, peak;
+    tp__treap segs;     /* free segments by start (aux: block index): the segment holding an address */
+    tp__treap runs;     /* free runs by start (aux: run age): first fit */
+    tp__treap aged;     /* free runs by (age, start): oldest fit */
     tp__block *b;
     size_t nb, capb;
     uint32_t head;      /* lowest block */
-    uint32_t fhead;     /* free list: every free block, so fitting never walks occupied ones */
     uint32_t freelist;  /* recycled block slots, linked through .next */
     uint32_t nblocks;   /* blocks in the address list */
+    tp__wscratch *w;    /* find_window's scratch (owned) */
+    size_t capw;
 } tp__alloc;
 
 typedef enum { TP__FIT_OLDEST, TP__FIT_LOWEST } tp__fit;
@@ -50,8 +74,12 @@ _Static_assert(TP__MAX_ALIGN > 0 && (TP__MAX_ALIGN & (TP__MAX_ALIGN - 1)) == 0, 
  * of tensors whose sizes sum to at most the capacity always fits an empty allocator. */
 uint64_t tp__align_of(uint64_t size);
 
-/* Finds an address for `size` bytes inside free runs. OLDEST: the placement whose newest
- * covered segment was freed longest ago (then the lowest); LOWEST: first fit. 1 if found. */
+/* Finds an address for `size` bytes inside free runs, in O(log B) (B: blocks). LOWEST: first
+ * fit, the lowest aligned address. OLDEST: the free run with the oldest age that can hold
+ * `size` at its aligned start (then the lowest run), placed at that start. A run's age is the
+ * newest release stamp of the bytes it covers, kept conservatively: a run cut by a take keeps
+ * the age of the run it was cut from; merged runs take the newest of their ages (0: never
+ * used). 1 if found. */
 int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *addr);
 
 /* Makes room for k more blocks (a take creates at most 2): 0 on OOM. */
@@ -76,10 +104,11 @@ typedef struct {
     uint64_t cost;       /* bytes that would have to be offloaded */
 } tp__victim_score;
 
-/* Finds the best window for `size` bytes among non-pinned blocks. On success returns 1,
- * the address, and the occupied blocks overlapping [addr, addr+size) in victims[0..*nv-1]
- * (the caller's array of at least a->nblocks entries). */
-int tp__alloc_find_window(const tp__alloc *a, uint64_t size,
+/* Finds the best window for `size` bytes among non-pinned blocks, in O(B) with one score call
+ * per occupied block. On success returns 1, the address, and the occupied blocks overlapping
+ * [addr, addr+size) in victims[0..*nv-1] (the caller's array of at least a->nblocks + 1 entries,
+ * also used as scratch). 0 also when scratch memory cannot be had. */
+int tp__alloc_find_window(tp__alloc *a, uint64_t size,
                           tp__victim_score (*score)(void *ctx, uint32_t owner), void *ctx,
                           uint64_t *addr, uint32_t *victims, uint32_t *nv);
 

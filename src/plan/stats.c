@@ -1,6 +1,7 @@
-/* stats.c - plan statistics: the planner's counters plus an audit of memory dependencies
- * (how many are already implied by other paths, found by a bounded backward search that
- * only visits vertices topologically after the dependency's source). */
+/* stats.c - plan statistics: the planner's counters and memory-dependency counts in O(V + E),
+ * plus, only when asked (tp_memgraph_stats_audit), an audit of memory dependencies (how many
+ * are already implied by other paths, found by a bounded backward search that only visits
+ * vertices topologically after the dependency's source). */
 #include <stdlib.h>
 #include <string.h>
 #include "turnip/io.h"
@@ -53,6 +54,23 @@ void tp_memgraph_stats(const tp_memgraph *mg, tp_plan_stats *out)
     *out = mg->counters;
     out->vertices = mg->n;
     out->edges = mg->deps_off[mg->n];
+    out->audited = 0;
+    for (size_t u = 0; u < mg->n; u++) {
+        const tp__mv *m = &mg->v[u];
+        for (uint32_t k = mg->deps_off[u]; k < mg->deps_off[u + 1]; k++) {
+            if (is_read(mg, (uint32_t)u, mg->deps[k]) || m->kind == TP_M_JOIN) continue;
+            if (m->kind == TP_M_OFFLOAD) out->host_mem_deps++;
+            else out->dev[m->device].mem_deps++;
+        }
+    }
+}
+
+void tp_memgraph_stats_audit(const tp_memgraph *mg, tp_plan_stats *out)
+{
+    *out = mg->counters;
+    out->vertices = mg->n;
+    out->edges = mg->deps_off[mg->n];
+    out->audited = 1;
     audit A = {mg, NULL, NULL, NULL, 0};
     size_t n = mg->n;
     A.rank = malloc((n + 1) * sizeof *A.rank);
@@ -109,10 +127,12 @@ void tp_plan_stats_print(const tp_plan_stats *st, FILE *f)
         snprintf(l, sizeof l, "%llu (%s)", (unsigned long long)s->load_count, tp_format_size(s->load_bytes, c, sizeof c));
         snprintf(r, sizeof r, "%llu (%s)", (unsigned long long)s->reload_count, tp_format_size(s->reload_bytes, d, sizeof d));
         snprintf(o, sizeof o, "%llu (%s)", (unsigned long long)s->offload_count, tp_format_size(s->offload_bytes, e, sizeof e));
-        fprintf(f, "%-6d %11s %11s %17s %17s %17s %6llu %9llu %9llu", i, tp_format_size(s->capacity, a, sizeof a),
+        char im[24] = "-";
+        if (st->audited) snprintf(im, sizeof im, "%llu", (unsigned long long)s->mem_deps_superfluous);
+        fprintf(f, "%-6d %11s %11s %17s %17s %17s %6llu %9llu %9s", i, tp_format_size(s->capacity, a, sizeof a),
                 tp_format_size(s->peak_bytes, b, sizeof b), l, r, o, (unsigned long long)s->drop_count,
-                (unsigned long long)s->mem_deps, (unsigned long long)s->mem_deps_superfluous);
-        if (s->mem_deps_unchecked) fprintf(f, " (+%llu unchecked)", (unsigned long long)s->mem_deps_unchecked);
+                (unsigned long long)s->mem_deps, im);
+        if (st->audited && s->mem_deps_unchecked) fprintf(f, " (+%llu unchecked)", (unsigned long long)s->mem_deps_unchecked);
         putc('\n', f);
     }
     fprintf(f, "host: %s used, %llu memory deps for host-region reuse\n", tp_format_size(st->host_bytes, a, sizeof a),
@@ -120,4 +140,5 @@ void tp_plan_stats_print(const tp_plan_stats *st, FILE *f)
     if (st->sums_marked)
         fprintf(f, "sum-into: %u of %u marked sums lowered to groups (%u accumulates)%s\n", st->sum_groups, st->sums_marked,
                 st->sum_members, st->sum_into_fallback ? "; lowering was infeasible at these caps: planned without it" : "");
+    if (!st->audited) fprintf(f, "implied: not audited (\"-\"; turnip plan --stats audits)\n");
 }

@@ -1,0 +1,144 @@
+/* bench_plan_llama - planning time of 65B LLaMA prefill on 8 devices at long prompts.
+ *
+ * Builds the graph `turnip llama --preset 65b --devices 8 --device-mem 40GiB --no-data
+ * --seq-len T` builds (tp_llama_opts_default at a 40 GiB cap) for T = 16K, 32K, 64K, 128K,
+ * plans it 3 times and prints min / median / max seconds, MemGraph vertices, the median time
+ * per vertex, and, side by side from the same run, time(2T)/time(T) (medians; target <= 2.3)
+ * and whether 64K plans in under 10 s. Before starting it compares the largest prompt's
+ * estimated graph + planner bytes with MemAvailable and exits 2 if they do not fit.
+ *
+ * usage: bench_plan_llama [--max-seq T] [--runs R] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "turnip/turnip.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void machine(void)
+{
+    char line[256], model[256] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    int cpus = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
+            model[strcspn(model, "\n")] = 0;
+        }
+        if (!strncmp(line, "processor", 9)) cpus++;
+    }
+    if (f) fclose(f);
+    printf("machine: %s, %d cpus; planner is single-threaded\n", model, cpus);
+}
+
+/* MemAvailable in bytes, 0 if unknown */
+static double mem_available(void)
+{
+    char line[256];
+    double kb = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb * 1024;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define CAP (40ull << 30)
+#define NDEV 8
+
+int main(int argc, char **argv)
+{
+    long long max_seq = 131072;
+    int runs = 3;
+    for (int i = 1; i < argc; i++) {
+        char *end = NULL;
+        if (!strcmp(argv[i], "--max-seq") && i + 1 < argc) {
+            max_seq = strtoll(argv[++i], &end, 10);
+            if (*end || max_seq < 16384 || max_seq > 131072) goto usage;
+        } else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
+            long r = strtol(argv[++i], &end, 10);
+            if (*end || r < 1 || r > 9) goto usage;
+            runs = (int)r;
+        } else {
+        usage:
+            fprintf(stderr, "usage: bench_plan_llama [--max-seq 16384..131072] [--runs 1..9]\n");
+            return 2;
+        }
+    }
+    tp_error e;
+    tp_llama_config c;
+    if (tp_llama_preset("65b", &c, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    const long long seqs[] = {16384, 32768, 65536, 131072};
+    int n = 0;
+    while (n < 4 && seqs[n] <= max_seq) n++;
+    { /* the largest build must fit this machine's free memory */
+        tp_llama_opts lo;
+        tp_llama_opts_default(&lo, &c, NDEV, seqs[n - 1], CAP);
+        tp_build_estimate est;
+        tp_llama_estimate(&c, &lo, &est);
+        double need = est.graph_bytes + est.plan_bytes, avail = mem_available();
+        if (avail > 0 && need > avail) {
+            printf("T=%lld needs about %.1f GiB (graph %.1f + planner %.1f), MemAvailable is %.1f GiB: "
+                   "not run (--max-seq %lld runs the smaller ones)\n",
+                   seqs[n - 1], need / (1 << 30), est.graph_bytes / (1 << 30), est.plan_bytes / (1 << 30),
+                   avail / (1 << 30), n > 1 ? seqs[n - 2] : 16384);
+            return 2;
+        }
+    }
+    machine();
+    printf("graph: 65b prefill, %d devices, %llu GiB cap each (turnip llama --preset 65b --devices %d --device-mem "
+           "40GiB --no-data --seq-len T); %d runs per T\n",
+           NDEV, (unsigned long long)(CAP >> 30), NDEV, runs);
+    printf("%7s %10s %10s | %8s %8s %8s | %10s\n", "T", "taskgraph", "memgraph", "min s", "median s", "max s", "us/vertex");
+    double med[4] = {0};
+    for (int k = 0; k < n; k++) {
+        tp_llama_opts lo;
+        tp_llama_opts_default(&lo, &c, NDEV, seqs[k], CAP);
+        tp_graph *g;
+        if (tp_llama_build(&c, &lo, &g, &e)) {
+            fprintf(stderr, "T=%lld: %s\n", seqs[k], e.msg);
+            return 1;
+        }
+        tp_plan_opts o;
+        tp_plan_opts_init(&o, NDEV, CAP);
+        double t[9];
+        uint64_t nmv = 0;
+        for (int r = 0; r < runs; r++) {
+            tp_memgraph *mg;
+            double t0 = now();
+            if (tp_plan(g, &o, &mg, &e)) {
+                fprintf(stderr, "T=%lld: plan: %s\n", seqs[k], e.msg);
+                return 1;
+            }
+            t[r] = now() - t0;
+            nmv = tp_memgraph_size(mg);
+            tp_memgraph_free(mg);
+        }
+        qsort(t, (size_t)runs, sizeof *t, cmp_d);
+        med[k] = t[runs / 2];
+        printf("%7lld %10llu %10llu | %8.3f %8.3f %8.3f | %10.3f\n", seqs[k], (unsigned long long)tp_graph_size(g),
+               (unsigned long long)nmv, t[0], med[k], t[runs - 1], med[k] / (double)nmv * 1e6);
+        fflush(stdout);
+        tp_graph_free(g);
+    }
+    printf("scaling, time(2T)/time(T) of medians (target <= 2.3):");
+    for (int k = 1; k < n; k++) printf("  %lldK->%lldK %.2f", seqs[k - 1] / 1024, seqs[k] / 1024, med[k] / med[k - 1]);
+    printf("\n");
+    if (n >= 3) printf("64K in %.2f s (target < 10 s): %s\n", med[2], med[2] < 10 ? "yes" : "NO");
+    return 0;
+}
