@@ -186,6 +186,16 @@ static tp__victim_score score_tab(void *ctx, uint32_t owner)
     return scores[owner];
 }
 
+/* the same scores seen through a horizon: next uses at or below it pin (as the planner's do) */
+static uint64_t horizon;
+static tp__victim_score score_horizon(void *ctx, uint32_t owner)
+{
+    (void)ctx;
+    tp__victim_score s = scores[owner];
+    if (s.next_use <= horizon) s.pinned = 1;
+    return s;
+}
+
 static uint64_t rnd_state = 88172645463325252ull;
 static uint64_t rnd(void)
 {
@@ -231,8 +241,32 @@ TEST(alloc_indexed_matches_naive)
                 ASSERT_EQ(nvw, nvn);
                 for (uint32_t q = 0; q < nvw; q++) ASSERT_EQ(wv[q], vn[q]);
             }
+            /* the keyed search: keys are next uses (0: pinned), victims above a random horizon */
+            horizon = rnd() % 4 ? 0 : rnd() % 30;
+            int fk = tp__alloc_find_window_keyed(&a, size, horizon, 0, score_horizon, NULL, &wa, wv, &nvw);
+            fnw = naive_window(&a, size, score_horizon, NULL, &na, vn, &nvn);
+            ASSERT_EQ(fk, fnw);
+            if (fk) {
+                ASSERT_EQ(wa, na);
+                ASSERT_EQ(nvw, nvn);
+                for (uint32_t q = 0; q < nvw; q++) ASSERT_EQ(wv[q], vn[q]);
+            }
+            /* with a small budget: the same answer, or the budget's worth of furthest next uses */
+            uint32_t budget = 1 + (uint32_t)(rnd() % 4);
+            int fb = tp__alloc_find_window_keyed(&a, size, horizon, budget, score_horizon, NULL, &wa, wv, &nvw);
+            if (fb == 2) {
+                CHECK(nvw >= budget);
+                for (uint32_t q = 0; q < nvw; q++) {
+                    tp__victim_score sq = score_horizon(NULL, wv[q]);
+                    CHECK(!sq.pinned);
+                    if (q) CHECK(scores[wv[q - 1]].next_use >= sq.next_use); /* largest first */
+                }
+            } else {
+                ASSERT_EQ(fb, fnw);
+                if (fb) ASSERT_EQ(wa, na);
+            }
             scores[op].pinned = rnd() % 6 == 0;
-            scores[op].next_use = rnd() % 8 == 0 ? UINT64_MAX : rnd() % 50; /* ties on purpose */
+            scores[op].next_use = rnd() % 8 == 0 ? UINT64_MAX : 1 + rnd() % 50; /* ties on purpose */
             scores[op].cost = rnd() % 3 ? size : 0;
             int take = fl && nlive < 512 && rnd() % 5 < 3;
             if (take) {
@@ -240,6 +274,7 @@ TEST(alloc_indexed_matches_naive)
                 uint32_t b = tp__alloc_take(&a, at, size, (uint32_t)op, nop_rel, NULL);
                 CHECK(b != TP__NONE);
                 ASSERT_EQ(a.b[b].start, at);
+                tp__alloc_set_key(&a, b, scores[op].pinned ? 0 : scores[op].next_use);
                 live[nlive++] = b;
             } else if (nlive) {
                 uint32_t k = (uint32_t)(rnd() % nlive);

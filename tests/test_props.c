@@ -221,6 +221,11 @@ static void run_family(int family, int count)
             memcpy(opts.device_mem, mins, sizeof(uint64_t) * (size_t)nd);
             evicting += plan_check(g, &opts, &r, o == 0 ? 2 : 1) > 0;
         }
+        /* a bounded eviction search (furthest next use first when over budget) at the minimum too */
+        tp_plan_opts_init(&opts, nd, 0);
+        memcpy(opts.device_mem, mins, sizeof(uint64_t) * (size_t)nd);
+        opts.evict_budget = 1 + (uint32_t)rng_below(&r, 3);
+        plan_check(g, &opts, &r, 1);
         /* one byte less on the tightest device is infeasible */
         tp_plan_opts_init(&opts, nd, 0);
         memcpy(opts.device_mem, mins, sizeof(uint64_t) * (size_t)nd);
@@ -238,6 +243,7 @@ static void run_family(int family, int count)
             tp_plan_opts_init(&opts, nd, 0);
             opts.order = (tp_order)rng_below(&r, 3);
             for (int d = 0; d < nd; d++) opts.device_mem[d] = mins[d] + rng_below(&r, sum_on(g, d) + 1);
+            if (k) opts.evict_budget = 1 + (uint32_t)rng_below(&r, 3);
             plan_check(g, &opts, &r, 1);
         }
         tp_plan_opts_init(&opts, nd, 0);

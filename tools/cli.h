@@ -87,6 +87,7 @@ typedef struct cli_plan_flags {
     uint64_t host_mem;    /* --host-mem, 0: not given (unlimited) */
     const char *order;    /* the planner's serial order (cli_plan_order_names), NULL: default */
     int no_sum_into;      /* --no-sum-into: plan marked sums as kernels (tp_plan_opts.sum_into 0) */
+    long long evict_budget; /* --evict-budget N (tp_plan_opts.evict_budget), 0: not given (exact windows) */
 } cli_plan_flags;
 
 /* Table entries of the planning flags (S: the command's flag struct, F: its cli_plan_flags
@@ -97,6 +98,9 @@ typedef struct cli_plan_flags {
 #define CLI_O_NO_SUM_INTO(S, F)                                                                          \
     CLI_O_SWITCH("--no-sum-into", S, F.no_sum_into,                                                       \
                  "plan sums marked \"accumulate\" as kernels (default: lowered to\naccumulate groups, docs/planner.md)")
+#define CLI_O_EVICT_BUDGET(S, F)                                                                          \
+    CLI_O_INT("--evict-budget", "N", S, F.evict_budget, 1, 1000000,                                         \
+              "bounded eviction search: after N blocks by next use without a fit, evict\nthe furthest first (default: the best window; docs/planner.md \"Eviction window\")")
 #define CLI_O_PLAN_ORDER(ORDER, S, F) \
     CLI_O_CHOICE(ORDER, "NAME", S, F.order, cli_plan_order_names, "serial order the plan simulates: topo, dfs or greedy")
 

@@ -15,6 +15,7 @@ static const cli_opt opts[] = {
     CLI_O_HOST_MEM(flags, p),
     CLI_O_PLAN_ORDER("--order", flags, p),
     CLI_O_NO_SUM_INTO(flags, p),
+    CLI_O_EVICT_BUDGET(flags, p),
     CLI_O_STR("-o|--output", "FILE", flags, out, "write the MemGraph there (default: standard output)"),
     CLI_O_CHOICE("--format", "json|binary", flags, format, format_names,
                  "json (turnip.memgraph/1, the default) or binary (the same plan, smaller and faster\nto load; turnip run --plan reads either, turnip convert turns one into the other)"),
@@ -26,7 +27,8 @@ static void help(FILE *f)
 {
     cli_print_help(f,
                    "usage: turnip plan TASKGRAPH --device-mem SIZE[,SIZE...] [--host-mem SIZE]\n"
-                   "                   [--order topo|dfs|greedy] [--no-sum-into] [-o MEMGRAPH] [--format json|binary] [--stats]\n"
+                   "                   [--order topo|dfs|greedy] [--no-sum-into] [--evict-budget N]\n"
+                   "                   [-o MEMGRAPH] [--format json|binary] [--stats]\n"
                    "\n"
                    "Compiles TASKGRAPH (turnip.taskgraph/1 JSON) into a MemGraph (turnip.memgraph/1) that\n"
                    "fits each device in --device-mem (one size for all devices, or one per device),\n"

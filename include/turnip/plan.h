@@ -67,6 +67,10 @@ typedef struct tp_plan_opts {
     tp_order order;
     int sum_into;                /* 1 (default): lower sums marked "accumulate": true into accumulate
                                     groups (docs/planner.md "Sum-into"); 0: plan every sum as a kernel */
+    uint32_t evict_budget;       /* 0 (default): each eviction window is the best (docs/planner.md
+                                    "Eviction window"); N: a search that walks N blocks by next use
+                                    without a fit evicts the furthest first (Belady) and searches again:
+                                    bounded time, a different plan */
 } tp_plan_opts;
 
 /* Fills opts with defaults: every device `device_mem`, host unlimited, default order, sum_into. */
@@ -140,6 +144,8 @@ typedef struct tp_device_stats {
     uint64_t mem_deps;          /* memory-dependency edges into vertices on this device */
     uint64_t mem_deps_superfluous; /* ...of which already implied by other paths (audited only) */
     uint64_t mem_deps_unchecked;   /* ...of which the implied-check gave up (search budget; audited only) */
+    uint64_t window_scans;     /* eviction-window searches the keyed search handed to the scan */
+    uint64_t window_belady;    /* evict_budget: evictions of the furthest next use before a window fit */
 } tp_device_stats;
 
 typedef struct tp_plan_stats {

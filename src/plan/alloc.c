@@ -164,7 +164,9 @@ static uint32_t new_block(tp__alloc *a)
 
 int tp__alloc_reserve(tp__alloc *a, size_t k)
 {
-    if (a->capb - a->nb >= k && a->segs.cap >= a->capb && a->runs.cap >= a->capb && a->aged.cap >= a->capb) return 1;
+    if (a->capb - a->nb >= k && a->segs.cap >= a->capb && a->runs.cap >= a->capb && a->aged.cap >= a->capb &&
+        a->bykey.cap >= a->capb)
+        return 1;
     size_t nc = a->capb ? a->capb : 64;
     while (nc - a->nb < k) nc *= 2;
     if (nc > UINT32_MAX - 1) return 0;
@@ -174,7 +176,7 @@ int tp__alloc_reserve(tp__alloc *a, size_t k)
         a->b = nbk;
         a->capb = nc;
     }
-    return t_reserve(&a->segs, nc) && t_reserve(&a->runs, nc) && t_reserve(&a->aged, nc);
+    return t_reserve(&a->segs, nc) && t_reserve(&a->runs, nc) && t_reserve(&a->aged, nc) && t_reserve(&a->bykey, nc);
 }
 
 static void drop_block(tp__alloc *a, uint32_t i)
@@ -193,6 +195,7 @@ static uint32_t insert_after(tp__alloc *a, uint32_t after)
 {
     uint32_t i = new_block(a);
     tp__block *x = &a->b[i];
+    x->keyed = 0;
     x->prev = after;
     x->next = after == TP__NONE ? a->head : a->b[after].next;
     if (x->next != TP__NONE) a->b[x->next].prev = i;
@@ -219,8 +222,8 @@ int tp__alloc_init(tp__alloc *a, uint64_t cap)
     a->cap = cap;
     a->head = TP__NONE;
     a->freelist = TP__NONE;
-    tp__treap *ts[3] = {&a->segs, &a->runs, &a->aged};
-    for (int k = 0; k < 3; k++) {
+    tp__treap *ts[4] = {&a->segs, &a->runs, &a->aged, &a->bykey};
+    for (int k = 0; k < 4; k++) {
         ts[k]->root = ts[k]->freel = TP__NONE;
         ts[k]->seed = 0x9e3779b9u + (uint32_t)k;
     }
@@ -229,7 +232,7 @@ int tp__alloc_init(tp__alloc *a, uint64_t cap)
         return 0;
     }
     uint32_t i = insert_after(a, TP__NONE);
-    a->b[i] = (tp__block){0, cap, TP__NONE, TP__NONE, TP__NONE, TP__NONE, 0};
+    a->b[i] = (tp__block){0, cap, TP__NONE, TP__NONE, TP__NONE, TP__NONE, 0, 0, 0};
     free_push(a, i);
     if (cap) run_add(a, 0, cap, 0);
     return 1;
@@ -241,7 +244,10 @@ void tp__alloc_free(tp__alloc *a)
     free(a->segs.n);
     free(a->runs.n);
     free(a->aged.n);
+    free(a->bykey.n);
     free(a->w);
+    free(a->ds);
+    free(a->roots);
     memset(a, 0, sizeof *a);
 }
 
@@ -329,6 +335,10 @@ void tp__alloc_reown(tp__alloc *a, uint32_t blk, uint32_t owner)
 
 void tp__alloc_release(tp__alloc *a, uint32_t blk, uint32_t rel, uint64_t stamp)
 {
+    if (a->b[blk].keyed) {
+        t_erase(&a->bykey, UINT64_MAX - a->b[blk].key, blk);
+        a->b[blk].keyed = 0;
+    }
     tp__block *x = &a->b[blk];
     /* the run: this block plus the free runs it touches */
     uint64_t rs = x->start, re = x->start + x->size, age = stamp;
@@ -438,6 +448,220 @@ int tp__alloc_find_window(tp__alloc *a, uint64_t size,
     *nv = 0;
     uint64_t end = best_addr + size;
     for (uint32_t q = w[best_first].blk; q != TP__NONE && a->b[q].start < end; q = a->b[q].next)
+        if (a->b[q].owner != TP__NONE) victims[(*nv)++] = a->b[q].owner;
+    return 1;
+}
+
+void tp__alloc_set_key(tp__alloc *a, uint32_t blk, uint64_t key)
+{
+    tp__block *x = &a->b[blk];
+    if (x->keyed) {
+        if (x->key == key) return;
+        t_erase(&a->bykey, UINT64_MAX - x->key, blk);
+    }
+    x->key = key;
+    x->keyed = 1;
+    t_insert(&a->bykey, UINT64_MAX - key, blk, 0, 0, blk); /* room: one node per block, reserved */
+}
+
+/* the node with the smallest key > (k1, k2), TP__NONE when none */
+static uint32_t t_succ(const tp__treap *T, uint64_t k1, uint64_t k2)
+{
+    uint32_t t = T->root, best = TP__NONE;
+    while (t != TP__NONE) {
+        if (key_lt(&T->n[t], k1, k2) || (T->n[t].k1 == k1 && T->n[t].k2 == k2)) {
+            t = T->n[t].r;
+        } else {
+            best = t;
+            t = T->n[t].l;
+        }
+    }
+    return best;
+}
+
+static uint32_t t_min(const tp__treap *T)
+{
+    uint32_t t = T->root;
+    if (t == TP__NONE) return t;
+    while (T->n[t].l != TP__NONE) t = T->n[t].l;
+    return t;
+}
+
+static uint32_t ds_find(tp__dsu *ds, uint32_t x)
+{
+    while (ds[x].parent != x) {
+        ds[x].parent = ds[ds[x].parent].parent;
+        x = ds[x].parent;
+    }
+    return x;
+}
+
+static int ds_in(const tp__alloc *a, uint32_t x)
+{
+    return x != TP__NONE && a->b[x].owner != TP__NONE && a->ds[x].mark == a->dstamp;
+}
+
+/* the free run holding free block f: [*rs, *re), its first segment and the block after it */
+static void run_of(const tp__alloc *a, uint32_t f, uint64_t *rs, uint64_t *re, uint32_t *first, uint32_t *after)
+{
+    uint32_t rn = t_pred(&a->runs, a->b[f].start);
+    *rs = a->runs.n[rn].start;
+    *re = *rs + a->runs.n[rn].len;
+    *first = (uint32_t)a->segs.n[t_pred(&a->segs, *rs)].aux;
+    *after = a->b[(uint32_t)a->segs.n[t_pred(&a->segs, *re - 1)].aux].next;
+}
+
+/* x joins the victims: its component takes in free runs and victims on either side */
+static uint32_t ds_add(tp__alloc *a, uint32_t x)
+{
+    tp__dsu *ds = a->ds;
+    ds[x] = (tp__dsu){a->dstamp, x, x, a->b[x].start, a->b[x].start + a->b[x].size};
+    uint64_t rs, re;
+    uint32_t first, after, p = a->b[x].prev, n = a->b[x].next;
+    if (p != TP__NONE && a->b[p].owner == TP__NONE) {
+        run_of(a, p, &rs, &re, &first, &after);
+        ds[x].cs = rs;
+        ds[x].first = first;
+        p = a->b[first].prev;
+    }
+    if (ds_in(a, p)) {
+        uint32_t r = ds_find(ds, p);
+        ds[r].ce = ds[x].ce;
+        ds[x].parent = r;
+        x = r;
+    }
+    if (n != TP__NONE && a->b[n].owner == TP__NONE) {
+        run_of(a, n, &rs, &re, &first, &after);
+        ds[x].ce = re;
+        n = after;
+    }
+    if (ds_in(a, n)) {
+        uint32_t r = ds_find(ds, n);
+        ds[x].ce = ds[r].ce;
+        ds[r].parent = x;
+    }
+    return x;
+}
+
+/* Best window inside component [cs, ce) from element `e` (its lowest block): candidates at each
+ * victim's and each free run's aligned start, cost by two pointers over the elements. */
+static void scan_component(tp__alloc *a, uint32_t e, uint64_t ce, uint64_t size, uint64_t al,
+                           tp__victim_score (*score)(void *ctx, uint32_t owner), void *ctx, int *found,
+                           uint64_t *best_cost, uint64_t *best_addr, uint32_t *best_first)
+{
+    tp__wscratch *w = a->w; /* elements: blk; cpre: cost prefix; use: element end */
+    size_t m = 0;
+    uint64_t csum = 0, lim = ce < a->cap ? ce : a->cap;
+    while (e != TP__NONE && a->b[e].start < ce) {
+        w[m].blk = e;
+        w[m].cpre = csum;
+        if (a->b[e].owner != TP__NONE) {
+            csum += score(ctx, a->b[e].owner).cost;
+            w[m].use = a->b[e].start + a->b[e].size;
+            e = a->b[e].next;
+        } else {
+            uint64_t rs, re;
+            uint32_t first, after;
+            run_of(a, e, &rs, &re, &first, &after);
+            w[m].use = re;
+            e = after;
+        }
+        m++;
+    }
+    w[m].cpre = csum;
+    size_t j = 0;
+    for (size_t i = 0; i < m; i++) {
+        uint64_t s0 = a->b[w[i].blk].start, st = align_up(s0, al);
+        if (st < s0 || st >= w[i].use) continue;
+        if (st + size < st || st + size > lim) break; /* later candidates start higher */
+        uint64_t end = st + size;
+        if (j < i) j = i;
+        while (w[j].use < end) j++;
+        uint64_t cost = w[j + 1].cpre - w[i].cpre;
+        if (!*found || cost < *best_cost || (cost == *best_cost && st < *best_addr)) {
+            *found = 1;
+            *best_cost = cost;
+            *best_addr = st;
+            *best_first = w[i].blk;
+        }
+    }
+}
+
+int tp__alloc_find_window_keyed(tp__alloc *a, uint64_t size, uint64_t above, uint32_t budget,
+                                tp__victim_score (*score)(void *ctx, uint32_t owner), void *ctx,
+                                uint64_t *addr, uint32_t *victims, uint32_t *nv)
+{
+    uint32_t taken = 0;
+    if (a->capds < a->capb) {
+        tp__dsu *ds = realloc(a->ds, a->capb * sizeof *ds);
+        if (!ds) return 0;
+        memset(ds + a->capds, 0, (a->capb - a->capds) * sizeof *ds);
+        a->ds = ds;
+        a->capds = a->capb;
+    }
+    if (a->capw < (size_t)a->nblocks + 1) {
+        size_t nc = a->capw ? a->capw : 64;
+        while (nc < (size_t)a->nblocks + 1) nc *= 2;
+        tp__wscratch *w = realloc(a->w, nc * sizeof *w);
+        if (!w) return 0;
+        a->w = w;
+        a->capw = nc;
+    }
+    if (++a->dstamp == 0) { /* stamps wrapped: clear the marks once */
+        for (size_t i = 0; i < a->capds; i++) a->ds[i].mark = 0;
+        a->dstamp = 1;
+    }
+    uint64_t al = tp__align_of(size);
+    int found = 0;
+    uint64_t best_cost = 0, best_addr = 0;
+    uint32_t best_first = TP__NONE;
+    /* a free run alone: the windows whose smallest key is unbounded, with cost 0 */
+    uint32_t ff = t_first_fit(a->runs.n, a->runs.root, size, al);
+    if (ff != TP__NONE && align_up(a->runs.n[ff].start, al) + size <= a->cap) {
+        found = 1;
+        best_addr = align_up(a->runs.n[ff].start, al);
+        best_first = (uint32_t)a->segs.n[t_pred(&a->segs, a->runs.n[ff].start)].aux;
+    }
+    uint32_t t = t_min(&a->bykey);
+    while (t != TP__NONE) {
+        uint64_t key = UINT64_MAX - a->bykey.n[t].k1;
+        if (key <= above || (found && key != UINT64_MAX)) break;
+        /* one level: every block with this key joins, then the components it touched are tried */
+        size_t nr = 0;
+        while (t != TP__NONE && UINT64_MAX - a->bykey.n[t].k1 == key) {
+            uint32_t x = (uint32_t)a->bykey.n[t].aux;
+            if (nr == a->caproots) {
+                size_t nc = a->caproots ? a->caproots * 2 : 64;
+                uint32_t *rr = realloc(a->roots, nc * sizeof *rr);
+                if (!rr) return 0;
+                a->roots = rr;
+                a->caproots = nc;
+            }
+            a->roots[nr++] = ds_add(a, x);
+            victims[taken++] = a->b[x].owner; /* in key order, for a search over budget */
+            t = t_succ(&a->bykey, a->bykey.n[t].k1, a->bykey.n[t].k2);
+        }
+        for (size_t i = 0; i < nr; i++) {
+            uint32_t r = ds_find(a->ds, a->roots[i]);
+            if (a->ds[r].mark != a->dstamp) continue;
+            a->ds[r].mark = a->dstamp + 1; /* tried at this level (restored below) */
+            uint64_t st = align_up(a->ds[r].cs, al), lim = a->ds[r].ce < a->cap ? a->ds[r].ce : a->cap;
+            if (st < a->ds[r].cs || st + size < st || st + size > lim) continue;
+            scan_component(a, a->ds[r].first, a->ds[r].ce, size, al, score, ctx, &found, &best_cost, &best_addr,
+                           &best_first);
+        }
+        for (size_t i = 0; i < nr; i++) a->ds[ds_find(a->ds, a->roots[i])].mark = a->dstamp;
+        if (found) break;
+        if (budget && taken >= budget && t != TP__NONE && UINT64_MAX - a->bykey.n[t].k1 > above) {
+            *nv = taken; /* over budget: the caller evicts these and asks again */
+            return 2;
+        }
+    }
+    if (!found) return 0;
+    *addr = best_addr;
+    *nv = 0;
+    uint64_t end = best_addr + size;
+    for (uint32_t q = best_first; q != TP__NONE && a->b[q].start < end; q = a->b[q].next)
         if (a->b[q].owner != TP__NONE) victims[(*nv)++] = a->b[q].owner;
     return 1;
 }

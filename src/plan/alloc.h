@@ -23,6 +23,8 @@ typedef struct tp__block {
     uint32_t owner;       /* occupied: the value; free: TP__NONE */
     uint32_t rel;         /* free: release-list head (TP__NONE: never used) */
     uint64_t freed_at;    /* free: release stamp (0: never used) */
+    uint64_t key;         /* occupied, when keyed: the caller's eviction key (tp__alloc_set_key) */
+    int keyed;            /* 1 while the block is in the by-key index */
 } tp__block;
 
 /* A treap (randomized balanced search tree) of free spans, ordered by (k1, k2) and augmented
@@ -46,6 +48,12 @@ typedef struct {
     int occ;
 } tp__wscratch;
 
+/* find_window_keyed's per-block scratch: union-find over the blocks taken as victims so far */
+typedef struct {
+    uint32_t mark, parent, first; /* mark: query stamp; first: a root's lowest element */
+    uint64_t cs, ce;              /* a root's component [cs, ce) */
+} tp__dsu;
+
 typedef struct tp__alloc {
     uint64_t cap, used, peak;
     tp__treap segs;     /* free segments by start (aux: block index): the segment holding an address */
@@ -56,8 +64,14 @@ typedef struct tp__alloc {
     uint32_t head;      /* lowest block */
     uint32_t freelist;  /* recycled block slots, linked through .next */
     uint32_t nblocks;   /* blocks in the address list */
+    tp__treap bykey;    /* keyed occupied blocks by (UINT64_MAX - key, block): largest key first */
     tp__wscratch *w;    /* find_window's scratch (owned) */
     size_t capw;
+    tp__dsu *ds;        /* find_window_keyed's scratch (owned), capb entries */
+    size_t capds;
+    uint32_t dstamp;
+    uint32_t *roots;    /* find_window_keyed: the components touched at a level (owned) */
+    size_t caproots;
 } tp__alloc;
 
 typedef enum { TP__FIT_OLDEST, TP__FIT_LOWEST } tp__fit;
@@ -111,5 +125,23 @@ typedef struct {
 int tp__alloc_find_window(tp__alloc *a, uint64_t size,
                           tp__victim_score (*score)(void *ctx, uint32_t owner), void *ctx,
                           uint64_t *addr, uint32_t *victims, uint32_t *nv);
+
+/* Sets occupied block `blk`'s eviction key (the caller's next use, 0 for never a victim), in
+ * O(log B). A keyed block leaves the index when it is released. */
+void tp__alloc_set_key(tp__alloc *a, uint32_t blk, uint64_t key);
+
+/* find_window's choice when a block is a victim exactly when it is keyed with key > `above` and
+ * its next use is its key: the same window (largest smallest key, then smallest cost, then the
+ * lowest address) and the same victims in address order, found from the largest keys down with
+ * a union-find over address neighbours. O((k + 1) log B) where k is the number of keyed blocks
+ * whose key is at least the chosen window's smallest key; one score call (for its cost) per
+ * block of the components that fit. Unkeyed occupied blocks are never victims.
+ * With budget > 0, once `budget` blocks (whole key levels) have been taken in and none fits,
+ * returns 2 with those blocks' owners, largest keys first, in victims[0..*nv-1]: the caller
+ * evicts them (the furthest next uses, as Belady would) and searches again, so the blocks a
+ * search walks are paid for by evictions and a forced step costs O(budget log B) amortized. */
+int tp__alloc_find_window_keyed(tp__alloc *a, uint64_t size, uint64_t above, uint32_t budget,
+                                tp__victim_score (*score)(void *ctx, uint32_t owner), void *ctx,
+                                uint64_t *addr, uint32_t *victims, uint32_t *nv);
 
 #endif

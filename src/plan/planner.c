@@ -30,6 +30,7 @@
 #include "plan/plan_internal.h"
 
 #define INF_USE UINT64_MAX
+#define WINDOW_WALK 256 /* blocks the exact keyed window search walks before the scan takes over */
 
 typedef struct planner {
     const tp_graph *g;
@@ -59,6 +60,8 @@ typedef struct planner {
     int ending;        /* the loop is done: 1 kept outputs are being placed, 2 kept inputs trimmed */
     size_t capkept;
     int only_dead;     /* eviction may take dead kept inputs with a host copy only */
+    int check_window;  /* TURNIP_CHECK_WINDOW=1: every keyed window search checked against the scan */
+    uint32_t evict_budget; /* tp_plan_opts.evict_budget (0: exact windows) */
     uint32_t nkeep_in; /* kept inputs (0: none of the keep logic runs) */
     uint64_t need_max[TP_MAX_DEVICES]; /* largest inputs-plus-output need of one position */
     uint32_t *dcopy, *dblk, *drd, *hcopy, *hblk, *hrd;
@@ -214,6 +217,15 @@ static uint64_t next_use(const planner *P, uint32_t x)
     return k < P->use_off[x + 1] - P->use_off[x] ? P->use_pos[P->use_off[x] + k] : INF_USE;
 }
 
+/* x's eviction key on its device (tp__alloc_set_key): its next use, or 0 where score_victim
+ * pins it whatever the horizon (pinned, held, or dead and about to be freed) */
+static void set_dkey(planner *P, uint32_t x)
+{
+    uint64_t nu = next_use(P, x);
+    int never = P->pin[x] || (P->hold && P->hold[x]) || (nu == INF_USE && !P->is_out[x] && !P->keep[x]);
+    tp__alloc_set_key(&P->dev[V_(P, x)->device], P->dblk[x], never ? 0 : nu);
+}
+
 static uint32_t take(planner *P, tp__alloc *a, uint64_t addr, uint64_t size, uint32_t owner)
 {
     P->nscr = 0;
@@ -247,6 +259,7 @@ static void do_reload(planner *P, uint32_t x, int d, uint64_t addr)
     P->dcopy[x] = r;
     P->dblk[x] = blk;
     P->drd[x] = TP__NONE;
+    set_dkey(P, x);
     tp_device_stats *s = &P->mg->counters.dev[d];
     if (V_(P, x)->kind == TP_V_INPUT && !P->loaded[x]) {
         P->loaded[x] = 1;
@@ -280,6 +293,7 @@ static void do_output(planner *P, uint32_t p, uint64_t addr)
     P->dcopy[t] = m;
     P->dblk[t] = blk;
     P->drd[t] = TP__NONE;
+    set_dkey(P, t);
 }
 
 /* an address in the offload arena (host offsets are in_end + addr) */
@@ -365,13 +379,53 @@ static uint64_t dying(const planner *P, int d, uint32_t p)
     return pre[p] - pre[P->e];
 }
 
+/* TURNIP_CHECK_WINDOW=1 (tests): the keyed search must agree with the scan, or the plan stops */
+static void check_window(planner *P, int d, uint64_t size, int got, uint64_t addr, uint32_t nvict)
+{
+    uint32_t *v2 = malloc(((size_t)P->dev[d].nblocks + 1) * sizeof *v2), n2 = 0;
+    uint64_t a2 = 0;
+    if (!v2) {
+        oom(P);
+        return;
+    }
+    int got2 = tp__alloc_find_window(&P->dev[d], size, score_victim, P, &a2, v2, &n2);
+    int same = got == got2 && (!got || (a2 == addr && n2 == nvict && !memcmp(v2, P->victims, n2 * sizeof *v2)));
+    free(v2);
+    if (!same)
+        P->st = tp__fail(P->err, TP_ERR_CHECK, "eviction window: keyed search %d at %llu (%u victims), scan %d at %llu (%u)",
+                         got, (unsigned long long)addr, nvict, got2, (unsigned long long)a2, n2);
+}
+
 /* Evicts the best window (values needed after `pin` only) and returns its address. */
 static int evict_window(planner *P, int d, uint64_t size, uint32_t pin, uint64_t *addr)
 {
     P->pin_pos = pin;
     if (!TP__GROW(P->victims, P->capvict, P->dev[d].nblocks + 1)) return oom(P);
     uint32_t nvict;
-    if (!tp__alloc_find_window(&P->dev[d], size, score_victim, P, addr, P->victims, &nvict)) return 0;
+    int got;
+    if (P->only_dead || P->ending) { /* victims by more than their next use: the scan */
+        got = tp__alloc_find_window(&P->dev[d], size, score_victim, P, addr, P->victims, &nvict);
+    } else {
+        if (!P->evict_budget) { /* exact: the keyed search, or the scan where it would walk too far */
+            got = tp__alloc_find_window_keyed(&P->dev[d], size, pin, WINDOW_WALK, score_victim, P, addr, P->victims,
+                                              &nvict);
+            if (got == 2) {
+                P->mg->counters.dev[d].window_scans++;
+                got = tp__alloc_find_window(&P->dev[d], size, score_victim, P, addr, P->victims, &nvict);
+            } else if (P->check_window) {
+                check_window(P, d, size, got, *addr, nvict);
+            }
+        } else { /* tp_plan_opts.evict_budget: over it, the furthest next use goes first (Belady) */
+            while ((got = tp__alloc_find_window_keyed(&P->dev[d], size, pin, P->evict_budget, score_victim, P, addr,
+                                                      P->victims, &nvict)) == 2) {
+                P->mg->counters.dev[d].window_belady++;
+                evict(P, P->victims[0]);
+                if (P->st) return 0;
+            }
+            if (P->check_window) check_window(P, d, size, got, *addr, nvict);
+        }
+    }
+    if (!got) return 0;
     for (uint32_t i = 0; i < nvict && !P->st; i++) evict(P, P->victims[i]);
     return !P->st;
 }
@@ -538,7 +592,9 @@ static void exec(planner *P, uint32_t p)
             P->drd[t] = TP__NONE;
             P->dcopy[x] = P->dblk[x] = P->drd[x] = TP__NONE;
             P->must[x] = 0; /* a pinned input's bytes live on as t's (pinned in turn) */
+            set_dkey(P, t);
         }
+        if (P->dcopy[x] != TP__NONE && V_(P, x)->device >= 0) set_dkey(P, x);
         if (next_use(P, x) == INF_USE && !P->is_out[x] && !P->keep[x]) {
             if (P->dcopy[x] != TP__NONE) free_device_copy(P, x);
             if (P->hcopy[x] != TP__NONE && P->mg->v[P->hcopy[x]].kind == TP_M_OFFLOAD) {
@@ -701,6 +757,9 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     P->V = malloc((n + 1) * sizeof *P->V);
     P->pos = malloc((n + 1) * sizeof *P->pos);
     P->use_cur = calloc(n + 1, sizeof *P->use_cur);
+    P->evict_budget = opts->evict_budget;
+    const char *cw = getenv("TURNIP_CHECK_WINDOW");
+    P->check_window = cw && !strcmp(cw, "1");
     P->is_out = calloc(n + 1, 1);
     P->loaded = calloc(n + 1, 1);
     P->rdone = calloc(n + 1, 1);
@@ -866,6 +925,7 @@ static tp_status place_resident(planner *P)
         P->dcopy[x] = m;
         P->dblk[x] = blk;
         P->drd[x] = TP__NONE;
+        set_dkey(P, x);
         P->loaded[x] = 1;
         P->mg->counters.dev[d].resident_count++;
         P->mg->counters.dev[d].resident_bytes += bytes;
