@@ -65,6 +65,21 @@ static int t_reserve(tp__treap *T, size_t need)
     return 1;
 }
 
+/* x into the subtree t: down the keys until x's priority wins, then t splits under it */
+static uint32_t t_ins(tp__tnode *n, uint32_t t, uint32_t x)
+{
+    if (t == TP__NONE) return x;
+    if (n[x].pri > n[t].pri) {
+        t_split(n, t, n[x].k1, n[x].k2, &n[x].l, &n[x].r);
+        t_upd(n, x);
+        return x;
+    }
+    if (key_lt(&n[t], n[x].k1, n[x].k2)) n[t].r = t_ins(n, n[t].r, x);
+    else n[t].l = t_ins(n, n[t].l, x);
+    t_upd(n, t);
+    return t;
+}
+
 /* room was made by tp__alloc_reserve: a treap never holds more nodes than there are blocks */
 static void t_insert(tp__treap *T, uint64_t k1, uint64_t k2, uint64_t start, uint64_t len, uint64_t aux)
 {
@@ -79,21 +94,29 @@ static void t_insert(tp__treap *T, uint64_t k1, uint64_t k2, uint64_t start, uin
     T->seed ^= T->seed >> 17;
     T->seed ^= T->seed << 5;
     T->n[x] = (tp__tnode){k1, k2, len, len, start, aux, TP__NONE, TP__NONE, T->seed};
-    uint32_t a, b;
-    t_split(T->n, T->root, k1, k2, &a, &b);
-    T->root = t_merge(T->n, t_merge(T->n, a, x), b);
+    T->root = t_ins(T->n, T->root, x);
+}
+
+/* the subtree t without key (k1, k2): its node is replaced by the merge of its children */
+static uint32_t t_del(tp__treap *T, uint32_t t, uint64_t k1, uint64_t k2)
+{
+    tp__tnode *n = T->n;
+    if (t == TP__NONE) return t;
+    if (n[t].k1 == k1 && n[t].k2 == k2) {
+        uint32_t m = t_merge(n, n[t].l, n[t].r);
+        n[t].l = T->freel;
+        T->freel = t;
+        return m;
+    }
+    if (key_lt(&n[t], k1, k2)) n[t].r = t_del(T, n[t].r, k1, k2);
+    else n[t].l = t_del(T, n[t].l, k1, k2);
+    t_upd(n, t);
+    return t;
 }
 
 static void t_erase(tp__treap *T, uint64_t k1, uint64_t k2)
 {
-    uint32_t a, b, m, c;
-    t_split(T->n, T->root, k1, k2, &a, &b);
-    t_split(T->n, b, k1, k2 + 1, &m, &c);
-    if (m != TP__NONE) { /* exactly one node */
-        T->n[m].l = T->freel;
-        T->freel = m;
-    }
-    T->root = t_merge(T->n, a, c);
+    T->root = t_del(T, T->root, k1, k2);
 }
 
 /* the node with the largest key (k1, 0) <= (k1, 0) */
