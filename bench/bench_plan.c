@@ -11,31 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "turnip/turnip.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void machine(void)
-{
-    char line[256], model[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    int cpus = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-            snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
-            model[strcspn(model, "\n")] = 0;
-        }
-        if (!strncmp(line, "processor", 9)) cpus++;
-    }
-    if (f) fclose(f);
-    printf("machine: %s, %d cpus; planner is single-threaded\n", model, cpus);
-}
+#include "bench_common.h"
 
 typedef struct {
     double secs[2];       /* the best (forward) or the median (backward) */
@@ -56,12 +33,12 @@ static int run(const tp_layered_opts *lo, result *r, int verbose)
 {
     tp_error e;
     tp_graph *g;
-    double t0 = now();
+    double t0 = tp_now_seconds();
     if (tp_model_layered(lo, &g, &e)) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
-    double tb = now() - t0;
+    double tb = tp_now_seconds() - t0;
     int nd = tp_graph_devices(g);
     uint64_t minf[TP_MAX_DEVICES], peak[TP_MAX_DEVICES];
     tp_order order = TP_ORDER_TOPO; /* the generator's stage-by-stage order, as the paper's V */
@@ -85,12 +62,12 @@ static int run(const tp_layered_opts *lo, result *r, int verbose)
         double ts[3];
         for (int rep = 0; rep < reps; rep++) {
             tp_memgraph_free(mg);
-            double t1 = now();
+            double t1 = tp_now_seconds();
             if (tp_plan(g, &o, &mg, &e)) {
                 fprintf(stderr, "plan: %s\n", e.msg);
                 return 1;
             }
-            ts[rep] = now() - t1;
+            ts[rep] = tp_now_seconds() - t1;
         }
         qsort(ts, (size_t)reps, sizeof *ts, cmp_d);
         r->lo[i] = ts[0];
@@ -132,7 +109,7 @@ int main(int argc, char **argv)
         }
     }
     if (quick) max = 20000;
-    machine();
+    bench_machine("planner is single-threaded");
     tp_layered_opts lo;
     tp_layered_opts_init(&lo);
     lo.devices = 2;

@@ -11,31 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "turnip/turnip.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void machine(void)
-{
-    char line[256], model[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    int cpus = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-            snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
-            model[strcspn(model, "\n")] = 0;
-        }
-        if (!strncmp(line, "processor", 9)) cpus++;
-    }
-    if (f) fclose(f);
-    printf("machine: %s, %d cpus; planner is single-threaded\n", model, cpus);
-}
+#include "bench_common.h"
 
 /* MemAvailable in bytes, 0 if unknown */
 static double mem_available(void)
@@ -100,7 +77,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    machine();
+    bench_machine("planner is single-threaded");
     printf("graph: 65b prefill, %d devices, %llu GiB cap each (turnip llama --preset 65b --devices %d --device-mem "
            "40GiB --no-data --seq-len T); %d runs per T\n",
            NDEV, (unsigned long long)(CAP >> 30), NDEV, runs);
@@ -120,12 +97,12 @@ int main(int argc, char **argv)
         uint64_t nmv = 0;
         for (int r = 0; r < runs; r++) {
             tp_memgraph *mg;
-            double t0 = now();
+            double t0 = tp_now_seconds();
             if (tp_plan(g, &o, &mg, &e)) {
                 fprintf(stderr, "T=%lld: plan: %s\n", seqs[k], e.msg);
                 return 1;
             }
-            t[r] = now() - t0;
+            t[r] = tp_now_seconds() - t0;
             nmv = tp_memgraph_size(mg);
             tp_memgraph_free(mg);
         }
