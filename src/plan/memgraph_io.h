@@ -1,5 +1,6 @@
-/* memgraph_io.h - what the MemGraph readers share (memgraph_read.c: JSON and the checks;
- * memgraph_bin.c: the binary format). Internal to src/plan. */
+/* memgraph_io.h - what the MemGraph readers share (memgraph_read.c: JSON and the choice of
+ * format; memgraph_bin.c: the binary format; memgraph_check.c: the record, the checks and the
+ * end of a read, which both readers call). Internal to src/plan. */
 #ifndef TP__MEMGRAPH_IO_H
 #define TP__MEMGRAPH_IO_H
 
