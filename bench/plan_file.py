@@ -8,22 +8,11 @@ that child alone), with the machine and its load average before and after.
 usage: bench/plan_file.py [--turnip build/turnip] [--layers 8200] [--runs 3] [--device-mem 64MiB]
                           [--formats json,binary] [--keep DIR]
 """
-import argparse, os, platform, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
+
+from generate_bench import machine  # the CPU model and core count, one writer for the benches
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def machine():
-    model = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return "%s, %d cores (%s)" % (model, os.cpu_count() or 0, platform.platform())
 
 
 def timed(argv):
