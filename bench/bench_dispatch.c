@@ -25,6 +25,32 @@
 #include <starpu.h>
 #endif
 
+/* Finalizes g, plans it on one device of `cap` bytes, runs it on the cpu backend with
+ * `streams` compute streams, frees everything; exits on an error. */
+static tp_run_summary plan_and_run(tp_graph *g, uint64_t cap, int streams)
+{
+    tp_error e;
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, 1, cap);
+    tp_memgraph *mg = NULL;
+    tp_backend *be = NULL;
+    tp_exec *x = NULL;
+    tp_run_summary s;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    ro.streams = streams;
+    if (tp_graph_finalize(g, &e) || tp_plan(g, &po, &mg, &e) || tp_backend_cpu_new(NULL, &be, &e) ||
+        tp_exec_new(mg, be, &ro, &x, &e) || tp_exec_run(x, &s, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        exit(1);
+    }
+    tp_exec_free(x);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    return s;
+}
+
 static double ours(uint32_t n, int chained, int streams)
 {
     tp_graph *g = tp_graph_new(1);
@@ -37,32 +63,7 @@ static double ours(uint32_t n, int chained, int streams)
         prev = v;
         if (!chained || i + 1 == n) tp_graph_add_output(g, v, &e);
     }
-    if (tp_graph_finalize(g, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        exit(1);
-    }
-    tp_plan_opts po;
-    tp_plan_opts_init(&po, 1, (uint64_t)n * 8 + 64);
-    tp_memgraph *mg;
-    if (tp_plan(g, &po, &mg, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        exit(1);
-    }
-    tp_backend *be = NULL;
-    tp_backend_cpu_new(NULL, &be, NULL);
-    tp_run_opts ro;
-    tp_run_opts_init(&ro);
-    ro.streams = streams;
-    tp_exec *x;
-    tp_run_summary s;
-    if (tp_exec_new(mg, be, &ro, &x, &e) || tp_exec_run(x, &s, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        exit(1);
-    }
-    tp_exec_free(x);
-    tp_backend_free(be);
-    tp_memgraph_free(mg);
-    tp_graph_free(g);
+    tp_run_summary s = plan_and_run(g, (uint64_t)n * 8 + 64, streams);
     return s.makespan * 1e6 / n;
 }
 
@@ -84,27 +85,7 @@ static double matmul_gaps(uint32_t n, int64_t S, double *kernel_us)
         tp_graph_add_kernel(g, id, 0, "matmul", 2, in, TP_DT_F32, 2, shp, 0, NULL, 0, &h, &e);
     }
     tp_graph_add_output(g, h, &e);
-    if (tp_graph_finalize(g, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        exit(1);
-    }
-    tp_plan_opts po;
-    tp_plan_opts_init(&po, 1, (uint64_t)(S * S * 4) * 8);
-    tp_memgraph *mg;
-    tp_backend *be = NULL;
-    tp_exec *x;
-    tp_run_summary s;
-    tp_run_opts ro;
-    tp_run_opts_init(&ro);
-    if (tp_plan(g, &po, &mg, &e) || tp_backend_cpu_new(NULL, &be, &e) || tp_exec_new(mg, be, &ro, &x, &e) ||
-        tp_exec_run(x, &s, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        exit(1);
-    }
-    tp_exec_free(x);
-    tp_backend_free(be);
-    tp_memgraph_free(mg);
-    tp_graph_free(g);
+    tp_run_summary s = plan_and_run(g, (uint64_t)(S * S * 4) * 8, 1);
     *kernel_us = s.dev[0].compute_busy * 1e6 / n;
     return (s.makespan - s.dev[0].compute_busy) * 1e6 / n;
 }
