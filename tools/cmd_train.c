@@ -80,12 +80,13 @@ static void help(FILE *f)
 {
     cli_print_help(
         f,
-        "usage: turnip train (--model DIR | --preset NAME) (--data FILE | --seed S) --seq-len T [--batch B]\n"
-        "                    --steps N --device-mem SIZE|P% [--devices D] [--lora-rank R] [--lora-alpha A]\n"
-        "                    [--lora-targets q,k,v,..] [--lr LR] [--weight-decay W] [--backend cpu|sim|cuda\n"
-        "                    [--machine NAME]] [--order any|fixed|random] [--deterministic] [--no-sum-into] [--out DIR]\n"
-        "                    [--dump-grads FILE] [--weights-dtype f32|f16|bf16] [--link-bandwidth GB/s] [--jitter F]\n"
-        "                    [--quiet]\n"
+        "usage: turnip train (--model DIR | --preset NAME) (--data FILE | --seed S) --seq-len T [--batch B] --steps N\n"
+        "                    --device-mem SIZE|P% [--devices D] [--lora-rank R] [--lora-alpha A] [--lora-targets q,k,v,..]\n"
+        "                    [--lr LR] [--weight-decay W] [--lora-init peft|nonzero] [--blocks N] [--vocab-chunks C]\n"
+        "                    [--resident auto|device|host] [--backend cpu|cuda|sim [--machine NAME]] [--order POLICY]\n"
+        "                    [--deterministic] [--no-sum-into] [--weights-dtype f32|f16|bf16] [--link-bandwidth GB/s]\n"
+        "                    [--jitter F] [--streams N] [--matmul fast|exact] [--plan-order topo|dfs|greedy] [--out DIR]\n"
+        "                    [--dump-grads FILE] [--no-verify] [--quiet]\n"
         "\n"
         "LoRA fine-tuning: every step is one plan of one TaskGraph (forward with adapters, next-token\n"
         "cross-entropy, backward with activation checkpointing per layer, AdamW on the adapters), run\n"

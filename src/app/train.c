@@ -411,7 +411,7 @@ tp_status tp_llama_train(const tp_train_run_opts *o, tp_train_result *r, tp_erro
     }
     if (!s) s = setup(R);
     /* resident mode: asked for, or (auto) when the adapters and moments take at most a quarter of the cap */
-    r->resident = o->resident == TP_TRAIN_RESIDENT_AUTO ? 3 * r->need.adapter_bytes <= o->device_mem / 4 : o->resident;
+    r->resident = o->resident == TP_TRAIN_RESIDENT_AUTO ? r->need.adapter_bytes <= o->device_mem / 12 : o->resident;
     double t0 = tp__now(), secs = 0;
     if (!s) s = first_plan(R, &secs);
     if (s == TP_ERR_INFEASIBLE && o->resident == TP_TRAIN_RESIDENT_AUTO && r->resident) { /* they do not fit beside the step */

@@ -68,14 +68,6 @@ static void output(dec *d, uint32_t v)
     if (!d->st) d->st = tp_graph_add_output(d->g, v, d->err);
 }
 
-/* a * b * c * e * 4 (f32 bytes) fits int64, all positive */
-static int fits_f32(int64_t a, int64_t b, int64_t c, int64_t e)
-{
-    int64_t p;
-    return !__builtin_mul_overflow(a, b, &p) && !__builtin_mul_overflow(p, c, &p) && !__builtin_mul_overflow(p, e, &p) &&
-           !__builtin_mul_overflow(p, 4, &p);
-}
-
 /* the options both builders use: the config, devices, device, batch */
 static tp_status check_common(const tp_llama_config *c, const tp_llama_decode_opts *o, const char *what, tp_error *err)
 {
@@ -104,7 +96,7 @@ tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_
     if (pos < 0 || pos >= M)
         return tp__fail(err, TP_ERR_ARG, "%s: pos %lld is outside [0, max_len %lld)", what, (long long)pos, (long long)M);
     /* the largest tensors: the caches [B, KV, max_len, hd] and the scores [B, KV, G, pos+1] */
-    if (!fits_f32(Bn, KV, M, hd) || !fits_f32(Bn, KV, G, P))
+    if (!tp__fits_f32(Bn, KV, M, hd) || !tp__fits_f32(Bn, KV, G, P))
         return tp__fail(err, TP_ERR_ARG, "%s: batch %lld x %lld KV heads x %lld positions: the KV cache or the scores overflow 64 bits",
                         what, (long long)Bn, (long long)KV, (long long)M);
     dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype}, *d = &d0;

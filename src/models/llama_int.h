@@ -4,7 +4,16 @@
 #ifndef TP__MODELS_LLAMA_INT_H
 #define TP__MODELS_LLAMA_INT_H
 
+#include <stdint.h>
 #include "turnip/models.h"
+
+/* a * b * c * d f32 elements (4 bytes each) fit int64 (all positive) */
+static inline int tp__fits_f32(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    int64_t p;
+    return !__builtin_mul_overflow(a, b, &p) && !__builtin_mul_overflow(p, c, &p) && !__builtin_mul_overflow(p, d, &p) &&
+           !__builtin_mul_overflow(p, 4, &p);
+}
 
 /* TP_ERR_ARG (a field outside the ranges tp_llama_config_read checks) or TP_ERR_INVALID
  * (sizes that do not divide or whose tensors overflow 64 bits), `where` starting the message. */

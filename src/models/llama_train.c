@@ -117,16 +117,10 @@ void tp_llama_train_opts_default(tp_train_opts *o, const tp_llama_config *c, int
     o->blocks = (int)(nb < 1 ? 1 : nb > T ? T : nb > INT_MAX ? INT_MAX : nb);
     /* a weight chunk [V / C, H] at most cap / 8, a logits chunk [T, V / C] f32 at most cap / 16 */
     double vc = fmax(ceil(V * H * es / (cp / 8)), ceil(T * V * 4 / (cp / 16)));
-    o->vocab_chunks = (int)(vc < 1 ? 1 : vc > V ? V : vc > 1 << 20 ? 1 << 20 : vc);
+    vc = fmin(vc, 1 << 20); /* the builder's limit first: a vocabulary past it would not fit an int */
+    o->vocab_chunks = (int)(vc < 1 ? 1 : vc > V ? V : vc);
 }
 
-/* a * b * c * d * 4 bytes fits int64 (all positive) */
-static int fits(int64_t a, int64_t b, int64_t c, int64_t d)
-{
-    int64_t p;
-    return !__builtin_mul_overflow(a, b, &p) && !__builtin_mul_overflow(p, c, &p) && !__builtin_mul_overflow(p, d, &p) &&
-           !__builtin_mul_overflow(p, 4, &p);
-}
 
 static tp_status check_opts(const tp_llama_config *c, const tp_train_opts *o, tp_error *err)
 {
@@ -155,8 +149,8 @@ static tp_status check_opts(const tp_llama_config *c, const tp_train_opts *o, tp
     int64_t hd = c->hidden / c->heads, G = c->heads / c->kv_heads, rows = (T + o->blocks - 1) / o->blocks;
     int64_t vc = (c->vocab + o->vocab_chunks - 1) / o->vocab_chunks;
     /* the largest activations: scores [heads, rows, T], logits [T, vocab chunk], MLP [T, F] */
-    if (!fits(c->heads, rows, T, 1) || !fits(T, vc, 1, 1) || !fits(T, c->intermediate, 1, 1) || !fits(T, c->hidden, 1, 1) ||
-        !fits(o->rank, c->intermediate > c->hidden ? c->intermediate : c->hidden, 1, 1))
+    if (!tp__fits_f32(c->heads, rows, T, 1) || !tp__fits_f32(T, vc, 1, 1) || !tp__fits_f32(T, c->intermediate, 1, 1) ||
+        !tp__fits_f32(T, c->hidden, 1, 1) || !tp__fits_f32(o->rank, c->intermediate > c->hidden ? c->intermediate : c->hidden, 1, 1))
         return tp__fail(err, TP_ERR_ARG, "%s: %lld tokens: an activation's bytes overflow 64 bits", w, (long long)T);
     if (G * rows > INT32_MAX || hd * c->heads > INT32_MAX)
         return tp__fail(err, TP_ERR_ARG, "%s: %lld query rows per KV group and block: above 2^31-1 (more blocks)", w, (long long)(G * rows));

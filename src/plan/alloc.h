@@ -137,9 +137,9 @@ void tp__alloc_set_key(tp__alloc *a, uint32_t blk, uint64_t key);
  * whose key is at least the chosen window's smallest key; one score call (for its cost) per
  * block of the components that fit. Unkeyed occupied blocks are never victims.
  * With budget > 0, once `budget` blocks (whole key levels) have been taken in and none fits,
- * returns 2 with those blocks' owners, largest keys first, in victims[0..*nv-1]: the caller
- * evicts them (the furthest next uses, as Belady would) and searches again, so the blocks a
- * search walks are paid for by evictions and a forced step costs O(budget log B) amortized. */
+ * returns 2 with those blocks' owners, largest keys first, in victims[0..*nv-1]: the planner
+ * evicts the first (the furthest next use, as Belady would) and searches again, so every
+ * O(budget log B) walk is paid for by one eviction. */
 int tp__alloc_find_window_keyed(tp__alloc *a, uint64_t size, uint64_t above, uint32_t budget,
                                 tp__victim_score (*score)(void *ctx, uint32_t owner), void *ctx,
                                 uint64_t *addr, uint32_t *victims, uint32_t *nv);

@@ -134,7 +134,11 @@ tp_status tp__mg_finish(tp_memgraph *mg, const tp_graph *g, const char *name, co
         tp_graph *ng;
         tp_status s = tp__mg_names_graph(mg->ndevices >= 1 && mg->ndevices <= TP_MAX_DEVICES ? mg->ndevices : 1, names, nnames,
                                          otask, okeep, nout, &ng, err);
-        if (s) return tp__fail(err, s == TP_ERR_NOMEM ? s : TP_ERR_INVALID, "%s: %s", name, err->msg);
+        if (s) {
+            char m[sizeof err->msg]; /* the message must not be both tp__fail's source and its target */
+            snprintf(m, sizeof m, "%s", err ? err->msg : "");
+            return tp__fail(err, s == TP_ERR_NOMEM ? s : TP_ERR_INVALID, "%s: %s", name, m);
+        }
         mg->g = *names_out = ng;
     }
     mg->outputs = *ofrom;

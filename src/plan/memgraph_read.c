@@ -218,8 +218,11 @@ static tp_status read_vertex(mr *r, size_t i)
                 if (fc.from < 0) return fail(r, "%s: %s: %s", where, "each read needs 'from'");
                 if (m->nreads >= UINT32_MAX - 1 || !TP__GROW(mg->reads, mg->capreads, mg->nreads + 1)) return nomem(r);
                 if ((size_t)fc.from < i) {
-                    if (!same_region(&mg->v[fc.from], &rr))
-                        return fail(r, "%s: %s: reads[%s] is not the region its producer wrote", where, "");
+                    if (!same_region(&mg->v[fc.from], &rr)) {
+                        char idx[16];
+                        snprintf(idx, sizeof idx, "%u", m->nreads);
+                        return fail(r, "%s: %s: reads[%s] is not the region its producer wrote", where, idx);
+                    }
                 } else {
                     if (!TP__GROW(r->pr, r->cappr, r->npr + 1)) return nomem(r);
                     r->pr[r->npr++] = (pend_read){(uint32_t)i, m->nreads, rr};

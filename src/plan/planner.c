@@ -594,8 +594,9 @@ static void exec(planner *P, uint32_t p)
             P->must[x] = 0; /* a pinned input's bytes live on as t's (pinned in turn) */
             set_dkey(P, t);
         }
-        if (P->dcopy[x] != TP__NONE && V_(P, x)->device >= 0) set_dkey(P, x);
-        if (next_use(P, x) == INF_USE && !P->is_out[x] && !P->keep[x]) {
+        if (next_use(P, x) != INF_USE || P->is_out[x] || P->keep[x]) { /* stays: its key moves on */
+            if (P->dcopy[x] != TP__NONE) set_dkey(P, x);
+        } else {
             if (P->dcopy[x] != TP__NONE) free_device_copy(P, x);
             if (P->hcopy[x] != TP__NONE && P->mg->v[P->hcopy[x]].kind == TP_M_OFFLOAD) {
                 tp__alloc_release(&P->host, P->hblk[x], rel_of(P, P->hrd[x], P->hcopy[x]), ++P->relstamp);
