@@ -6,6 +6,7 @@
  * fit is the first node in key order whose span holds the aligned request. */
 #include <stdlib.h>
 #include <string.h>
+#include "io/util.h"
 #include "plan/alloc.h"
 
 /* ---- treap ---- */
@@ -404,14 +405,7 @@ int tp__alloc_find_window(tp__alloc *a, uint64_t size,
                           uint64_t *addr, uint32_t *victims, uint32_t *nv)
 {
     size_t n = a->nblocks;
-    if (a->capw < n + 1) {
-        size_t nc = a->capw ? a->capw : 64;
-        while (nc < n + 1) nc *= 2;
-        tp__wscratch *w = realloc(a->w, nc * sizeof *w);
-        if (!w) return 0; /* the caller sees "no window"; only under memory exhaustion */
-        a->w = w;
-        a->capw = nc;
-    }
+    if (!TP__GROW(a->w, a->capw, n + 1)) return 0; /* the caller sees "no window"; only under memory exhaustion */
     tp__wscratch *w = a->w;
     uint32_t *dq = victims; /* the caller's array of nblocks entries serves as the deque */
     size_t k = 0;
@@ -622,14 +616,7 @@ int tp__alloc_find_window_keyed(tp__alloc *a, uint64_t size, uint64_t above, uin
         a->ds = ds;
         a->capds = a->capb;
     }
-    if (a->capw < (size_t)a->nblocks + 1) {
-        size_t nc = a->capw ? a->capw : 64;
-        while (nc < (size_t)a->nblocks + 1) nc *= 2;
-        tp__wscratch *w = realloc(a->w, nc * sizeof *w);
-        if (!w) return 0;
-        a->w = w;
-        a->capw = nc;
-    }
+    if (!TP__GROW(a->w, a->capw, (size_t)a->nblocks + 1)) return 0;
     if (++a->dstamp == 0) { /* stamps wrapped: clear the marks once */
         for (size_t i = 0; i < a->capds; i++) a->ds[i].mark = 0;
         a->dstamp = 1;
@@ -653,13 +640,7 @@ int tp__alloc_find_window_keyed(tp__alloc *a, uint64_t size, uint64_t above, uin
         size_t nr = 0;
         while (t != TP__NONE && UINT64_MAX - a->bykey.n[t].k1 == key) {
             uint32_t x = (uint32_t)a->bykey.n[t].aux;
-            if (nr == a->caproots) {
-                size_t nc = a->caproots ? a->caproots * 2 : 64;
-                uint32_t *rr = realloc(a->roots, nc * sizeof *rr);
-                if (!rr) return 0;
-                a->roots = rr;
-                a->caproots = nc;
-            }
+            if (!TP__GROW(a->roots, a->caproots, nr + 1)) return 0;
             a->roots[nr++] = ds_add(a, x);
             victims[taken++] = a->b[x].owner; /* in key order, for a search over budget */
             t = t_succ(&a->bykey, a->bykey.n[t].k1, a->bykey.n[t].k2);
