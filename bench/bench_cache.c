@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "turnip/turnip.h"
+#include "bench_common.h"
 
 static double now(void)
 {
@@ -45,16 +46,10 @@ static void machine(void)
     printf("machine: %s, nproc %ld\n", model, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* "min / median / max" of v[0..n-1] times scale, sorted in place */
 static const char *mmm(double *v, int n, double scale, char *buf, size_t sz)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     snprintf(buf, sz, "%8.3f / %8.3f / %8.3f", v[0] * scale, med * scale, v[n - 1] * scale);
     if (v[n - 1] * scale >= 1e4) snprintf(buf, sz, "%8.0f / %8.0f / %8.0f", v[0] * scale, med * scale, v[n - 1] * scale);
@@ -63,7 +58,7 @@ static const char *mmm(double *v, int n, double scale, char *buf, size_t sz)
 
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "turnip/turnip.h"
+#include "bench_common.h"
 #ifdef TP_HAVE_STARPU
 #include <starpu.h>
 #endif
@@ -154,12 +155,6 @@ static void *sleeper_main(void *arg)
     return NULL;
 }
 
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void wakeup_cost(void)
 {
     pthread_t th;
@@ -175,7 +170,7 @@ static void wakeup_cost(void)
         pthread_mutex_unlock(&pp.mu);
     }
     pthread_join(th, NULL);
-    qsort(lat, 2000, sizeof *lat, cmpd);
+    qsort(lat, 2000, sizeof *lat, bench_cmp_double);
     printf("wake-up of a sleeping thread (condition variable, 2000 times): median %.1f us, p90 %.1f us, max %.1f us\n",
            lat[1000] * 1e6, lat[1800] * 1e6, lat[1999] * 1e6);
 }
@@ -184,7 +179,7 @@ static void mmm(const double *a, int k, double *out)
 {
     double t[16];
     memcpy(t, a, (size_t)k * sizeof *t);
-    qsort(t, (size_t)k, sizeof *t, cmpd);
+    qsort(t, (size_t)k, sizeof *t, bench_cmp_double);
     out[0] = t[0], out[1] = k % 2 ? t[k / 2] : (t[k / 2 - 1] + t[k / 2]) / 2, out[2] = t[k - 1];
 }
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "kernels/kernels.h"
 #include "turnip/turnip.h"
+#include "bench_common.h"
 
 enum { T = 256, H = 512, B = 4, K = 4, LAYERS = 24 };
 
@@ -124,12 +125,6 @@ static res run(const tp_graph *g, uint64_t cap, double gbps, const char *pol, ui
     return r;
 }
 
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
@@ -170,7 +165,7 @@ int main(int argc, char **argv)
         ct[rep] = r.compute;
         moved = r.moved;
     }
-    qsort(ct, 3, sizeof *ct, cmpd);
+    qsort(ct, 3, sizeof *ct, bench_cmp_double);
     double compute = ct[1];
     printf("compute time (unthrottled run at 100%% of the resident peak, median of 3) %.2f ms; it moves %s\n", compute * 1e3,
            tp_format_size(moved, b1, sizeof b1));
@@ -207,7 +202,7 @@ int main(int argc, char **argv)
             res f = run(g, cap, gbps, "fixed", (uint64_t)s + 1, 0.5, 1);
             ratio[s] = a.makespan / f.makespan;
         }
-        qsort(ratio, (size_t)seeds, sizeof *ratio, cmpd);
+        qsort(ratio, (size_t)seeds, sizeof *ratio, bench_cmp_double);
         double mean = 0, sd = 0;
         for (int s = 0; s < seeds; s++) mean += ratio[s] / seeds;
         for (int s = 0; s < seeds; s++) sd += (ratio[s] - mean) * (ratio[s] - mean) / (seeds > 1 ? seeds - 1 : 1);

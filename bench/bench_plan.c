@@ -23,12 +23,6 @@ typedef struct {
 
 static uint32_t evict_budget; /* tp_plan_opts.evict_budget of every plan (0: exact windows) */
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int run(const tp_layered_opts *lo, result *r, int verbose)
 {
     tp_error e;
@@ -69,7 +63,7 @@ static int run(const tp_layered_opts *lo, result *r, int verbose)
             }
             ts[rep] = tp_now_seconds() - t1;
         }
-        qsort(ts, (size_t)reps, sizeof *ts, cmp_d);
+        qsort(ts, (size_t)reps, sizeof *ts, bench_cmp_double);
         r->lo[i] = ts[0];
         r->hi[i] = ts[reps - 1];
         r->secs[i] = lo->backward ? ts[reps / 2] : ts[0];

@@ -26,12 +26,6 @@ static double mem_available(void)
     return kb * 1024;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 #define CAP (40ull << 30)
 #define NDEV 8
 
@@ -106,7 +100,7 @@ int main(int argc, char **argv)
             nmv = tp_memgraph_size(mg);
             tp_memgraph_free(mg);
         }
-        qsort(t, (size_t)runs, sizeof *t, cmp_d);
+        qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
         med[k] = t[runs / 2];
         printf("%7lld %10llu %10llu | %8.3f %8.3f %8.3f | %10.3f\n", seqs[k], (unsigned long long)tp_graph_size(g),
                (unsigned long long)nmv, t[0], med[k], t[runs - 1], med[k] / (double)nmv * 1e6);
