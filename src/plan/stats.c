@@ -67,9 +67,7 @@ void tp_memgraph_stats(const tp_memgraph *mg, tp_plan_stats *out)
 
 void tp_memgraph_stats_audit(const tp_memgraph *mg, tp_plan_stats *out)
 {
-    *out = mg->counters;
-    out->vertices = mg->n;
-    out->edges = mg->deps_off[mg->n];
+    tp_memgraph_stats(mg, out); /* the counts; the audit adds only what is implied */
     out->audited = 1;
     audit A = {mg, NULL, NULL, NULL, 0};
     size_t n = mg->n;
@@ -88,17 +86,14 @@ void tp_memgraph_stats_audit(const tp_memgraph *mg, tp_plan_stats *out)
     for (size_t u = 0; u < n; u++)
         for (uint32_t k = mg->deps_off[u]; k < mg->deps_off[u + 1]; k++) cons[fill[mg->deps[k]]++] = (uint32_t)u;
     for (size_t u = 0; u < n; u++) indeg[u] = mg->deps_off[u + 1] - mg->deps_off[u];
-    if (tp__topo_sort((uint32_t)n, cons_off, cons, indeg, TP__TOPO_FIFO, q, &qt)) goto done;
+    if (tp__topo_sort((uint32_t)n, cons_off, cons, indeg, TP__TOPO_FIFO, q, &qt) || qt < n) goto done;
     for (uint32_t i = 0; i < qt; i++) A.rank[q[i]] = i;
     for (size_t u = 0; u < n; u++) {
         const tp__mv *m = &mg->v[u];
         for (uint32_t k = mg->deps_off[u]; k < mg->deps_off[u + 1]; k++) {
             uint32_t r = mg->deps[k];
-            if (is_read(mg, (uint32_t)u, r) || m->kind == TP_M_JOIN) continue; /* a join's deps are its group's members */
-            int host = m->kind == TP_M_OFFLOAD;
-            if (host) out->host_mem_deps++;
-            else out->dev[m->device].mem_deps++;
-            if (host || qt < n) continue;
+            /* a join's deps are its group's members; host deps are not audited */
+            if (is_read(mg, (uint32_t)u, r) || m->kind == TP_M_JOIN || m->kind == TP_M_OFFLOAD) continue;
             int imp = implied(&A, r, (uint32_t)u);
             if (imp > 0) out->dev[m->device].mem_deps_superfluous++;
             else if (imp < 0) out->dev[m->device].mem_deps_unchecked++;
