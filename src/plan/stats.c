@@ -75,7 +75,7 @@ void tp_memgraph_stats_audit(const tp_memgraph *mg, tp_plan_stats *out)
     A.stack = malloc((out->edges + n + 1) * sizeof *A.stack);
     A.mark = calloc(n + 1, sizeof *A.mark);
     uint32_t *indeg = calloc(n + 1, sizeof *indeg), *q = malloc((n + 1) * sizeof *q), qt = 0;
-    uint32_t *cons_off = calloc(n + 2, sizeof *cons_off), *cons = malloc((out->edges + 1) * sizeof *cons);
+    uint32_t *cons_off = calloc(n + 2, sizeof *cons_off), *cons = calloc(out->edges + 1, sizeof *cons);
     if (!A.rank || !A.stack || !A.mark || !indeg || !q || !cons_off || !cons) goto done;
     /* topological rank (Kahn over successor lists, FIFO) */
     for (size_t u = 0; u < n; u++)
