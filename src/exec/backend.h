@@ -107,8 +107,11 @@ typedef struct tp__backend_ops {
      * returns, and returns 1; returns 0 when there is none. A backend with help() may leave a
      * launched compute vertex to it instead of waking a sleeping worker (the executor calls it
      * before every wait), so a kernel that follows a completion starts without a cross-thread
-     * wake-up; it must wake the workers of other vertices still queued before it runs one. */
-    int (*help)(tp_backend *be);
+     * wake-up; it must wake the workers of other vertices still queued before it runs one.
+     * With run 0 it only wakes the workers of launched vertices nobody has started and returns
+     * 0: the executor asks this after handling completions, so a kernel launched while
+     * completions keep coming is not left waiting for a pause in them. */
+    int (*help)(tp_backend *be, int run);
     /* lower bound of the last run's makespan, 0 if the backend cannot tell */
     double (*bound)(tp_backend *be);
 } tp__backend_ops;

@@ -610,8 +610,11 @@ static tp__done *phase_wait(run *r, size_t *nc)
         /* what has completed first (it may free copy engines or make more ready); else run a
          * launched kernel on this thread rather than wait for a worker to wake for it; else wait */
         c = tp__sink_take(&x->sink, 0, 0, nc);
-        if (!*nc && !(x->be->ops->help && x->be->ops->help(x->be) && (c = tp__sink_take(&x->sink, 0, 0, nc), *nc)))
+        if (*nc) {
+            if (x->be->ops->help) x->be->ops->help(x->be, 0); /* kernels launched meanwhile: their workers go */
+        } else if (!(x->be->ops->help && x->be->ops->help(x->be, 1) && (c = tp__sink_take(&x->sink, 0, 0, nc), *nc))) {
             c = tp__sink_take(&x->sink, 1, TP__SPIN_US, nc);
+        }
     }
     if (tp__sink_overflowed(&x->sink)) x->broken = 1;
     if (tp__sink_overflowed(&x->sink) && !r->failed)

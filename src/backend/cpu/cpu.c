@@ -162,7 +162,7 @@ static void cpu_launch(tp_backend *be, uint32_t v, int unit)
 
 /* The executor would wait: it claims the first unclaimed kernel and runs it itself, after
  * waking the workers of the other unclaimed kernels so that they run beside it. */
-static int cpu_help(tp_backend *be)
+static int cpu_help(tp_backend *be, int run)
 {
     cpu *c = (cpu *)be;
     worker *mine = NULL;
@@ -170,7 +170,7 @@ static int cpu_help(tp_backend *be)
     for (int i = 0; i < c->nw; i++) {
         worker *w = &c->w[i];
         if (!w->compute || !has_job(w)) continue;
-        if (!mine && claim(w, &v)) mine = w;
+        if (run && !mine && claim(w, &v)) mine = w;
         else tp__sleeper_wake(&w->sl);
     }
     if (!mine) return 0;
@@ -293,7 +293,9 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
         for (int q = 0; q < RING; q++) atomic_init(&w->ring[q], NO_JOB);
         atomic_init(&w->wpos, 0);
         atomic_init(&w->cpos, 0);
-        w->compute = !pi->engines[w->engine].moves;
+        /* help() runs a compute lane's job with that lane's scratch: only lanes of one job at a
+         * time (engines without queued lanes) qualify, or a worker and the executor could overlap */
+        w->compute = !pi->engines[w->engine].moves && !pi->engines[w->engine].lanes;
         if (!pi->engines[w->engine].moves && scratch[w->device]) {
             w->scratch = malloc(scratch[w->device] * sizeof(float));
             if (!w->scratch) {
