@@ -1,7 +1,9 @@
 /* verify.c - independent checker of "turnip.memgraph/1" plans.
  *
- * Shares nothing with the planner but the TaskGraph reader: it parses the MemGraph JSON
- * itself and re-derives every property from the text.
+ * Shares nothing with the planner but the TaskGraph reader: it reads the MemGraph JSON
+ * itself and re-derives every property from the text. The file is read as a stream (the JSON
+ * tokenizer of io/jsonpull.h), each vertex a small jansson tree parsed and freed in turn, so
+ * memory follows the vertices' fields, not the document (docs/formats.md, "Plan files").
  *
  *   1. form: ids 0..n-1, known kinds, regions inside their device's capacity or host_bytes,
  *      every read names its producer, reads exactly the region that producer wrote, and
@@ -44,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "turnip/plan.h"
+#include "io/jsonpull.h"
 #include "io/util.h"
 
 enum { K_INPUT, K_KERNEL, K_TRANSFER, K_OFFLOAD, K_RELOAD, K_RESIDENT, K_ACCUMULATE, K_JOIN, NKINDS };
@@ -79,6 +82,17 @@ typedef struct {
     size_t n, cap;
 } imap;
 
+/* The texts of a top-level array's elements, NUL-separated, for the few arrays checked after
+ * the vertices ("outputs", "kept"): the file is read once, as a stream, and no part of it
+ * larger than one element is ever a jansson tree. */
+typedef struct {
+    int present, bad;   /* the field was given; it was not an array */
+    char *text;         /* owned */
+    size_t len, cap;
+    size_t *off;        /* owned: element k starts at text + off[k] */
+    size_t n, offcap;
+} elems;
+
 typedef struct {
     const char *name;
     tp_error *err;
@@ -94,6 +108,9 @@ typedef struct {
     /* sum-into groups, indexed by group number (< n): the join, the init (every member's read
      * 0), members as a CSR in id order */
     uint32_t *gjoin, *ginit, *gm_off, *gm;
+    size_t vcap;
+    int have_devices, have_host; /* top-level fields seen so far (keys come in any order) */
+    elems outs, kept;            /* the elements of "outputs" and "kept", each parsed when checked */
 } V;
 
 static tp_status unusable(V *c, const char *fmt, const char *a, long long i)
@@ -120,6 +137,40 @@ static const char *rname(const V *c, const reg *r, char *buf, size_t len)
     return buf;
 }
 
+/* "devices": [{"capacity": N}, ...], one per TaskGraph device */
+static tp_status parse_devices(V *c, json_t *devs)
+{
+    if (!json_is_array(devs)) return unusable(c, "field 'devices' must be an array%s", "", 0);
+    if (json_array_size(devs) != (size_t)tp_graph_devices(c->tg))
+        return VIOL("the MemGraph has %zu devices, the TaskGraph %d", json_array_size(devs), tp_graph_devices(c->tg));
+    c->ndev = (int)json_array_size(devs);
+    c->cap = calloc((size_t)c->ndev + 1, sizeof *c->cap);
+    if (!c->cap) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    for (int d = 0; d < c->ndev; d++)
+        if (!get_u64(json_object_get(json_array_get(devs, (size_t)d), "capacity"), &c->cap[d]))
+            return unusable(c, "devices[%2$lld] needs an integer 'capacity'%1$s", "", d);
+    c->have_devices = 1;
+    return TP_OK;
+}
+
+/* A device number read before "devices" (keys in any order) is kept, clamped, and checked by
+ * check_refs; one read after is checked here. */
+static tp_status device_ref(V *c, uint64_t d, int *out, size_t i, const char *what, const char *tname /* the vertex's own device */)
+{
+    if (c->have_devices && d >= (uint64_t)c->ndev) {
+        if (tname) return VIOL("vertex %zu (%s): device %llu out of range", i, tname, (unsigned long long)d);
+        return VIOL("vertex %zu: %s names device %llu, the MemGraph has %d", i, what, (unsigned long long)d, c->ndev);
+    }
+    *out = d > INT32_MAX ? INT32_MAX : (int)d;
+    return TP_OK;
+}
+
+/* vertex references are checked once the number of vertices is known (check_refs) */
+static uint32_t vertex_ref(uint64_t v)
+{
+    return v >= UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
 static tp_status parse_reg(V *c, json_t *j, reg *r, size_t i, const char *what)
 {
     if (!json_is_object(j)) return unusable(c, "vertex %2$lld: '%1$s' must be an object", what, (long long)i);
@@ -131,9 +182,8 @@ static tp_status parse_reg(V *c, json_t *j, reg *r, size_t i, const char *what)
         uint64_t d;
         if (!get_u64(json_object_get(j, "device"), &d))
             return unusable(c, "vertex %2$lld: '%1$s' in device space needs an integer 'device'", what, (long long)i);
-        if (d >= (uint64_t)c->ndev)
-            return VIOL("vertex %zu: %s names device %llu, the MemGraph has %d", i, what, (unsigned long long)d, c->ndev);
-        r->space = (int)d;
+        tp_status s = device_ref(c, d, &r->space, i, what, NULL);
+        if (s) return s;
     } else {
         return unusable(c, "vertex %2$lld: '%1$s' space must be \"host\" or \"device\"", what, (long long)i);
     }
@@ -148,114 +198,112 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static tp_status parse(V *c, json_t *root)
+/* vertices[i], a small tree of its own; its names are the TaskGraph's (tname borrows them) */
+static tp_status parse_vertex(V *c, json_t *j, size_t i)
 {
-    if (!json_is_object(root)) return unusable(c, "top level must be an object%s", "", 0);
-    json_t *f = json_object_get(root, "format");
-    if (!json_is_string(f) || strcmp(json_string_value(f), "turnip.memgraph/1"))
-        return unusable(c, "field 'format' must be \"turnip.memgraph/1\"%s", "", 0);
-    json_t *devs = json_object_get(root, "devices");
-    if (!json_is_array(devs)) return unusable(c, "field 'devices' must be an array%s", "", 0);
-    c->ndev = (int)json_array_size(devs);
-    if (c->ndev != tp_graph_devices(c->tg))
-        return VIOL("the MemGraph has %d devices, the TaskGraph %d", c->ndev, tp_graph_devices(c->tg));
-    c->cap = calloc((size_t)c->ndev + 1, sizeof *c->cap);
-    if (!c->cap) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
-    for (int d = 0; d < c->ndev; d++)
-        if (!get_u64(json_object_get(json_array_get(devs, (size_t)d), "capacity"), &c->cap[d]))
-            return unusable(c, "devices[%2$lld] needs an integer 'capacity'%1$s", "", d);
-    if (!get_u64(json_object_get(root, "host_bytes"), &c->host))
-        return unusable(c, "field 'host_bytes' must be a non-negative integer%s", "", 0);
-    json_t *vs = json_object_get(root, "vertices");
-    if (!json_is_array(vs)) return unusable(c, "field 'vertices' must be an array%s", "", 0);
-    c->n = json_array_size(vs);
-    c->v = calloc(c->n + 1, sizeof *c->v);
-    if (!c->v) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    vx *x = &c->v[i];
+    if (!json_is_object(j)) return unusable(c, "vertices[%2$lld] must be an object%1$s", "", (long long)i);
+    uint64_t id;
+    if (!get_u64(json_object_get(j, "id"), &id))
+        return unusable(c, "vertices[%2$lld]: 'id' must be an integer%1$s", "", (long long)i);
+    if (id != i) return VIOL("vertices[%zu] has id %llu; ids must be 0..n-1 in order", i, (unsigned long long)id);
+    json_t *k = json_object_get(j, "kind");
+    if (!json_is_string(k)) return unusable(c, "vertex %2$lld: 'kind' must be a string%1$s", "", (long long)i);
+    x->kind = -1;
+    for (int q = 0; q < NKINDS; q++)
+        if (!strcmp(json_string_value(k), kname[q])) x->kind = q;
+    if (x->kind < 0) return unusable(c, "vertex %2$lld: unknown kind '%1$s'", json_string_value(k), (long long)i);
+    json_t *t = json_object_get(j, "task");
+    if (!json_is_string(t)) return unusable(c, "vertex %2$lld: 'task' must be a string%1$s", "", (long long)i);
+    x->task = tp_graph_find(c->tg, json_string_value(t));
+    if (x->task < 0) return VIOL("vertex %zu: task '%s' is not a TaskGraph vertex", i, json_string_value(t));
+    x->tname = tp_graph_vertex(c->tg, (uint32_t)x->task)->id;
+    x->dev = -1;
+    tp_status s;
+    if (x->kind != K_INPUT) {
+        uint64_t d;
+        if (!get_u64(json_object_get(j, "device"), &d))
+            return unusable(c, "vertex %2$lld (%1$s): needs an integer 'device'", x->tname, (long long)i);
+        if ((s = device_ref(c, d, &x->dev, i, "device", x->tname))) return s;
+    }
+    if ((s = parse_reg(c, json_object_get(j, "writes"), &x->w, i, "writes"))) return s;
+    json_t *rs = json_object_get(j, "reads"), *ds = json_object_get(j, "deps");
+    if (!json_is_array(rs) || !json_is_array(ds))
+        return unusable(c, "vertex %2$lld (%1$s): 'reads' and 'deps' must be arrays", x->tname, (long long)i);
+    if (json_array_size(rs) >= UINT32_MAX || json_array_size(ds) >= UINT32_MAX)
+        return unusable(c, "vertex %2$lld (%1$s): more than 2^32-2 reads or deps", x->tname, (long long)i);
+    x->nreads = (uint32_t)json_array_size(rs);
+    x->ndeps = (uint32_t)json_array_size(ds);
+    x->from = malloc((x->nreads + (size_t)1) * sizeof *x->from);
+    x->rr = malloc((x->nreads + (size_t)1) * sizeof *x->rr);
+    x->deps = malloc((x->ndeps + (size_t)1) * sizeof *x->deps);
+    if (!x->from || !x->rr || !x->deps) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t r = 0; r < x->nreads; r++) {
+        json_t *jr = json_array_get(rs, r);
+        uint64_t fr;
+        if (!json_is_object(jr) || !get_u64(json_object_get(jr, "from"), &fr))
+            return unusable(c, "vertex %2$lld (%1$s): each read needs an integer 'from'", x->tname, (long long)i);
+        x->from[r] = vertex_ref(fr);
+        if ((s = parse_reg(c, jr, &x->rr[r], i, "reads"))) return s;
+    }
+    for (uint32_t r = 0; r < x->ndeps; r++) {
+        uint64_t dd;
+        if (!get_u64(json_array_get(ds, r), &dd))
+            return unusable(c, "vertex %2$lld (%1$s): 'deps' must hold vertex ids", x->tname, (long long)i);
+        x->deps[r] = vertex_ref(dd);
+    }
+    qsort(x->deps, x->ndeps, sizeof *x->deps, cmp_u32);
+    x->inplace = -1;
+    json_t *ip = json_object_get(j, "inplace");
+    if (ip) {
+        uint64_t kk;
+        if (!get_u64(ip, &kk))
+            return unusable(c, "vertex %2$lld (%1$s): 'inplace' must be a non-negative integer (a read index)", x->tname,
+                            (long long)i);
+        if (x->kind != K_KERNEL && x->kind != K_ACCUMULATE)
+            return VIOL("vertex %zu (%s %s): only a kernel may write in place (or an accumulate, into its read 0)", i, kname[x->kind],
+                        x->tname);
+        if (kk >= x->nreads)
+            return VIOL("vertex %zu (kernel %s): 'inplace' is %llu, it has %u reads", i, x->tname, (unsigned long long)kk, x->nreads);
+        x->inplace = (int)kk;
+    }
+    x->group = -1;
+    json_t *gr = json_object_get(j, "group");
+    if (gr) {
+        uint64_t gg;
+        if (!get_u64(gr, &gg)) return unusable(c, "vertex %2$lld (%1$s): 'group' must be a non-negative integer", x->tname, (long long)i);
+        if (x->kind != K_ACCUMULATE && x->kind != K_JOIN)
+            return VIOL("vertex %zu (%s %s): has a 'group'; only accumulate and join vertices do", i, kname[x->kind], x->tname);
+        x->group = vertex_ref(gg);
+    } else if (x->kind == K_ACCUMULATE || x->kind == K_JOIN) {
+        return VIOL("vertex %zu (%s %s): has no 'group'", i, kname[x->kind], x->tname);
+    }
+    if (x->kind == K_ACCUMULATE && x->inplace != 0)
+        return VIOL("vertex %zu (accumulate %s): must add into the region of its read 0 (\"inplace\": 0)", i, x->tname);
+    return TP_OK;
+}
+
+/* what parse_vertex could not check before the whole file was read: devices named before
+ * "devices" came, and vertex numbers against the number of vertices */
+static tp_status check_refs(V *c)
+{
     for (size_t i = 0; i < c->n; i++) {
-        json_t *j = json_array_get(vs, i);
-        vx *x = &c->v[i];
-        if (!json_is_object(j)) return unusable(c, "vertices[%2$lld] must be an object%1$s", "", (long long)i);
-        uint64_t id;
-        if (!get_u64(json_object_get(j, "id"), &id))
-            return unusable(c, "vertices[%2$lld]: 'id' must be an integer%1$s", "", (long long)i);
-        if (id != i) return VIOL("vertices[%zu] has id %llu; ids must be 0..n-1 in order", i, (unsigned long long)id);
-        json_t *k = json_object_get(j, "kind");
-        if (!json_is_string(k)) return unusable(c, "vertex %2$lld: 'kind' must be a string%1$s", "", (long long)i);
-        x->kind = -1;
-        for (int q = 0; q < NKINDS; q++)
-            if (!strcmp(json_string_value(k), kname[q])) x->kind = q;
-        if (x->kind < 0) return unusable(c, "vertex %2$lld: unknown kind '%1$s'", json_string_value(k), (long long)i);
-        json_t *t = json_object_get(j, "task");
-        if (!json_is_string(t)) return unusable(c, "vertex %2$lld: 'task' must be a string%1$s", "", (long long)i);
-        x->tname = json_string_value(t);
-        x->task = tp_graph_find(c->tg, x->tname);
-        if (x->task < 0) return VIOL("vertex %zu: task '%s' is not a TaskGraph vertex", i, x->tname);
-        x->dev = -1;
-        if (x->kind != K_INPUT) {
-            uint64_t d;
-            if (!get_u64(json_object_get(j, "device"), &d))
-                return unusable(c, "vertex %2$lld (%1$s): needs an integer 'device'", x->tname, (long long)i);
-            if (d >= (uint64_t)c->ndev) return VIOL("vertex %zu (%s): device %llu out of range", i, x->tname, (unsigned long long)d);
-            x->dev = (int)d;
-        }
-        tp_status s = parse_reg(c, json_object_get(j, "writes"), &x->w, i, "writes");
-        if (s) return s;
-        json_t *rs = json_object_get(j, "reads"), *ds = json_object_get(j, "deps");
-        if (!json_is_array(rs) || !json_is_array(ds))
-            return unusable(c, "vertex %2$lld (%1$s): 'reads' and 'deps' must be arrays", x->tname, (long long)i);
-        x->nreads = (uint32_t)json_array_size(rs);
-        x->ndeps = (uint32_t)json_array_size(ds);
-        x->from = malloc((x->nreads + 1) * sizeof *x->from);
-        x->rr = malloc((x->nreads + 1) * sizeof *x->rr);
-        x->deps = malloc((x->ndeps + 1) * sizeof *x->deps);
-        if (!x->from || !x->rr || !x->deps) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+        const vx *x = &c->v[i];
+        if (x->dev >= c->ndev) return VIOL("vertex %zu (%s): device %d out of range", i, x->tname, x->dev);
+        if (x->w.space >= c->ndev)
+            return VIOL("vertex %zu: writes names device %d, the MemGraph has %d", i, x->w.space, c->ndev);
         for (uint32_t r = 0; r < x->nreads; r++) {
-            json_t *jr = json_array_get(rs, r);
-            uint64_t fr;
-            if (!json_is_object(jr) || !get_u64(json_object_get(jr, "from"), &fr))
-                return unusable(c, "vertex %2$lld (%1$s): each read needs an integer 'from'", x->tname, (long long)i);
-            if (fr >= c->n) return VIOL("vertex %zu (%s): read %u is from vertex %llu, which does not exist", i, x->tname, r, (unsigned long long)fr);
-            x->from[r] = (uint32_t)fr;
-            s = parse_reg(c, jr, &x->rr[r], i, "reads");
-            if (s) return s;
+            if (x->rr[r].space >= c->ndev)
+                return VIOL("vertex %zu: reads names device %d, the MemGraph has %d", i, x->rr[r].space, c->ndev);
+            if (x->from[r] >= c->n)
+                return VIOL("vertex %zu (%s): read %u is from vertex %u, which does not exist", i, x->tname, r, x->from[r]);
         }
-        for (uint32_t r = 0; r < x->ndeps; r++) {
-            uint64_t dd;
-            if (!get_u64(json_array_get(ds, r), &dd))
-                return unusable(c, "vertex %2$lld (%1$s): 'deps' must hold vertex ids", x->tname, (long long)i);
-            if (dd >= c->n) return VIOL("vertex %zu (%s): dependency on vertex %llu, which does not exist", i, x->tname, (unsigned long long)dd);
-            x->deps[r] = (uint32_t)dd;
-        }
-        qsort(x->deps, x->ndeps, sizeof *x->deps, cmp_u32);
-        x->inplace = -1;
-        json_t *ip = json_object_get(j, "inplace");
-        if (ip) {
-            uint64_t kk;
-            if (!get_u64(ip, &kk))
-                return unusable(c, "vertex %2$lld (%1$s): 'inplace' must be a non-negative integer (a read index)", x->tname,
-                                (long long)i);
-            if (x->kind != K_KERNEL && x->kind != K_ACCUMULATE)
-                return VIOL("vertex %zu (%s %s): only a kernel may write in place (or an accumulate, into its read 0)", i, kname[x->kind],
-                            x->tname);
-            if (kk >= x->nreads)
-                return VIOL("vertex %zu (kernel %s): 'inplace' is %llu, it has %u reads", i, x->tname, (unsigned long long)kk, x->nreads);
-            x->inplace = (int)kk;
-        }
-        x->group = -1;
-        json_t *gr = json_object_get(j, "group");
-        if (gr) {
-            uint64_t gg;
-            if (!get_u64(gr, &gg)) return unusable(c, "vertex %2$lld (%1$s): 'group' must be a non-negative integer", x->tname, (long long)i);
-            if (x->kind != K_ACCUMULATE && x->kind != K_JOIN)
-                return VIOL("vertex %zu (%s %s): has a 'group'; only accumulate and join vertices do", i, kname[x->kind], x->tname);
-            if (gg >= c->n) return VIOL("vertex %zu (%s %s): group %llu, past the number of vertices", i, kname[x->kind], x->tname,
-                                        (unsigned long long)gg);
-            x->group = (int64_t)gg;
-        } else if (x->kind == K_ACCUMULATE || x->kind == K_JOIN) {
-            return VIOL("vertex %zu (%s %s): has no 'group'", i, kname[x->kind], x->tname);
-        }
-        if (x->kind == K_ACCUMULATE && x->inplace != 0)
-            return VIOL("vertex %zu (accumulate %s): must add into the region of its read 0 (\"inplace\": 0)", i, x->tname);
+        for (uint32_t r = 0; r < x->ndeps; r++)
+            if (x->deps[r] >= c->n)
+                return VIOL("vertex %zu (%s): dependency on vertex %u, which does not exist", i, x->tname, x->deps[r]);
+        if (x->group >= (int64_t)c->n)
+            return VIOL("vertex %zu (%s %s): group %lld, past the number of vertices", i, kname[x->kind], x->tname,
+                        (long long)x->group);
     }
     return TP_OK;
 }
@@ -268,6 +316,132 @@ static int marked_sum(const tp_vertex *t)
     int m = a && json_is_true(json_object_get(a, "accumulate"));
     json_decref(a);
     return m;
+}
+
+/* ---- reading: a pull reader over the file; each vertex (and each element of "outputs" and
+ * "kept") becomes a small jansson tree of its own, parsed and freed one at a time ---- */
+
+#define JPFAIL(c) ((c)->err->code ? (c)->err->code : TP_ERR_PARSE)
+
+/* the next value, as a tree (duplicate keys refused, as the pull reader refuses them) */
+static tp_status pull_tree(V *c, tp__jp *jp, json_t **out)
+{
+    const char *txt;
+    size_t len;
+    *out = NULL;
+    tp__jp_record_start(jp);
+    tp_status st = tp__jp_skip(jp);
+    if (tp__jp_record_stop(jp, &txt, &len) || st) return JPFAIL(c);
+    json_error_t je;
+    *out = json_loadb(txt, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    return *out ? TP_OK : tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+}
+
+static tp_status pull_elems(V *c, tp__jp *jp, elems *e)
+{
+    e->present = 1;
+    tp__jpt t = tp__jp_peek(jp);
+    if (t == TP__JP_ERROR) return JPFAIL(c);
+    if (t != TP__JP_ARRAY) {
+        e->bad = 1;
+        return tp__jp_skip(jp) ? JPFAIL(c) : TP_OK;
+    }
+    if (tp__jp_arr_begin(jp)) return JPFAIL(c);
+    int x;
+    while ((x = tp__jp_arr_next(jp)) == 1) {
+        const char *txt;
+        size_t len;
+        tp__jp_record_start(jp);
+        tp_status st = tp__jp_skip(jp);
+        if (tp__jp_record_stop(jp, &txt, &len) || st) return JPFAIL(c);
+        if (!TP__GROW(e->off, e->offcap, e->n + 1) || !TP__GROW(e->text, e->cap, e->len + len + 1))
+            return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+        e->off[e->n++] = e->len;
+        memcpy(e->text + e->len, txt, len);
+        e->text[e->len + len] = '\0';
+        e->len += len + 1;
+    }
+    return x < 0 ? JPFAIL(c) : TP_OK;
+}
+
+/* element k as a tree (the caller frees it), NULL when out of memory */
+static json_t *elem_tree(V *c, const elems *e, size_t k)
+{
+    (void)c;
+    size_t end = k + 1 < e->n ? e->off[k + 1] : e->len;
+    json_error_t je;
+    return json_loadb(e->text + e->off[k], end - e->off[k] - 1, JSON_REJECT_DUPLICATES, &je);
+}
+
+static void elems_free(elems *e)
+{
+    free(e->text);
+    free(e->off);
+}
+
+static tp_status pull_vertices(V *c, tp__jp *jp)
+{
+    tp__jpt t = tp__jp_peek(jp);
+    if (t == TP__JP_ERROR) return JPFAIL(c);
+    if (t != TP__JP_ARRAY) return tp__jp_skip(jp) ? JPFAIL(c) : unusable(c, "field 'vertices' must be an array%s", "", 0);
+    if (tp__jp_arr_begin(jp)) return JPFAIL(c);
+    int x;
+    while ((x = tp__jp_arr_next(jp)) == 1) {
+        if (c->n >= UINT32_MAX - 1) return unusable(c, "more than 2^32-2 vertices%s", "", 0);
+        if (!TP__GROW(c->v, c->vcap, c->n + 2)) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+        memset(&c->v[c->n], 0, sizeof c->v[c->n]);
+        json_t *j;
+        tp_status s = pull_tree(c, jp, &j);
+        if (s) return s;
+        c->n++; /* counted now, so its arrays are freed whatever parse_vertex leaves */
+        s = parse_vertex(c, j, c->n - 1);
+        json_decref(j);
+        if (s) return s;
+    }
+    return x < 0 ? JPFAIL(c) : TP_OK;
+}
+
+static tp_status read_memgraph(V *c, tp__jp *jp)
+{
+    tp__jpt t = tp__jp_peek(jp);
+    if (t == TP__JP_ERROR) return JPFAIL(c);
+    if (t != TP__JP_OBJECT) return tp__jp_skip(jp) ? JPFAIL(c) : unusable(c, "top level must be an object%s", "", 0);
+    if (tp__jp_obj_begin(jp)) return JPFAIL(c);
+    int have_format = 0, have_vertices = 0, x;
+    const char *k;
+    tp_status s = TP_OK;
+    json_t *j = NULL;
+    while ((x = tp__jp_obj_key(jp, &k)) == 1) {
+        if (!strcmp(k, "format")) {
+            if (!(s = pull_tree(c, jp, &j)) && (!json_is_string(j) || strcmp(json_string_value(j), "turnip.memgraph/1")))
+                s = unusable(c, "field 'format' must be \"turnip.memgraph/1\"%s", "", 0);
+            have_format = 1;
+        } else if (!strcmp(k, "devices")) {
+            if (!(s = pull_tree(c, jp, &j))) s = parse_devices(c, j);
+        } else if (!strcmp(k, "host_bytes")) {
+            if (!(s = pull_tree(c, jp, &j)) && !get_u64(j, &c->host))
+                s = unusable(c, "field 'host_bytes' must be a non-negative integer%s", "", 0);
+            c->have_host = 1;
+        } else if (!strcmp(k, "vertices")) {
+            s = pull_vertices(c, jp);
+            have_vertices = 1;
+        } else if (!strcmp(k, "outputs")) {
+            s = pull_elems(c, jp, &c->outs);
+        } else if (!strcmp(k, "kept")) {
+            s = pull_elems(c, jp, &c->kept);
+        } else if (tp__jp_skip(jp)) {
+            s = JPFAIL(c);
+        }
+        json_decref(j);
+        j = NULL;
+        if (s) return s;
+    }
+    if (x < 0 || tp__jp_finish(jp)) return JPFAIL(c);
+    if (!have_format) return unusable(c, "field 'format' must be \"turnip.memgraph/1\"%s", "", 0);
+    if (!c->have_devices) return unusable(c, "field 'devices' must be an array%s", "", 0);
+    if (!c->have_host) return unusable(c, "field 'host_bytes' must be a non-negative integer%s", "", 0);
+    if (!have_vertices) return unusable(c, "field 'vertices' must be an array%s", "", 0);
+    return TP_OK;
 }
 
 static int same_reg(const reg *a, const reg *b)
@@ -847,60 +1021,82 @@ static uint32_t other_writer(const V *c, const reg *r, uint32_t from)
     return UINT32_MAX;
 }
 
-static tp_status check_outputs(V *c, json_t *root)
+/* one TaskGraph output `want` (TaskGraph vertex o) against its MemGraph entry `hit` */
+static tp_status check_output(V *c, const char *want, uint32_t o, json_t *hit)
 {
     char b1[96];
-    json_t *outs = json_object_get(root, "outputs");
-    if (!json_is_array(outs)) return unusable(c, "field 'outputs' must be an array%s", "", 0);
-    uint32_t no = tp_graph_num_outputs(c->tg);
-    for (uint32_t k = 0; k < no; k++) {
-        const char *want = tp_graph_vertex(c->tg, tp_graph_outputs(c->tg)[k])->id;
-        json_t *hit = NULL;
-        for (size_t q = 0; q < json_array_size(outs); q++) {
-            json_t *t = json_object_get(json_array_get(outs, q), "task");
-            if (json_is_string(t) && !strcmp(json_string_value(t), want)) hit = json_array_get(outs, q);
-        }
-        if (!hit) return VIOL("TaskGraph output '%s' is not in the MemGraph's outputs", want);
-        uint64_t from;
-        if (!get_u64(json_object_get(hit, "from"), &from) || from >= c->n)
-            return VIOL("output '%s': 'from' must name a MemGraph vertex", want);
-        reg r;
-        tp_status s = parse_reg(c, hit, &r, (size_t)from, "outputs");
-        if (s) return s;
-        const vx *x = &c->v[from];
-        if (strcmp(x->tname, want)) return VIOL("output '%s': vertex %llu holds '%s'", want, (unsigned long long)from, x->tname);
-        if (x->kind == K_ACCUMULATE)
-            return VIOL("output '%s' names vertex %llu, an accumulate; the value of a group is its join's", want, (unsigned long long)from);
-        if (!same_reg(&r, &x->w))
-            return VIOL("output '%s': region %s is not what vertex %llu wrote", want, rname(c, &r, b1, sizeof b1), (unsigned long long)from);
-        uint32_t w = other_writer(c, &r, (uint32_t)from);
-        if (w != UINT32_MAX)
-            return VIOL("output '%s' (vertex %llu) is overwritten by vertex %u (%s %s)", want, (unsigned long long)from, w,
-                        kname[c->v[w].kind], c->v[w].tname);
-        json_t *kp = json_object_get(hit, "keep");
-        if (kp && !json_is_boolean(kp)) return unusable(c, "output '%s': 'keep' must be true or false", want, 0);
-        if (json_is_true(kp) && !tp_graph_keep(c->tg, tp_graph_outputs(c->tg)[k]))
-            return VIOL("output '%s' is marked keep, but the TaskGraph does not keep it", want);
-        if (json_is_true(kp) && r.space < 0)
-            return VIOL("output '%s' is marked keep but is in host memory; a kept value stays on a device", want);
-    }
+    if (!hit) return VIOL("TaskGraph output '%s' is not in the MemGraph's outputs", want);
+    uint64_t from;
+    if (!get_u64(json_object_get(hit, "from"), &from) || from >= c->n)
+        return VIOL("output '%s': 'from' must name a MemGraph vertex", want);
+    reg r;
+    tp_status s = parse_reg(c, hit, &r, (size_t)from, "outputs");
+    if (s) return s;
+    const vx *x = &c->v[from];
+    if (strcmp(x->tname, want)) return VIOL("output '%s': vertex %llu holds '%s'", want, (unsigned long long)from, x->tname);
+    if (x->kind == K_ACCUMULATE)
+        return VIOL("output '%s' names vertex %llu, an accumulate; the value of a group is its join's", want, (unsigned long long)from);
+    if (!same_reg(&r, &x->w))
+        return VIOL("output '%s': region %s is not what vertex %llu wrote", want, rname(c, &r, b1, sizeof b1), (unsigned long long)from);
+    uint32_t w = other_writer(c, &r, (uint32_t)from);
+    if (w != UINT32_MAX)
+        return VIOL("output '%s' (vertex %llu) is overwritten by vertex %u (%s %s)", want, (unsigned long long)from, w,
+                    kname[c->v[w].kind], c->v[w].tname);
+    json_t *kp = json_object_get(hit, "keep");
+    if (kp && !json_is_boolean(kp)) return unusable(c, "output '%s': 'keep' must be true or false", want, 0);
+    if (json_is_true(kp) && !tp_graph_keep(c->tg, o))
+        return VIOL("output '%s' is marked keep, but the TaskGraph does not keep it", want);
+    if (json_is_true(kp) && r.space < 0)
+        return VIOL("output '%s' is marked keep but is in host memory; a kept value stays on a device", want);
     return TP_OK;
+}
+
+static tp_status check_outputs(V *c)
+{
+    if (!c->outs.present || c->outs.bad) return unusable(c, "field 'outputs' must be an array%s", "", 0);
+    /* the MemGraph's entry for each TaskGraph vertex (the last one naming it), found in one
+     * pass so a graph with many outputs is not checked in outputs^2 string comparisons */
+    uint32_t no = tp_graph_num_outputs(c->tg), nt = tp_graph_size(c->tg);
+    size_t *entry = malloc(((size_t)nt + 1) * sizeof *entry);
+    if (!entry) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t t = 0; t < nt; t++) entry[t] = SIZE_MAX;
+    tp_status s = TP_OK;
+    for (size_t q = 0; q < c->outs.n && !s; q++) {
+        json_t *e = elem_tree(c, &c->outs, q), *t = json_object_get(e, "task");
+        int64_t ti = json_is_string(t) ? tp_graph_find(c->tg, json_string_value(t)) : -1;
+        if (!e) s = tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+        if (ti >= 0) entry[ti] = q;
+        json_decref(e);
+    }
+    for (uint32_t k = 0; k < no && !s; k++) {
+        uint32_t o = tp_graph_outputs(c->tg)[k];
+        json_t *hit = entry[o] == SIZE_MAX ? NULL : elem_tree(c, &c->outs, entry[o]);
+        if (entry[o] != SIZE_MAX && !hit) s = tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+        else s = check_output(c, tp_graph_vertex(c->tg, o)->id, o, hit);
+        json_decref(hit);
+    }
+    free(entry);
+    return s;
 }
 
 /* Every TaskGraph output in "keep" is listed; each entry is a kept task's value, on a device,
  * where its vertex wrote it and nothing wrote since. */
-static tp_status check_kept(V *c, json_t *root)
+static tp_status check_kept(V *c)
 {
     char b1[96], b2[96];
-    json_t *kept = json_object_get(root, "kept");
-    if (kept && !json_is_array(kept)) return unusable(c, "field 'kept' must be an array%s", "", 0);
+    if (c->kept.bad) return unusable(c, "field 'kept' must be an array%s", "", 0);
     uint32_t nt = tp_graph_size(c->tg);
     uint8_t *listed = calloc((size_t)nt + 1, 1);
     if (!listed) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
     tp_status s = TP_OK;
-    for (size_t q = 0; q < json_array_size(kept) && !s; q++) {
-        json_t *e = json_array_get(kept, q), *t = json_object_get(e, "task");
+    for (size_t q = 0; q < c->kept.n && !s; q++) {
+        json_t *e = elem_tree(c, &c->kept, q), *t = json_object_get(e, "task");
+        if (!e) {
+            s = tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
+            break;
+        }
         if (!json_is_string(t)) {
+            json_decref(e);
             s = unusable(c, "kept[%2$lld] must be an object with a string 'task'%1$s", "", (long long)q);
             break;
         }
@@ -933,6 +1129,7 @@ static tp_status check_kept(V *c, json_t *root)
                 s = VIOL("kept '%s' (vertex %llu) is overwritten by vertex %u (%s %s) before the run ends", name,
                          (unsigned long long)from, w, kname[c->v[w].kind], c->v[w].tname);
         }
+        json_decref(e);
     }
     for (uint32_t k = 0; k < tp_graph_num_outputs(c->tg) && !s; k++) {
         uint32_t o = tp_graph_outputs(c->tg)[k];
@@ -949,17 +1146,16 @@ static tp_status check_kept(V *c, json_t *root)
     return s;
 }
 
-tp_status tp_verify_json(const char *text, size_t len, const char *name, const tp_graph *tg, tp_error *err)
+/* Reads the MemGraph from jp as a stream (top-level keys in any order), then runs the checks. */
+static tp_status verify(V *c, tp__jp *jp)
 {
-    V c0, *c = &c0;
-    memset(c, 0, sizeof *c);
-    c->name = name ? name : "<memgraph>";
-    c->err = err;
-    c->tg = tg;
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
-    if (!root) return tp__fail(err, TP_ERR_PARSE, "%s:%d:%d: not valid JSON: %s", c->name, je.line, je.column, je.text);
-    tp_status s = parse(c, root);
+    tp_status s = read_memgraph(c, jp);
+    if (s && !jp->failed) { /* a syntax error later in the file is reported first, as a tree parser would */
+        tp_status syn = tp__jp_drain(jp);
+        if (!syn) syn = tp__jp_finish(jp);
+        if (syn) s = syn;
+    }
+    if (!s) s = check_refs(c);
     if (!s) s = check_form(c);
     if (!s) s = check_tasks(c);
     if (!s) s = topo(c);
@@ -967,9 +1163,8 @@ tp_status tp_verify_json(const char *text, size_t len, const char *name, const t
     if (!s) s = check_groups(c);
     if (!s) s = check_races(c);
     if (!s) s = check_pinned(c);
-    if (!s) s = check_outputs(c, root);
-    if (!s) s = check_kept(c, root);
-    json_decref(root);
+    if (!s) s = check_outputs(c);
+    if (!s) s = check_kept(c);
     for (size_t i = 0; i < c->n; i++) {
         free(c->v[i].from);
         free(c->v[i].rr);
@@ -990,16 +1185,38 @@ tp_status tp_verify_json(const char *text, size_t len, const char *name, const t
     free(c->ginit);
     free(c->gm_off);
     free(c->gm);
+    elems_free(&c->outs);
+    elems_free(&c->kept);
+    return s;
+}
+
+static void init(V *c, const char *name, const tp_graph *tg, tp_error *err)
+{
+    memset(c, 0, sizeof *c);
+    c->name = name ? name : "<memgraph>";
+    c->err = err;
+    c->tg = tg;
+}
+
+tp_status tp_verify_json(const char *text, size_t len, const char *name, const tp_graph *tg, tp_error *err)
+{
+    V c;
+    init(&c, name, tg, err);
+    tp__jp jp;
+    tp__jp_open_mem(&jp, text, len, c.name, err);
+    tp_status s = verify(&c, &jp);
+    tp__jp_close(&jp);
     return s;
 }
 
 tp_status tp_verify_file(const char *path, const tp_graph *tg, tp_error *err)
 {
-    char *text;
-    size_t len;
-    tp_status s = tp__read_file(path, &text, &len, err);
+    V c;
+    init(&c, path, tg, err);
+    tp__jp jp;
+    tp_status s = tp__jp_open_file(&jp, path, err);
     if (s) return s;
-    s = tp_verify_json(text, len, path, tg, err);
-    free(text);
+    s = verify(&c, &jp);
+    tp__jp_close(&jp);
     return s;
 }

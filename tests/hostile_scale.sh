@@ -1,0 +1,64 @@
+#!/bin/bash
+# Hostile sizes (issue 18, defect 7's last case): one input with 10^5 consumers whose outputs
+# overflow a 1 MiB device is planned, verified and simulated in seconds (it took 46 s to plan,
+# and verifying its plan took 589 s: outputs were matched in outputs^2 string comparisons).
+# The verifier reads a MemGraph as a stream, so top-level keys may come in any order: devices
+# after the vertices that name them are still range-checked, vertex numbers are checked once the
+# count is known, and a key given twice is refused.
+# usage: hostile_scale.sh TURNIP SOURCE_DIR
+set -u
+T=$(realpath "$1")
+SRC=$(realpath "$2")
+EXPECT_TIMEOUT=60 # generous for the sanitizer build; the plain build needs about 1 s a command
+. "$(dirname "$0")/expect.sh"
+
+/usr/bin/python3 - "$D/mc.json" <<'PY'
+import json, sys
+n = 100000
+with open(sys.argv[1], "w") as f:
+    f.write('{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [\n')
+    f.write('{"id": "X", "kind": "input", "device": 0, "bytes": 4096}')
+    for i in range(n):
+        f.write(',\n{"id": "k%d", "kind": "kernel", "device": 0, "inputs": ["X"], "bytes": 4096}' % i)
+    f.write('],\n"outputs": [%s]}\n' % ", ".join('"k%d"' % i for i in range(n)))
+PY
+expect 0 "" "$T" plan "$D/mc.json" --device-mem 1MiB -o "$D/mc.plan.json"
+expect 0 "valid" "$T" verify "$D/mc.plan.json" --taskgraph "$D/mc.json"
+expect 0 "100000 *[0-9.]" "$T" sim "$D/mc.json" --device-mem 1MiB --machine a100x8
+# every output offloaded once (independent count from the plan's text): 100000 - what stays
+offl=$(grep -c '"kind": "offload"' "$D/mc.plan.json")
+check "offloads ($offl) between 99000 and 100000" test "$offl" -ge 99000 -a "$offl" -le 100000
+
+# ---- key order, references and duplicates in a MemGraph read as a stream ---------------------
+F=$SRC/examples/figure3.json
+expect 0 "" "$T" plan "$F" --device-mem 4KiB -o "$D/f3.json"
+edit() { # edit NAME PYTHON-EXPRESSION-ON-d: writes $D/NAME.json with top-level keys reversed
+    /usr/bin/python3 - "$D/f3.json" "$D/$1.json" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+out = "{" + ", ".join(json.dumps(k) + ": " + json.dumps(d[k]) for k in reversed(list(d))) + "}"
+open(sys.argv[2], "w").write(out)
+PY
+}
+edit same 'pass'
+expect 0 "valid" "$T" verify "$D/same.json" --taskgraph "$F"
+edit dev 'd["vertices"][3]["device"] = 7'
+expect 1 "vertex 3 .*device 7 out of range" "$T" verify "$D/dev.json" --taskgraph "$F"
+edit wdev 'd["vertices"][3]["writes"]["device"] = 9'
+expect 1 "vertex 3: writes names device 9" "$T" verify "$D/wdev.json" --taskgraph "$F"
+edit from 'd["vertices"][3]["reads"][0]["from"] = 10**12'
+expect 1 "vertex 3 .*read 0 is from vertex 4294967295, which does not exist" "$T" verify "$D/from.json" --taskgraph "$F"
+edit dep 'd["vertices"][3]["deps"].append(len(d["vertices"]))'
+expect 1 "vertex 3 .*dependency on vertex $(/usr/bin/python3 -c "import json; print(len(json.load(open('$D/f3.json'))['vertices']))")" "$T" verify "$D/dep.json" --taskgraph "$F"
+edit outs 'd["outputs"] = d["outputs"][::-1][1:]'
+expect 1 "is not in the MemGraph's outputs" "$T" verify "$D/outs.json" --taskgraph "$F"
+edit nodev 'del d["devices"]'
+expect 2 "field 'devices' must be an array" "$T" verify "$D/nodev.json" --taskgraph "$F"
+sed 's/^{/{"host_bytes": 0, /' "$D/same.json" >"$D/dup.json"
+expect 2 "duplicate" "$T" verify "$D/dup.json" --taskgraph "$F"
+# a semantic error early and a syntax error late: the syntax error is reported
+edit late 'd["vertices"][0]["kind"] = "bogus"'
+printf ' x' >>"$D/late.json"
+expect 2 "not valid JSON" "$T" verify "$D/late.json" --taskgraph "$F"
+finish hostile_scale
