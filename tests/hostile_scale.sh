@@ -29,6 +29,35 @@ expect 0 "100000 *[0-9.]" "$T" sim "$D/mc.json" --device-mem 1MiB --machine a100
 offl=$(grep -c '"kind": "offload"' "$D/mc.plan.json")
 check "offloads ($offl) between 99000 and 100000" test "$offl" -ge 99000 -a "$offl" -le 100000
 
+# run: 20,000 scalings of one input, each output checked against numpy
+/usr/bin/python3 - "$D/r.json" <<'PY'
+import sys
+n = 20000
+with open(sys.argv[1], "w") as f:
+    f.write('{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [\n')
+    f.write('{"id": "X", "kind": "input", "device": 0, "dtype": "f32", "shape": [1024]}')
+    for i in range(n):
+        f.write(',\n{"id": "k%d", "kind": "kernel", "device": 0, "op": "scale", "attrs": {"alpha": %d}, '
+                '"inputs": ["X"], "dtype": "f32", "shape": [1024]}' % (i, i + 1))
+    f.write('],\n"outputs": [%s]}\n' % ", ".join('"k%d"' % i for i in range(n)))
+PY
+expect 0 "" "$T" gen inputs "$D/r.json" -o "$D/r.in.safetensors"
+expect 0 "outputs" "$T" run "$D/r.json" --device-mem 256KiB --inputs "$D/r.in.safetensors" --out "$D/r.out.safetensors"
+check "run outputs = numpy" /usr/bin/python3 - "$D/r.in.safetensors" "$D/r.out.safetensors" <<'PY'
+import json, struct, sys
+import numpy as np
+def load(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    return {k: np.frombuffer(b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]], dtype=np.float32)
+            for k, v in h.items() if k != "__metadata__"}
+x = load(sys.argv[1])["X"]
+o = load(sys.argv[2])
+bad = [k for k in range(20000) if not np.array_equal(o["k%d" % k], np.float32(k + 1) * x)]
+sys.exit(1 if bad or len(o) != 20000 else 0)
+PY
+
 # ---- key order, references and duplicates in a MemGraph read as a stream ---------------------
 F=$SRC/examples/figure3.json
 expect 0 "" "$T" plan "$F" --device-mem 4KiB -o "$D/f3.json"
