@@ -90,4 +90,25 @@ expect 2 "duplicate" "$T" verify "$D/dup.json" --taskgraph "$F"
 edit late 'd["vertices"][0]["kind"] = "bogus"'
 printf ' x' >>"$D/late.json"
 expect 2 "not valid JSON" "$T" verify "$D/late.json" --taskgraph "$F"
+# ---- dot: a file's devices times its vertices, or a vertex's reads times its deps, is not the
+# cost (they were loops inside loops: 4 x 10^10 steps for each of these two files)
+/usr/bin/python3 - "$D/wide.json" "$D/deep.json" <<'PY'
+import sys
+n = 200000
+with open(sys.argv[1], "w") as f:
+    f.write('{"format": "turnip.memgraph/1", "devices": [%s], "host_bytes": 0, "vertices": [' % ",".join(['{"capacity": 1}'] * n))
+    f.write(",".join('{"id": %d, "kind": "kernel", "task": "t", "device": %d, "reads": [], "deps": []}' % (i, i) for i in range(n)))
+    f.write('], "outputs": []}')
+with open(sys.argv[2], "w") as f:
+    f.write('{"format": "turnip.memgraph/1", "devices": [{"capacity": 1}], "host_bytes": 0, "vertices": [')
+    f.write('{"id": 0, "kind": "input", "task": "x", "reads": [], "deps": []}, ')
+    f.write('{"id": 1, "kind": "kernel", "task": "y", "device": 0, "reads": [%s], "deps": [%s]}' %
+            (",".join('{"from": 0}' for _ in range(n)), ",".join("0" for _ in range(n))))
+    f.write('], "outputs": []}')
+PY
+expect 0 "" "$T" dot "$D/wide.json" -o "$D/wide.dot"
+check "wide.dot: 200000 clusters" test "$(grep -c '^  subgraph cluster_dev' "$D/wide.dot")" = 200000
+expect 0 "" "$T" dot "$D/deep.json" -o "$D/deep.dot"
+check "deep.dot: 200000 data edges" test "$(grep -c '^  v0 -> v1;$' "$D/deep.dot")" = 200000
+expect 2 "duplicate" "$T" dot "$D/dup.json"
 finish hostile_scale

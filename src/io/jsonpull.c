@@ -6,6 +6,7 @@
  * hundred lines below (docs/formats.md, "Streaming"). */
 #include "io/jsonpull.h"
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -563,4 +564,18 @@ tp_status tp__jp_record_stop(tp__jp *jp, const char **text, size_t *len)
     *text = jp->rec;
     if (len) *len = jp->nrec;
     return TP_OK;
+}
+
+tp_status tp__jp_tree(tp__jp *jp, json_t **out)
+{
+    const char *txt = NULL;
+    size_t len = 0;
+    *out = NULL;
+    tp__jp_record_start(jp);
+    tp_status st = tp__jp_skip(jp);
+    tp_status s2 = tp__jp_record_stop(jp, &txt, &len);
+    if (st || s2) return jp->failed ? jp->err->code : TP_ERR_NOMEM;
+    json_error_t je;
+    *out = json_loadb(txt, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    return *out ? TP_OK : tp__fail(jp->err, TP_ERR_NOMEM, "out of memory");
 }

@@ -90,6 +90,11 @@ tp_status tp__jp_finish(tp__jp *jp);
  * NUL-terminated and valid until the next record_start or close. */
 void tp__jp_record_start(tp__jp *jp);
 tp_status tp__jp_record_stop(tp__jp *jp, const char **text, size_t *len);
+struct json_t;
+/* The next value as a jansson tree of its own (*out, the caller's; duplicate keys refused as
+ * this reader refuses them): its text is recorded and parsed alone, so a document of many
+ * small values is never one tree. TP_ERR_NOMEM when jansson cannot allocate it. */
+tp_status tp__jp_tree(tp__jp *jp, struct json_t **out);
 /* A syntax error at the current place (sticky). */
 tp_status tp__jp_fail(tp__jp *jp, const char *what);
 

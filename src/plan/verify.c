@@ -323,20 +323,6 @@ static int marked_sum(const tp_vertex *t)
 
 #define JPFAIL(c) ((c)->err->code ? (c)->err->code : TP_ERR_PARSE)
 
-/* the next value, as a tree (duplicate keys refused, as the pull reader refuses them) */
-static tp_status pull_tree(V *c, tp__jp *jp, json_t **out)
-{
-    const char *txt;
-    size_t len;
-    *out = NULL;
-    tp__jp_record_start(jp);
-    tp_status st = tp__jp_skip(jp);
-    if (tp__jp_record_stop(jp, &txt, &len) || st) return JPFAIL(c);
-    json_error_t je;
-    *out = json_loadb(txt, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
-    return *out ? TP_OK : tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
-}
-
 static tp_status pull_elems(V *c, tp__jp *jp, elems *e)
 {
     e->present = 1;
@@ -391,7 +377,7 @@ static tp_status pull_vertices(V *c, tp__jp *jp)
         if (!TP__GROW(c->v, c->vcap, c->n + 2)) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
         memset(&c->v[c->n], 0, sizeof c->v[c->n]);
         json_t *j;
-        tp_status s = pull_tree(c, jp, &j);
+        tp_status s = tp__jp_tree(jp, &j);
         if (s) return s;
         c->n++; /* counted now, so its arrays are freed whatever parse_vertex leaves */
         s = parse_vertex(c, j, c->n - 1);
@@ -413,13 +399,13 @@ static tp_status read_memgraph(V *c, tp__jp *jp)
     json_t *j = NULL;
     while ((x = tp__jp_obj_key(jp, &k)) == 1) {
         if (!strcmp(k, "format")) {
-            if (!(s = pull_tree(c, jp, &j)) && (!json_is_string(j) || strcmp(json_string_value(j), "turnip.memgraph/1")))
+            if (!(s = tp__jp_tree(jp, &j)) && (!json_is_string(j) || strcmp(json_string_value(j), "turnip.memgraph/1")))
                 s = unusable(c, "field 'format' must be \"turnip.memgraph/1\"%s", "", 0);
             have_format = 1;
         } else if (!strcmp(k, "devices")) {
-            if (!(s = pull_tree(c, jp, &j))) s = parse_devices(c, j);
+            if (!(s = tp__jp_tree(jp, &j))) s = parse_devices(c, j);
         } else if (!strcmp(k, "host_bytes")) {
-            if (!(s = pull_tree(c, jp, &j)) && !get_u64(j, &c->host))
+            if (!(s = tp__jp_tree(jp, &j)) && !get_u64(j, &c->host))
                 s = unusable(c, "field 'host_bytes' must be a non-negative integer%s", "", 0);
             c->have_host = 1;
         } else if (!strcmp(k, "vertices")) {
