@@ -12,16 +12,21 @@ SRC=$(realpath "$2")
 EXPECT_TIMEOUT=60 # generous for the sanitizer build; the plain build needs about 1 s a command
 . "$(dirname "$0")/expect.sh"
 
-/usr/bin/python3 - "$D/mc.json" <<'PY'
-import json, sys
-n = 100000
-with open(sys.argv[1], "w") as f:
+# fan GRAPH N VERTEX-FIELDS: one input X and N consumers k0..k(N-1) of it, every one an output;
+# in the fields, ALPHA stands for i + 1
+fan() {
+    /usr/bin/python3 - "$@" <<'PY'
+import sys
+path, n, fields = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with open(path, "w") as f:
     f.write('{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [\n')
-    f.write('{"id": "X", "kind": "input", "device": 0, "bytes": 4096}')
+    f.write('{"id": "X", "kind": "input", "device": 0, %s}' % fields.replace(', "op": "scale", "attrs": {"alpha": ALPHA}', ''))
     for i in range(n):
-        f.write(',\n{"id": "k%d", "kind": "kernel", "device": 0, "inputs": ["X"], "bytes": 4096}' % i)
+        f.write(',\n{"id": "k%d", "kind": "kernel", "device": 0, "inputs": ["X"], %s}' % (i, fields.replace("ALPHA", str(i + 1))))
     f.write('],\n"outputs": [%s]}\n' % ", ".join('"k%d"' % i for i in range(n)))
 PY
+}
+fan "$D/mc.json" 100000 '"bytes": 4096'
 expect 0 "" "$T" plan "$D/mc.json" --device-mem 1MiB -o "$D/mc.plan.json"
 expect 0 "valid" "$T" verify "$D/mc.plan.json" --taskgraph "$D/mc.json"
 expect 0 "100000 *[0-9.]" "$T" sim "$D/mc.json" --device-mem 1MiB --machine a100x8
@@ -30,17 +35,7 @@ offl=$(grep -c '"kind": "offload"' "$D/mc.plan.json")
 check "offloads ($offl) between 99000 and 100000" test "$offl" -ge 99000 -a "$offl" -le 100000
 
 # run: 20,000 scalings of one input, each output checked against numpy
-/usr/bin/python3 - "$D/r.json" <<'PY'
-import sys
-n = 20000
-with open(sys.argv[1], "w") as f:
-    f.write('{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [\n')
-    f.write('{"id": "X", "kind": "input", "device": 0, "dtype": "f32", "shape": [1024]}')
-    for i in range(n):
-        f.write(',\n{"id": "k%d", "kind": "kernel", "device": 0, "op": "scale", "attrs": {"alpha": %d}, '
-                '"inputs": ["X"], "dtype": "f32", "shape": [1024]}' % (i, i + 1))
-    f.write('],\n"outputs": [%s]}\n' % ", ".join('"k%d"' % i for i in range(n)))
-PY
+fan "$D/r.json" 20000 '"dtype": "f32", "shape": [1024], "op": "scale", "attrs": {"alpha": ALPHA}'
 expect 0 "" "$T" gen inputs "$D/r.json" -o "$D/r.in.safetensors"
 expect 0 "outputs" "$T" run "$D/r.json" --device-mem 256KiB --inputs "$D/r.in.safetensors" --out "$D/r.out.safetensors"
 check "run outputs = numpy" /usr/bin/python3 - "$D/r.in.safetensors" "$D/r.out.safetensors" <<'PY'
