@@ -7,6 +7,7 @@
 #include "turnip/safetensors.h"
 #include "turnip/graph.h"
 #include "turnip/plan.h"
+#include "turnip/offload.h"
 #include "turnip/models.h"
 #include "turnip/exec.h"
 #include "turnip/cache.h"
