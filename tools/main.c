@@ -30,9 +30,10 @@ static void catch_signals(void)
 }
 
 /* the commands, in the order `turnip --help` lists them */
-extern const cli_cmd cmd_plan, cmd_verify, cmd_run, cmd_llama, cmd_sim, cmd_dot, cmd_gen, cmd_generate, cmd_train, cmd_convert;
+extern const cli_cmd cmd_plan, cmd_verify, cmd_run, cmd_llama, cmd_sim, cmd_dot, cmd_gen, cmd_generate, cmd_train, cmd_convert,
+    cmd_offload_plan;
 static const cli_cmd *const commands[] = {&cmd_plan, &cmd_verify, &cmd_run, &cmd_llama, &cmd_sim, &cmd_dot, &cmd_gen, &cmd_generate,
-                                          &cmd_train, &cmd_convert};
+                                          &cmd_train, &cmd_convert, &cmd_offload_plan};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage_main(FILE *f)

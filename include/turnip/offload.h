@@ -12,6 +12,7 @@
 #define TURNIP_OFFLOAD_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "turnip/error.h"
 
 #ifdef __cplusplus
@@ -132,8 +133,9 @@ typedef struct tp_offload_report {
  * TP_ERR_INVALID when s does not match c (layers, layer index). */
 tp_status tp_offload_check(const tp_chain *c, const tp_offload_schedule *s, tp_offload_report *rep, tp_error *err);
 
-/* Writes s as "turnip.offload-schedule/1" JSON (docs/weight-offload.md) to path. */
-tp_status tp_offload_schedule_write_file(const tp_offload_schedule *s, const char *path, tp_error *err);
+/* Writes s as "turnip.offload-schedule/1" JSON (docs/weight-offload.md) to f (the caller's).
+ * TP_ERR_IO when the stream reports an error. */
+tp_status tp_offload_schedule_write(const tp_offload_schedule *s, FILE *f, tp_error *err);
 
 #ifdef __cplusplus
 }

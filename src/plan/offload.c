@@ -91,7 +91,7 @@ tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err)
         FILE *f = fopen(path, "rb");
         if (!f) return tp__fail(err, TP_ERR_IO, "%s: cannot open", path);
         fclose(f);
-        return tp__fail(err, TP_ERR_PARSE, "%s:%d: not JSON: %s", path, je.line, je.text);
+        return tp__fail(err, TP_ERR_PARSE, "%s: line %d: not JSON: %s", path, je.line, je.text);
     }
     tp_status s = TP_OK;
     tp_chain *c = calloc(1, sizeof *c);
@@ -178,10 +178,8 @@ void tp_offload_schedule_free(tp_offload_schedule *s)
 
 static const char *const op_names[] = {"F", "B", "prefetch", "offload", "upload", "delete"};
 
-tp_status tp_offload_schedule_write_file(const tp_offload_schedule *s, const char *path, tp_error *err)
+tp_status tp_offload_schedule_write(const tp_offload_schedule *s, FILE *f, tp_error *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) return tp__fail(err, TP_ERR_IO, "%s: cannot create", path);
     fprintf(f, "{\"format\": \"turnip.offload-schedule/1\", \"layers\": %u, \"makespan\": %.17g,\n", s->layers,
             s->makespan);
     fputs(" \"resident0\": [", f);
@@ -195,8 +193,7 @@ tp_status tp_offload_schedule_write_file(const tp_offload_schedule *s, const cha
                 (unsigned)o->kind < 6 ? op_names[o->kind] : "?", o->layer, o->start, o->end);
     }
     fputs("\n ]}\n", f);
-    int bad_write = ferror(f);
-    if (fclose(f) || bad_write) return tp__fail(err, TP_ERR_IO, "%s: write failed", path);
+    if (ferror(f)) return tp__fail(err, TP_ERR_IO, "writing the schedule failed");
     return TP_OK;
 }
 
