@@ -291,7 +291,7 @@ static void check_selection(const tp_chain *c, const uint8_t *sel)
 TEST(offload_random_chains)
 {
     static const double fracs[] = {0, 0.05, 0.2, 0.5, 0.8, 1.0};
-    int planned[3] = {0}, tried = 0;
+    int planned[3] = {0}, tried = 0, mutated = 0, tight = 0, idle = 0;
     for (uint64_t seed = 1; seed <= 40; seed++) {
         uint32_t L = 1 + (uint32_t)(tp__mix64(seed * 7919) % 12);
         for (size_t f = 0; f < sizeof fracs / sizeof *fracs; f++) {
@@ -325,6 +325,23 @@ TEST(offload_random_chains)
                 CHECK(r.makespan >= compute * (1 - 1e-12));
                 CHECK(fabs(r.makespan - s->makespan) <= 1e-9 * (1 + r.makespan));
                 CHECK(r.peak <= c->mgpu);
+                tight += r.peak == c->mgpu;
+                idle += r.makespan > compute * (1 + 1e-9);
+                /* every transfer or delete of a valid schedule is needed: without it a weight is
+                 * missing, a host copy stale, a prefetch finds its weight resident, or the wrap
+                 * fails */
+                for (uint32_t j = 0; j < s->nops; j++) {
+                    if (s->ops[j].kind == TP_OFFOP_F || s->ops[j].kind == TP_OFFOP_B) continue;
+                    tp_offload_op keep = s->ops[j];
+                    s->ops[j] = s->ops[--s->nops];
+                    tp_status ms = tp_offload_check(c, s, &r, &e);
+                    CHECKF(ms == TP_ERR_CHECK, "seed %llu algo %d: without op %u (%d of layer %u) the schedule passes",
+                           (unsigned long long)seed, a, j, (int)keep.kind, keep.layer);
+                    s->ops[s->nops++] = s->ops[j];
+                    s->ops[j] = keep;
+                    mutated++;
+                }
+                ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
                 if (fracs[f] == 1.0 && a < 2) { /* no transfers: the computations back to back */
                     ASSERT_EQ(r.bytes_moved, 0);
                     ASSERT_NEAR(r.makespan, compute, 1e-9 * compute);
@@ -338,6 +355,8 @@ TEST(offload_random_chains)
     CHECKF(planned[0] > tried / 3 * 3 / 4 && planned[1] > tried / 3 * 3 / 4, "planned %d %d %d of %d", planned[0],
            planned[1], planned[2], tried);
     CHECK(planned[2] > 0);
+    /* the memory binds (peak == mgpu) and transfers cost time in many cases */
+    CHECKF(mutated > 1000 && tight > 100 && idle > 100, "%d removals, %d tight, %d with idle time", mutated, tight, idle);
 }
 
 /* The discount. L = 3, only layer 1 has a weight (100 bytes, 1 s over the link); F_2 takes
