@@ -41,6 +41,8 @@ bad layerw '{"format": "turnip.chain/1", "mgpu": 1, "beta": 1, "a0": 0, "layers"
 bad empty '{"format": "turnip.chain/1", "mgpu": 1, "beta": 1, "a0": 0, "layers": []}' "layers"
 # valid, but B_0 needs 2 w_0 = 200 bytes > mgpu: no schedule fits
 bad infeasible '{"format": "turnip.chain/1", "mgpu": 150, "beta": 1, "a0": 0, "layers": ['"$L"']}' "offload"
+/usr/bin/python3 -c "import sys; sys.stdout.write('{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [' + ', '.join(['$L'] * 513) + ']}')" >"$D/toomany.json"
+expect 2 "$D/toomany.json: offload: 513 layers, the algorithms take 1..512" "$T" offload-plan "$D/toomany.json"
 expect 2 "cannot open" "$T" offload-plan "$D/missing.json"
 EXPECT_ONE_LINE=0
 expect 2 "no chain given" "$T" offload-plan

@@ -51,7 +51,7 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
 /* ---- Selection, schedules, the checker and the strategies (src/plan/offload.c,
  * src/plan/offload_greedy.c; docs/weight-offload.md). The algorithms accept 1..TP_OFFLOAD_MAX_LAYERS
  * layers (they are O(L^3) to O(L^4)); the reader and the checker take any chain it reads. */
-#define TP_OFFLOAD_MAX_LAYERS 1024u
+#define TP_OFFLOAD_MAX_LAYERS 512u
 
 /* Offload choices of one layer k, as bits of a byte (the paper's section 5):
  * TP_OFFLOAD_SEL1 = choice (k,1): w_k is away between F_k and B_k (offloaded after F_k,
