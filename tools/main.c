@@ -44,7 +44,7 @@ static void usage_main(FILE *f)
                "\n"
                "commands:\n",
             cli_prog);
-    for (size_t k = 0; k < NCOMMANDS; k++) fprintf(f, "  %-8s %s\n", commands[k]->name, commands[k]->summary);
+    for (size_t k = 0; k < NCOMMANDS; k++) fprintf(f, "  %-12s %s\n", commands[k]->name, commands[k]->summary);
     fprintf(f, "\n"
                "Run '%s COMMAND --help' for a command's flags. Sizes take plain bytes or\n"
                "KiB/MiB/GiB (powers of 1024) and KB/MB/GB (powers of 1000).\n"

@@ -425,7 +425,7 @@ tp_status tp_offload_check(const tp_chain *c, const tp_offload_schedule *s, tp_o
             /* the value between instants: after every event of one instant */
             if (j + 1 < n && ev[j + 1].t == ev[j].t) continue;
             if (cur > peak) peak = cur;
-            if (cur > (int64_t)c->mgpu) {
+            if (cur > 0 && (uint64_t)cur > c->mgpu) {
                 st = CFAIL("memory over mgpu: %lld bytes > %llu at %.17g s", (long long)cur,
                            (unsigned long long)c->mgpu, ev[j].t);
                 goto out;
