@@ -61,7 +61,9 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
 #define TP_OFFLOAD_SEL1 2u
 
 /* Algorithm 1: greedy selection by profit (memory saved over the operations a choice covers,
- * per byte moved) until no operation exceeds mgpu. discount 1: the second choice of a layer
+ * per byte moved) until no operation exceeds mgpu, with the paper's excess (which keeps the
+ * operation's own weight free again: room for a prefetch) and the exact one where that cannot
+ * be met; nothing when everything fits (docs/weight-offload.md). discount 1: the second choice of a layer
  * costs one transfer (|w_k|), the first two (2|w_k|); discount 0 (Greedy*): every choice
  * costs 2|w_k|. sel: caller's array of c->layers bytes, filled with SEL bits.
  * TP_ERR_INFEASIBLE when some operation exceeds mgpu even with every useful choice taken. */

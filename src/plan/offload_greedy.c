@@ -15,11 +15,12 @@
 
 /* ---- Algorithm 1 ---- */
 
-tp_status tp_offload_select(const tp_chain *c, int discount, uint8_t *sel, tp_error *err)
+/* own = 1: the paper's excess E_o = sum_i |w_i| + M_o - M_GPU, which counts the operation's
+ * own weight once more than equation 1 and so keeps |w_o| free during o (room for the buffer
+ * of a transfer in flight); own = 0: the exact excess (every computation just fits). */
+static tp_status select_once(const tp_chain *c, int discount, int own, uint8_t *sel, tp_error *err)
 {
     uint32_t L = c->layers;
-    if (L < 1 || L > TP_OFFLOAD_MAX_LAYERS)
-        return tp__fail(err, TP_ERR_ARG, "offload: %u layers, the algorithms take 1..%u", L, TP_OFFLOAD_MAX_LAYERS);
     /* operations: layer i's F is op i, its B op L + i; E[o] excess in bytes (double: exact below 2^53) */
     double *E = malloc(2 * (size_t)L * sizeof *E);
     if (!E) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
@@ -27,8 +28,8 @@ tp_status tp_offload_select(const tp_chain *c, int discount, uint8_t *sel, tp_er
     for (uint32_t i = 0; i < L; i++) wsum += (double)c->w[i];
     for (uint32_t i = 0; i < L; i++) {
         pre += (double)c->a[i + 1];                                /* a^0..a^{i+1}: the paper's sum_{k<=i} */
-        E[i] = wsum + pre - (double)c->mgpu;                       /* M_F = w_i + acts, w_i in wsum */
-        E[L + i] = wsum + (double)c->w[i] + pre - (double)c->mgpu; /* M_B = 2 w_i + acts */
+        E[i] = wsum + own * (double)c->w[i] + pre - (double)c->mgpu;             /* M_F = w_i + acts */
+        E[L + i] = wsum + (1 + own) * (double)c->w[i] + pre - (double)c->mgpu; /* M_B = 2 w_i + acts */
     }
     memset(sel, 0, L);
     tp_status st = TP_OK;
@@ -73,6 +74,22 @@ tp_status tp_offload_select(const tp_chain *c, int discount, uint8_t *sel, tp_er
         }
     }
     free(E);
+    return st;
+}
+
+tp_status tp_offload_select(const tp_chain *c, int discount, uint8_t *sel, tp_error *err)
+{
+    uint32_t L = c->layers;
+    if (L < 1 || L > TP_OFFLOAD_MAX_LAYERS)
+        return tp__fail(err, TP_ERR_ARG, "offload: %u layers, the algorithms take 1..%u", L, TP_OFFLOAD_MAX_LAYERS);
+    /* nothing to move when every weight fits beside every computation; else the paper's
+     * excess, or the exact one where the paper's cannot be met */
+    tp_status st = select_once(c, discount, 0, sel, err);
+    uint32_t any = 0;
+    for (uint32_t k = 0; k < L && !st; k++) any |= sel[k];
+    if (st || !any) return st;
+    st = select_once(c, discount, 1, sel, err);
+    if (st == TP_ERR_INFEASIBLE) st = select_once(c, discount, 0, sel, err);
     return st;
 }
 
