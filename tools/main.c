@@ -30,9 +30,10 @@ static void catch_signals(void)
 }
 
 /* the commands, in the order `turnip --help` lists them */
-extern const cli_cmd cmd_plan, cmd_verify, cmd_run, cmd_llama, cmd_sim, cmd_dot, cmd_gen, cmd_generate, cmd_train, cmd_convert;
+extern const cli_cmd cmd_plan, cmd_verify, cmd_run, cmd_llama, cmd_sim, cmd_dot, cmd_gen, cmd_generate, cmd_train, cmd_convert,
+    cmd_offload_plan;
 static const cli_cmd *const commands[] = {&cmd_plan, &cmd_verify, &cmd_run, &cmd_llama, &cmd_sim, &cmd_dot, &cmd_gen, &cmd_generate,
-                                          &cmd_train, &cmd_convert};
+                                          &cmd_train, &cmd_convert, &cmd_offload_plan};
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage_main(FILE *f)
@@ -43,7 +44,7 @@ static void usage_main(FILE *f)
                "\n"
                "commands:\n",
             cli_prog);
-    for (size_t k = 0; k < NCOMMANDS; k++) fprintf(f, "  %-8s %s\n", commands[k]->name, commands[k]->summary);
+    for (size_t k = 0; k < NCOMMANDS; k++) fprintf(f, "  %-12s %s\n", commands[k]->name, commands[k]->summary);
     fprintf(f, "\n"
                "Run '%s COMMAND --help' for a command's flags. Sizes take plain bytes or\n"
                "KiB/MiB/GiB (powers of 1024) and KB/MB/GB (powers of 1000).\n"

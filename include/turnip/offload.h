@@ -12,6 +12,7 @@
 #define TURNIP_OFFLOAD_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "turnip/error.h"
 
 #ifdef __cplusplus
@@ -45,6 +46,98 @@ typedef struct tp_chain_bound_result {
     const char *solver; /* static string: which solver and version */
 } tp_chain_bound_result;
 tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_result *out, tp_error *err);
+
+
+/* ---- Selection, schedules, the checker and the strategies (src/plan/offload.c,
+ * src/plan/offload_greedy.c; docs/weight-offload.md). The algorithms accept 1..TP_OFFLOAD_MAX_LAYERS
+ * layers (they are O(L^3) to O(L^4)); the reader and the checker take any chain it reads. */
+#define TP_OFFLOAD_MAX_LAYERS 512u
+
+/* Offload choices of one layer k, as bits of a byte (the paper's section 5):
+ * TP_OFFLOAD_SEL1 = choice (k,1): w_k is away between F_k and B_k (offloaded after F_k,
+ * prefetched before B_k); TP_OFFLOAD_SEL0 = choice (k,0): away between B_k and the next
+ * iteration's F_k (offloaded after B_k, prefetched before F_k). */
+#define TP_OFFLOAD_SEL0 1u
+#define TP_OFFLOAD_SEL1 2u
+
+/* Algorithm 1: greedy selection by profit (memory saved over the operations a choice covers,
+ * per byte moved) until no operation exceeds mgpu, with the paper's excess (which keeps the
+ * operation's own weight free again: room for a prefetch) and the exact one where that cannot
+ * be met; nothing when everything fits (docs/weight-offload.md). discount 1: the second choice of a layer
+ * costs one transfer (|w_k|), the first two (2|w_k|); discount 0 (Greedy*): every choice
+ * costs 2|w_k|. sel: caller's array of c->layers bytes, filled with SEL bits.
+ * TP_ERR_INFEASIBLE when some operation exceeds mgpu even with every useful choice taken. */
+tp_status tp_offload_select(const tp_chain *c, int discount, uint8_t *sel, tp_error *err);
+
+/* One steady-state iteration. The computations run in the order B_L, ..., B_1, F_1, ..., F_L
+ * (the iteration starts at B_L, as in the paper's Algorithm 2); the schedule gives which weights
+ * are on the GPU at time 0 (resident0) and which have a valid host copy (valid0), and the
+ * iteration must end in that same state (the wrap: the next iteration starts where this one
+ * began). All times are within [0, makespan]. */
+typedef enum tp_offload_op_kind {
+    TP_OFFOP_F = 0,   /* F_layer on the GPU, uf seconds */
+    TP_OFFOP_B,       /* B_layer on the GPU, ub seconds; changes w_layer (the host copy goes stale) */
+    TP_OFFOP_PREFETCH, /* host to GPU, |w|/beta; the buffer is reserved from its start */
+    TP_OFFOP_OFFLOAD, /* GPU to host, |w|/beta; the host copy is valid and the buffer freed at its end */
+    TP_OFFOP_UPLOAD,  /* GPU to host, |w|/beta, keeping the GPU copy (the paper's "uploading") */
+    TP_OFFOP_DELETE,  /* frees the buffer at start (== end); needs a valid host copy */
+} tp_offload_op_kind;
+
+typedef struct tp_offload_op {
+    tp_offload_op_kind kind;
+    uint32_t layer; /* 0..L-1 */
+    double start, end; /* seconds */
+} tp_offload_op;
+
+/* Owns resident0, valid0 and ops (tp_offload_schedule_free). */
+typedef struct tp_offload_schedule {
+    uint32_t layers;
+    uint8_t *resident0; /* [layers]: 1 if w_k is on the GPU at time 0 */
+    uint8_t *valid0;    /* [layers]: 1 if the host copy of w_k is valid at time 0 */
+    uint32_t nops;
+    tp_offload_op *ops; /* any order; the operations of one weight that start at one instant are
+                         * taken in array order (a zero-byte prefetch before its computation) */
+    double makespan;    /* the scheduler's claim; tp_offload_check computes its own */
+} tp_offload_schedule;
+void tp_offload_schedule_free(tp_offload_schedule *s);
+
+/* Algorithm 2: greedy scheduling of a selection (sel as from tp_offload_select), trying every
+ * cutoff (how many of the backward prefetches were done at the end of the previous iteration)
+ * and keeping the shortest. discount 1: a weight whose host copy is valid is deleted after F_k
+ * without a transfer, and idle offload-link time during the backward phase uploads the weights
+ * of (k,1)-only layers early (best effort); discount 0 (Greedy*): every choice offloads.
+ * *out owned by the caller. TP_ERR_INFEASIBLE when no cutoff fits in mgpu. */
+tp_status tp_offload_schedule_greedy(const tp_chain *c, const uint8_t *sel, int discount, tp_offload_schedule **out,
+                                     tp_error *err);
+
+/* L2L (the paper's section 2 and 7, after Pudipeddi et al.): only the weight in use stays on
+ * the GPU, the next one is prefetched during the current operation, each weight is offloaded
+ * after its B and deleted after its F. *out owned by the caller. */
+tp_status tp_offload_schedule_l2l(const tp_chain *c, tp_offload_schedule **out, tp_error *err);
+
+typedef enum tp_offload_algo { TP_OFFLOAD_GREEDY = 0, TP_OFFLOAD_GREEDY_STAR, TP_OFFLOAD_L2L } tp_offload_algo;
+/* Selection then schedule for greedy and greedy-star; l2l directly. *out owned by the caller. */
+tp_status tp_offload_plan(const tp_chain *c, tp_offload_algo algo, tp_offload_schedule **out, tp_error *err);
+
+/* What the checker measured. */
+typedef struct tp_offload_report {
+    double makespan;      /* the last end of any operation */
+    double compute;       /* sum of uf + ub: no schedule is shorter */
+    uint64_t peak;        /* largest GPU memory use at any instant, bytes */
+    uint64_t bytes_moved; /* prefetched + offloaded + uploaded bytes */
+} tp_offload_report;
+
+/* Replays s against c (independently of the schedulers) and fills *rep. TP_ERR_CHECK with the
+ * first violation in err: a wrong duration or compute order, overlap on the GPU or on one link
+ * direction, a computation on a weight not fully resident, a prefetch of a resident weight or
+ * of a stale host copy, a transfer of a weight during its B, a delete with a stale host copy,
+ * memory over mgpu at any instant, or an end state other than the start state.
+ * TP_ERR_INVALID when s does not match c (layers, layer index). */
+tp_status tp_offload_check(const tp_chain *c, const tp_offload_schedule *s, tp_offload_report *rep, tp_error *err);
+
+/* Writes s as "turnip.offload-schedule/1" JSON (docs/weight-offload.md) to f (the caller's).
+ * TP_ERR_IO when the stream reports an error. */
+tp_status tp_offload_schedule_write(const tp_offload_schedule *s, FILE *f, tp_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,481 @@
+/* test_offload.c - the OFF model (issue 14): the chain reader, the schedule checker (a valid
+ * hand-made schedule and one mutation per rule), Algorithm 1 against an independent coverage
+ * recount, the greedy, Greedy* and L2L schedules on seeded random chains through the checker,
+ * a chain where the discount matters, and L2L on identical layers against its closed form. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "harness.h"
+#include "io/util.h"
+#include "turnip/offload.h"
+
+static char *write_tmp(const char *text)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/tp-chain-XXXXXX");
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    size_t n = strlen(text);
+    CHECK(write(fd, text, n) == (ssize_t)n);
+    close(fd);
+    return path;
+}
+
+TEST(offload_read_chain)
+{
+    char *p = write_tmp("{\"format\": \"turnip.chain/1\", \"mgpu\": 1000, \"beta\": 10.5, \"a0\": 3,"
+                        " \"layers\": [{\"uf\": 0.5, \"ub\": 1, \"w\": 7, \"a\": 4}, {\"uf\": 0, \"ub\": 2e-3, \"w\": 0, \"a\": 9}]}");
+    tp_chain *c;
+    tp_error e;
+    ASSERT_OK_ERR(tp_chain_read_file(p, &c, &e), e);
+    ASSERT_EQ(c->layers, 2);
+    ASSERT_EQ(c->mgpu, 1000);
+    ASSERT_NEAR(c->beta, 10.5, 0);
+    ASSERT_EQ(c->a[0], 3);
+    ASSERT_EQ(c->a[1], 4);
+    ASSERT_EQ(c->a[2], 9);
+    ASSERT_EQ(c->w[0], 7);
+    ASSERT_EQ(c->w[1], 0);
+    ASSERT_NEAR(c->uf[0], 0.5, 0);
+    ASSERT_NEAR(c->ub[1], 2e-3, 0);
+    tp_chain_free(c);
+    unlink(p);
+}
+
+TEST(offload_read_chain_rejects)
+{
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"[1]", "(top)"},
+        {"{\"format\": \"turnip.chain/2\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "format"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": []}", "layers"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"extra\": 1, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "unknown key \"extra\""},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 0, \"a\": 0, \"x\": 1}]}", "layers[0]: unknown key"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": -1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "mgpu"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 0, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "beta"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": -1, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "layers[0].uf"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 1.5, \"a\": 0}]}", "layers[0].w"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 9007199254740993, \"a\": 0}]}", "layers[0].w"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 9007199254740992, \"a\": 1}]}", "exceeds 2^53"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"w\": 0, \"a\": 0}]}", "layers[0].ub: missing"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"mgpu\": 2, \"beta\": 1, \"a0\": 0, \"layers\": []}", "not JSON"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1e400, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "not JSON"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        char *p = write_tmp(bad[k].text);
+        tp_chain *c = (tp_chain *)1;
+        tp_error e;
+        tp_status s = tp_chain_read_file(p, &c, &e);
+        CHECKF(s == TP_ERR_PARSE, "case %zu: status %s", k, tp_status_name(s));
+        CHECK(c == NULL);
+        CHECKF(strstr(e.msg, bad[k].want) && strstr(e.msg, p) && !strchr(e.msg, '\n'), "case %zu: %s", k, e.msg);
+        unlink(p);
+    }
+    tp_chain *c;
+    tp_error e;
+    ASSERT_STATUS(tp_chain_read_file("/nonexistent/chain.json", &c, &e), TP_ERR_IO);
+}
+
+/* ---- the checker on a hand-made schedule: L = 2, w = 100 each, beta = 100 (1 s per
+ * transfer), every F and B 1 s, no activations. Layer 0 takes both choices: offloaded after
+ * B_0 (host copy valid), prefetched before F_0, deleted after F_0 (the discount), prefetched
+ * before B_0 (at time 0, for this iteration). Layer 1 stays.
+ *   B1 [0,1]  prefetch0 [0,1]  B0 [1,2]  offload0 [2,3]  prefetch0 [3,4]  F0 [4,5]  delete0 5  F1 [5,6]
+ * Start: w_1 resident (host copy stale: never sent), w_0 away with a valid host copy. Peak 300
+ * (during B_1: w_1, its gradient, w_0 arriving; during B_0: w_1, w_0, its gradient). */
+static tp_chain *chain2(void)
+{
+    tp_chain *c = calloc(1, sizeof *c);
+    c->layers = 2;
+    c->uf = malloc(2 * sizeof(double));
+    c->ub = malloc(2 * sizeof(double));
+    c->w = malloc(2 * sizeof(uint64_t));
+    c->a = calloc(3, sizeof(uint64_t));
+    for (int i = 0; i < 2; i++) c->uf[i] = c->ub[i] = 1, c->w[i] = 100;
+    c->mgpu = 400;
+    c->beta = 100;
+    return c;
+}
+
+static tp_offload_schedule *base2(void)
+{
+    static const tp_offload_op ops[] = {
+        {TP_OFFOP_B, 1, 0, 1},        {TP_OFFOP_PREFETCH, 0, 0, 1}, {TP_OFFOP_B, 0, 1, 2},
+        {TP_OFFOP_OFFLOAD, 0, 2, 3},  {TP_OFFOP_PREFETCH, 0, 3, 4}, {TP_OFFOP_F, 0, 4, 5},
+        {TP_OFFOP_DELETE, 0, 5, 5},   {TP_OFFOP_F, 1, 5, 6},
+    };
+    tp_offload_schedule *s = calloc(1, sizeof *s);
+    s->layers = 2;
+    s->resident0 = calloc(2, 1);
+    s->valid0 = calloc(2, 1);
+    s->resident0[1] = 1;
+    s->valid0[0] = 1;
+    s->nops = sizeof ops / sizeof *ops;
+    s->ops = malloc(sizeof ops);
+    memcpy(s->ops, ops, sizeof ops);
+    s->makespan = 6;
+    return s;
+}
+
+static tp_offload_op *find_op(tp_offload_schedule *s, tp_offload_op_kind k, uint32_t layer, int nth)
+{
+    for (uint32_t j = 0; j < s->nops; j++)
+        if (s->ops[j].kind == k && s->ops[j].layer == layer && nth-- == 0) return &s->ops[j];
+    CHECK(0);
+    return NULL;
+}
+
+static void drop_op(tp_offload_schedule *s, tp_offload_op *o)
+{
+    size_t j = (size_t)(o - s->ops);
+    memmove(&s->ops[j], &s->ops[j + 1], (s->nops - j - 1) * sizeof *o);
+    s->nops--;
+}
+
+static void expect_reject(tp_chain *c, tp_offload_schedule *s, const char *want)
+{
+    tp_offload_report r;
+    tp_error e;
+    tp_status st = tp_offload_check(c, s, &r, &e);
+    CHECKF(st == TP_ERR_CHECK, "expected a rejection with \"%s\", got %s", want, tp_status_name(st));
+    CHECKF(strstr(e.msg, want), "expected \"%s\" in: %s", want, e.msg);
+    tp_offload_schedule_free(s);
+}
+
+TEST(offload_check_rules)
+{
+    tp_chain *c = chain2();
+    tp_offload_schedule *s = base2();
+    tp_offload_report r;
+    tp_error e;
+    ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
+    ASSERT_NEAR(r.makespan, 6, 0);
+    ASSERT_NEAR(r.compute, 4, 0);
+    ASSERT_EQ(r.peak, 300);
+    ASSERT_EQ(r.bytes_moved, 300);
+    tp_offload_schedule_free(s);
+
+    /* overlap on the GPU: F_1 starts while F_0 runs */
+    s = base2();
+    *find_op(s, TP_OFFOP_F, 1, 0) = (tp_offload_op){TP_OFFOP_F, 1, 4.5, 5.5};
+    expect_reject(c, s, "GPU overlap");
+    /* the computations out of order: F_1 before F_0 */
+    s = base2();
+    *find_op(s, TP_OFFOP_F, 1, 0) = (tp_offload_op){TP_OFFOP_F, 1, 3, 4};
+    expect_reject(c, s, "GPU overlap or wrong order");
+    /* overlap on one link direction: the second prefetch of w_0 during the first */
+    s = base2();
+    *find_op(s, TP_OFFOP_PREFETCH, 0, 1) = (tp_offload_op){TP_OFFOP_PREFETCH, 0, 0.5, 1.5};
+    expect_reject(c, s, "prefetch link overlap");
+    /* a wrong transfer time */
+    s = base2();
+    find_op(s, TP_OFFOP_OFFLOAD, 0, 0)->end = 2.5;
+    expect_reject(c, s, "is not [start >= 0");
+    /* a computation on a weight not yet arrived: B_0 at 1 while w_0 arrives until 1.5 */
+    s = base2();
+    *find_op(s, TP_OFFOP_PREFETCH, 0, 0) = (tp_offload_op){TP_OFFOP_PREFETCH, 0, 0.5, 1.5};
+    expect_reject(c, s, "is not resident");
+    /* a computation on a weight never prefetched */
+    s = base2();
+    drop_op(s, find_op(s, TP_OFFOP_PREFETCH, 0, 0));
+    expect_reject(c, s, "B of layer 0 at 1: w_0 is not resident");
+    /* a prefetch of a stale host copy (the discount rule): w_0's host copy stale at 0 */
+    s = base2();
+    s->valid0[0] = 0;
+    expect_reject(c, s, "host copy of w_0 is stale");
+    /* B_0 changed w_0: deleting it instead of offloading loses the update */
+    s = base2();
+    *find_op(s, TP_OFFOP_OFFLOAD, 0, 0) = (tp_offload_op){TP_OFFOP_DELETE, 0, 2, 2};
+    expect_reject(c, s, "delete of layer 0 at 2: the host copy of w_0 is stale");
+    /* an offload during B_0, which is changing w_0 */
+    s = base2();
+    *find_op(s, TP_OFFOP_OFFLOAD, 0, 0) = (tp_offload_op){TP_OFFOP_OFFLOAD, 0, 1.5, 2.5};
+    expect_reject(c, s, "overlaps B of layer 0");
+    /* a prefetch of a weight already resident */
+    s = base2();
+    s->resident0[0] = 1;
+    expect_reject(c, s, "already resident");
+    /* memory over mgpu */
+    c->mgpu = 299;
+    s = base2();
+    expect_reject(c, s, "memory over mgpu");
+    c->mgpu = 400;
+    /* the wrap: w_0 never deleted after F_0 ends resident, starts away */
+    s = base2();
+    drop_op(s, find_op(s, TP_OFFOP_DELETE, 0, 0));
+    expect_reject(c, s, "wrap: w_0 ends resident");
+    /* the wrap: an upload of w_1 during F_1 leaves its host copy valid, it starts stale */
+    s = base2();
+    s->ops = realloc(s->ops, (s->nops + 1) * sizeof *s->ops);
+    s->ops[s->nops++] = (tp_offload_op){TP_OFFOP_UPLOAD, 1, 5, 6};
+    expect_reject(c, s, "wrap: w_1 ends resident with a valid host copy");
+    /* a delete while its F still runs */
+    s = base2();
+    *find_op(s, TP_OFFOP_DELETE, 0, 0) = (tp_offload_op){TP_OFFOP_DELETE, 0, 4.5, 4.5};
+    expect_reject(c, s, "overlaps another operation on w_0");
+    tp_chain_free(c);
+}
+
+/* ---- random chains ---- */
+
+static double urand(uint64_t *st)
+{
+    *st = tp__mix64(*st + 0x9e3779b97f4a7c15ull);
+    return (double)(*st >> 11) / 9007199254740992.0;
+}
+
+/* M_o of the paper's equation 1 for op o (o < L: F of layer o; else B of layer o - L) */
+static uint64_t m_op(const tp_chain *c, uint32_t o)
+{
+    uint32_t L = c->layers, i = o % L;
+    uint64_t acts = 0;
+    for (uint32_t k = 0; k <= i + 1; k++) acts += c->a[k];
+    return acts + (o < L ? 1 : 2) * c->w[i];
+}
+
+static tp_chain *random_chain(uint64_t seed, uint32_t L, double frac)
+{
+    uint64_t st = seed;
+    tp_chain *c = calloc(1, sizeof *c);
+    c->layers = L;
+    c->uf = malloc(L * sizeof(double));
+    c->ub = malloc(L * sizeof(double));
+    c->w = malloc(L * sizeof(uint64_t));
+    c->a = malloc((L + 1) * sizeof(uint64_t));
+    c->a[0] = (uint64_t)(urand(&st) * 1000);
+    for (uint32_t i = 0; i < L; i++) {
+        c->uf[i] = urand(&st) < 0.1 ? 0 : 0.1 + urand(&st);
+        c->ub[i] = c->uf[i] * (1 + 2 * urand(&st));
+        c->w[i] = urand(&st) < 0.1 ? 0 : (uint64_t)(1000 + urand(&st) * 100000);
+        c->a[i + 1] = (uint64_t)(urand(&st) * 5000);
+    }
+    c->beta = 20000 + urand(&st) * 400000;
+    /* from the least memory any schedule needs (the largest M_o, every other weight away) to
+     * every weight resident always */
+    uint64_t lo = 0, hi = 0, wsum = 0;
+    for (uint32_t i = 0; i < L; i++) wsum += c->w[i];
+    for (uint32_t o = 0; o < 2 * L; o++) {
+        uint64_t m = m_op(c, o);
+        if (m > lo) lo = m;
+        if (m + wsum - c->w[o % L] > hi) hi = m + wsum - c->w[o % L];
+    }
+    c->mgpu = lo + (uint64_t)(frac * (double)(hi - lo));
+    return c;
+}
+
+static void free_chain(tp_chain *c)
+{
+    tp_chain_free(c);
+}
+
+/* Algorithm 1's result, recounted: with the chosen weights away over the operations their
+ * choices cover, every operation fits in mgpu */
+static void check_selection(const tp_chain *c, const uint8_t *sel)
+{
+    uint32_t L = c->layers;
+    for (uint32_t o = 0; o < 2 * L; o++) {
+        uint32_t i = o % L;
+        uint64_t m = m_op(c, o);
+        for (uint32_t k = 0; k < L; k++) {
+            if (k == i) continue;
+            int away = (k < i && (sel[k] & TP_OFFLOAD_SEL1)) || (k > i && (sel[k] & TP_OFFLOAD_SEL0));
+            if (!away) m += c->w[k];
+        }
+        CHECKF(m <= c->mgpu, "op %u needs %llu > mgpu %llu", o, (unsigned long long)m, (unsigned long long)c->mgpu);
+    }
+}
+
+TEST(offload_random_chains)
+{
+    static const double fracs[] = {0, 0.05, 0.2, 0.5, 0.8, 1.0};
+    int planned[3] = {0}, tried = 0, mutated = 0, tight = 0, idle = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        uint32_t L = 1 + (uint32_t)(tp__mix64(seed * 7919) % 12);
+        for (size_t f = 0; f < sizeof fracs / sizeof *fracs; f++) {
+            tp_chain *c = random_chain(seed * 131 + f, L, fracs[f]);
+            double compute = 0;
+            for (uint32_t i = 0; i < L; i++) compute += c->uf[i] + c->ub[i];
+            uint8_t sel[16];
+            tp_error e;
+            for (int d = 0; d < 2; d++) {
+                tp_status st = tp_offload_select(c, d, sel, &e);
+                CHECKF(st == TP_OK || st == TP_ERR_INFEASIBLE, "select: %s", e.msg);
+                if (st == TP_OK) check_selection(c, sel);
+                if (fracs[f] == 1.0) { /* everything fits: nothing to offload */
+                    ASSERT_OK_ERR(st, e);
+                    for (uint32_t k = 0; k < L; k++) ASSERT_EQ(sel[k], 0);
+                }
+            }
+            for (int a = 0; a < 3; a++) {
+                tp_offload_schedule *s = NULL;
+                tp_status st = tp_offload_plan(c, (tp_offload_algo)a, &s, &e);
+                tried++;
+                CHECKF(st == TP_OK || st == TP_ERR_INFEASIBLE, "seed %llu algo %d: %s", (unsigned long long)seed, a,
+                       e.msg);
+                if (fracs[f] == 1.0 && a < 2) ASSERT_OK_ERR(st, e);
+                if (st) continue;
+                planned[a]++;
+                tp_offload_report r;
+                tp_status cs = tp_offload_check(c, s, &r, &e);
+                CHECKF(cs == TP_OK, "seed %llu L %u frac %g algo %d: %s", (unsigned long long)seed, L, fracs[f], a,
+                       e.msg);
+                CHECK(r.makespan >= compute * (1 - 1e-12));
+                CHECK(fabs(r.makespan - s->makespan) <= 1e-9 * (1 + r.makespan));
+                CHECK(r.peak <= c->mgpu);
+                tight += r.peak == c->mgpu;
+                idle += r.makespan > compute * (1 + 1e-9);
+                /* every transfer or delete of a valid schedule is needed: without it a weight is
+                 * missing, a host copy stale, a prefetch finds its weight resident, or the wrap
+                 * fails */
+                for (uint32_t j = 0; j < s->nops; j++) {
+                    if (s->ops[j].kind == TP_OFFOP_F || s->ops[j].kind == TP_OFFOP_B) continue;
+                    tp_offload_op keep = s->ops[j];
+                    s->ops[j] = s->ops[--s->nops];
+                    tp_status ms = tp_offload_check(c, s, &r, &e);
+                    CHECKF(ms == TP_ERR_CHECK, "seed %llu algo %d: without op %u (%d of layer %u) the schedule passes",
+                           (unsigned long long)seed, a, j, (int)keep.kind, keep.layer);
+                    s->ops[s->nops++] = s->ops[j];
+                    s->ops[j] = keep;
+                    mutated++;
+                }
+                ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
+                if (fracs[f] == 1.0 && a < 2) { /* no transfers: the computations back to back */
+                    ASSERT_EQ(r.bytes_moved, 0);
+                    ASSERT_NEAR(r.makespan, compute, 1e-9 * compute);
+                }
+                tp_offload_schedule_free(s);
+            }
+            free_chain(c);
+        }
+    }
+    /* the tight end may be infeasible for a greedy; most cases must plan */
+    CHECKF(planned[0] > tried / 3 * 3 / 4 && planned[1] > tried / 3 * 3 / 4, "planned %d %d %d of %d", planned[0],
+           planned[1], planned[2], tried);
+    CHECK(planned[2] > 0);
+    /* the memory binds (peak == mgpu) and transfers cost time in many cases */
+    CHECKF(mutated > 1000 && tight > 100 && idle > 100, "%d removals, %d tight, %d with idle time", mutated, tight, idle);
+}
+
+/* The discount. L = 3, only layer 1 has a weight (100 bytes, 1 s over the link); F_2 takes
+ * 2 s, every other computation 1 s; a^1 = a^3 = 150, mgpu = 350. Equation 1 gives F_0, B_0
+ * 150, F_1 250, B_1 350 (w_1 and its gradient), F_2, B_2 300: w_1 (100) cannot stay during
+ * layer 2's computations, so both selections take (1,1) only. The schedules (order B_2 B_1 B_0
+ * F_0 F_1 F_2): w_1 cannot arrive during B_2 (300 + 100 > 350), so it is prefetched in [1,2],
+ * B_1 runs [2,3], B_0 [3,4], F_0 [4,5], F_1 [5,6].
+ *   Greedy: the idle offload link uploads w_1 during B_0 ([3,4]), so after F_1 w_1 is deleted
+ *   at 6 for free and F_2 runs [6,8]: makespan 8 (compute 7; no cutoff does better: carrying
+ *   w_1 over the wrap needs it back during F_2, 300 + 100 > 350).
+ *   Greedy*: w_1 must be offloaded after F_1, [6,7]; its buffer is held until 7, so F_2
+ *   (300 + 100 > 350) waits and runs [7,9]: makespan 9. */
+TEST(offload_discount)
+{
+    tp_chain *c = calloc(1, sizeof *c);
+    c->layers = 3;
+    c->uf = malloc(3 * sizeof(double));
+    c->ub = malloc(3 * sizeof(double));
+    c->w = malloc(3 * sizeof(uint64_t));
+    c->a = calloc(4, sizeof(uint64_t));
+    double uf[3] = {1, 1, 2}, ub[3] = {1, 1, 1};
+    uint64_t w[3] = {0, 100, 0};
+    for (int i = 0; i < 3; i++) c->uf[i] = uf[i], c->ub[i] = ub[i], c->w[i] = w[i];
+    c->a[1] = c->a[3] = 150;
+    c->mgpu = 350;
+    c->beta = 100;
+    tp_error e;
+    uint8_t s1[3], s0[3];
+    ASSERT_OK_ERR(tp_offload_select(c, 1, s1, &e), e);
+    ASSERT_OK_ERR(tp_offload_select(c, 0, s0, &e), e);
+    check_selection(c, s1);
+    check_selection(c, s0);
+    tp_offload_schedule *g, *gs;
+    ASSERT_OK_ERR(tp_offload_plan(c, TP_OFFLOAD_GREEDY, &g, &e), e);
+    ASSERT_OK_ERR(tp_offload_plan(c, TP_OFFLOAD_GREEDY_STAR, &gs, &e), e);
+    tp_offload_report rg, rs;
+    ASSERT_OK_ERR(tp_offload_check(c, g, &rg, &e), e);
+    ASSERT_OK_ERR(tp_offload_check(c, gs, &rs, &e), e);
+    for (int k = 0; k < 3; k++) {
+        ASSERT_EQ(s1[k], k == 1 ? TP_OFFLOAD_SEL1 : 0);
+        ASSERT_EQ(s0[k], k == 1 ? TP_OFFLOAD_SEL1 : 0);
+    }
+    ASSERT_NEAR(rg.makespan, 8, 1e-12);
+    ASSERT_NEAR(rs.makespan, 9, 1e-12);
+    tp_offload_schedule_free(g);
+    tp_offload_schedule_free(gs);
+    tp_chain_free(c);
+}
+
+/* L2L on L identical layers (F f, B b, transfer t = w/beta) with memory to spare:
+ * T = (L-1)(max(b,t) + max(f,t)) + b + f for L >= 2, b + max(f,t) for L = 1
+ * (docs/weight-offload.md derives it). */
+TEST(offload_l2l_closed_form)
+{
+    static const double fs[] = {1, 0.5, 2}, bs[] = {2, 0.5, 3}, ts[] = {1, 1.5, 0.25};
+    static const uint32_t Ls[] = {1, 2, 3, 7, 16};
+    for (size_t x = 0; x < 3; x++)
+        for (size_t y = 0; y < sizeof Ls / sizeof *Ls; y++) {
+            uint32_t L = Ls[y];
+            tp_chain *c = calloc(1, sizeof *c);
+            c->layers = L;
+            c->uf = malloc(L * sizeof(double));
+            c->ub = malloc(L * sizeof(double));
+            c->w = malloc(L * sizeof(uint64_t));
+            c->a = calloc(L + 1, sizeof(uint64_t));
+            for (uint32_t i = 0; i < L; i++) c->uf[i] = fs[x], c->ub[i] = bs[x], c->w[i] = 1000, c->a[i + 1] = 10;
+            c->beta = 1000 / ts[x];
+            c->mgpu = 1u << 30;
+            tp_offload_schedule *s;
+            tp_error e;
+            ASSERT_OK_ERR(tp_offload_plan(c, TP_OFFLOAD_L2L, &s, &e), e);
+            tp_offload_report r;
+            ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
+            double f = fs[x], b = bs[x], t = 1000 / c->beta;
+            double want = L == 1 ? b + fmax(f, t) : (L - 1) * (fmax(b, t) + fmax(f, t)) + b + f;
+            CHECKF(fabs(r.makespan - want) <= 1e-9 * want, "L %u f %g b %g t %g: %.17g, closed form %.17g", L, f, b, t,
+                   r.makespan, want);
+            /* L2L holds at most the weight in use, the next and one leaving (and B's gradient) */
+            CHECK(r.peak <= 4 * 1000 + 10 * (uint64_t)L);
+            tp_offload_schedule_free(s);
+            tp_chain_free(c);
+        }
+}
+
+/* Transfers shorter than every F and B (38 GPT-2-sized layers: 453 MB weights, 53 / 105 ms,
+ * 12 GB/s) and 8 GB for 17 GB of weights: Greedy and Greedy* offload and still hide every
+ * transfer (the paper's Table 1: about 1% over the bound); Greedy moves less than Greedy*
+ * (the discount). With the exact excess instead of the paper's this chain idled ~10%. */
+TEST(offload_greedy_hides_transfers)
+{
+    const uint32_t L = 38;
+    tp_chain *c = calloc(1, sizeof *c);
+    c->layers = L;
+    c->uf = malloc(L * sizeof(double));
+    c->ub = malloc(L * sizeof(double));
+    c->w = malloc(L * sizeof(uint64_t));
+    c->a = malloc((L + 1) * sizeof(uint64_t));
+    c->a[0] = 20u << 20;
+    double compute = 0;
+    for (uint32_t i = 0; i < L; i++) {
+        c->uf[i] = 0.0527, c->ub[i] = 0.105, c->w[i] = 12ull * 3072 * 3072 * 4, c->a[i + 1] = 20u << 20;
+        compute += c->uf[i] + c->ub[i];
+    }
+    c->beta = 12e9;
+    c->mgpu = 8000000000ull;
+    uint64_t moved[2];
+    for (int a = 0; a < 2; a++) {
+        tp_offload_schedule *s;
+        tp_error e;
+        ASSERT_OK_ERR(tp_offload_plan(c, (tp_offload_algo)a, &s, &e), e);
+        tp_offload_report r;
+        ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
+        CHECKF(fabs(r.makespan - compute) <= 1e-9 * compute, "algo %d: makespan %.17g, compute %.17g", a, r.makespan,
+               compute);
+        CHECK(r.bytes_moved > 0);
+        moved[a] = r.bytes_moved;
+        tp_offload_schedule_free(s);
+    }
+    CHECK(moved[0] < moved[1]);
+    tp_chain_free(c);
+}

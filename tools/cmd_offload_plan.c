@@ -1,0 +1,82 @@
+/* cmd_offload_plan.c - turnip offload-plan: a weight-offload strategy for a training chain
+ * (issue 14; docs/weight-offload.md): plans it, replays it through the independent checker
+ * and prints what the checker measured. */
+#include <string.h>
+#include "cli.h"
+
+typedef struct {
+    const char *algo, *schedule;
+} flags;
+
+static const char *const algo_names[] = {"greedy", "greedy-star", "l2l", NULL};
+
+static const cli_opt opts[] = {
+    CLI_O_CHOICE("--algo", "greedy|greedy-star|l2l", flags, algo, algo_names,
+                 "greedy: Algorithm 1 and 2 with the discount (default); greedy-star: without it;\n"
+                 "l2l: only the layer in use on the GPU, the next one prefetched"),
+    CLI_O_STR("--schedule", "FILE", flags, schedule, "write the schedule there (turnip.offload-schedule/1 JSON)"),
+    CLI_O_END,
+};
+
+static void help(FILE *f)
+{
+    cli_print_help(f,
+                   "usage: turnip offload-plan CHAIN [--algo greedy|greedy-star|l2l] [--schedule FILE]\n"
+                   "\n"
+                   "Plans which weights of a training chain (turnip.chain/1 JSON) leave the GPU and when\n"
+                   "they move (shared/papers/weight-offloading-strategies.txt), checks the schedule\n"
+                   "and prints its makespan, the compute sum (sum of uf + ub: no schedule is shorter),\n"
+                   "their ratio, the bytes moved per iteration and the memory peak.\n"
+                   "\n",
+                   opts, "exit: 0 planned, 2 unusable input or no schedule fits, 3 internal failure\n");
+}
+
+static int run(int argc, char **argv)
+{
+    flags fl = {0};
+    const char *path;
+    int npos, rc = cli_parse("offload-plan", opts, &fl, argc, argv, 2, &path, 1, &npos, "chain");
+    if (rc) return rc;
+    if (!npos) return cli_usage_error("offload-plan", "no chain given", NULL);
+    tp_offload_algo algo = TP_OFFLOAD_GREEDY;
+    if (fl.algo && !strcmp(fl.algo, "greedy-star")) algo = TP_OFFLOAD_GREEDY_STAR;
+    if (fl.algo && !strcmp(fl.algo, "l2l")) algo = TP_OFFLOAD_L2L;
+    tp_error e;
+    tp_chain *c;
+    tp_status s = tp_chain_read_file(path, &c, &e);
+    if (s) return cli_fail("offload-plan", s, &e);
+    tp_offload_schedule *sc = NULL;
+    s = tp_offload_plan(c, algo, &sc, &e);
+    if (s) {
+        tp_chain_free(c);
+        if (s == TP_ERR_ARG) s = TP_ERR_INVALID; /* too many layers: the input, not the call */
+        return cli_fail_file("offload-plan", path, s, &e);
+    }
+    tp_offload_report r;
+    s = tp_offload_check(c, sc, &r, &e);
+    tp_chain_free(c);
+    if (s) { /* a schedule the checker refuses is a bug in the scheduler */
+        tp_offload_schedule_free(sc);
+        return cli_errorf("offload-plan", 3, "internal error: the schedule fails the check: %s", e.msg);
+    }
+    if (fl.schedule) {
+        cli_out out;
+        if ((rc = cli_out_open("offload-plan", fl.schedule, &out))) {
+            tp_offload_schedule_free(sc);
+            return rc;
+        }
+        s = tp_offload_schedule_write(sc, out.f, &e);
+        if ((rc = cli_out_finish("offload-plan", &out, s, &e))) {
+            tp_offload_schedule_free(sc);
+            return rc;
+        }
+    }
+    tp_offload_schedule_free(sc);
+    char pb[64];
+    printf("algo %s\nmakespan %.9g s\ncompute %.9g s\nratio %.6f\nmoved %llu bytes\npeak %llu bytes (%s)\n",
+           fl.algo ? fl.algo : "greedy", r.makespan, r.compute, r.compute > 0 ? r.makespan / r.compute : 1.0,
+           (unsigned long long)r.bytes_moved, (unsigned long long)r.peak, cli_bytes_str((double)r.peak, pb, sizeof pb));
+    return 0;
+}
+
+const cli_cmd cmd_offload_plan = {"offload-plan", "plan weight offloading for a training chain", run, help};
