@@ -79,12 +79,17 @@ static void put(trip *t, int row, int col, double v)
 }
 
 typedef struct cbstate {
-    double best; /* the best valid bound on sum idle seen, scaled */
+    double best;     /* the best valid bound on sum idle seen, scaled */
+    const double *x; /* the rounded-up solution (1-based columns), offered once, or NULL */
 } cbstate;
 
 static void on_tree(glp_tree *T, void *info)
 {
     cbstate *st = info;
+    if (st->x && glp_ios_reason(T) == GLP_IHEUR) {
+        glp_ios_heur_sol(T, st->x);
+        st->x = NULL;
+    }
     int p = glp_ios_best_node(T);
     if (!p) return;
     double lb = glp_ios_node_bound(T, p);
@@ -95,6 +100,36 @@ static void on_tree(glp_tree *T, void *info)
         if (inc < lb) lb = inc;
     }
     if (isfinite(lb) && lb > st->best) st->best = lb;
+}
+
+/* The relaxation in lp (solved) with every fractional binary rounded up and O* >= D1, D0:
+ * solves that LP on a copy; returns its column values (1-based, malloc'd) and *obj, or NULL. */
+static double *round_up(glp_prob *lp, int L, int ncols, double left_ms, double *obj)
+{
+    if (left_ms < 1) return NULL;
+    glp_prob *q = glp_create_prob();
+    glp_copy_prob(q, lp, GLP_OFF);
+    int first = ncols - 3 * L + 1; /* D1 (L), D0 (L), O* (L): the last 3L columns */
+    for (int i = 0; i < L; i++) {
+        double d1 = glp_get_col_prim(lp, first + i) > 1e-9, d0 = glp_get_col_prim(lp, first + L + i) > 1e-9;
+        double os = glp_get_col_prim(lp, first + 2 * L + i) > 1e-9 || d1 || d0;
+        glp_set_col_bnds(q, first + i, GLP_FX, d1, d1);
+        glp_set_col_bnds(q, first + L + i, GLP_FX, d0, d0);
+        glp_set_col_bnds(q, first + 2 * L + i, GLP_FX, os, os);
+    }
+    glp_smcp sm;
+    glp_init_smcp(&sm);
+    sm.msg_lev = GLP_MSG_OFF;
+    sm.tm_lim = left_ms >= INT_MAX ? INT_MAX : (int)left_ms;
+    double *x = NULL;
+    if (glp_simplex(q, &sm) == 0 && glp_get_status(q) == GLP_OPT && (x = malloc(((size_t)ncols + 1) * sizeof *x))) {
+        x[0] = 0;
+        for (int k = 1; k <= ncols; k++) x[k] = glp_get_col_prim(q, k);
+        for (int k = first; k <= ncols; k++) x[k] = round(x[k]);
+        *obj = glp_get_obj_val(q);
+    }
+    glp_delete_prob(q);
+    return x;
 }
 
 static const char solver_name[] = "GLPK " TP__STR(GLP_MAJOR_VERSION) "." TP__STR(GLP_MINOR_VERSION);
@@ -315,8 +350,15 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
     } else if (rc == 0 && glp_get_status(lp) == GLP_OPT) {
         double v = glp_get_obj_val(lp);
         if (v > best) best = v;
+        /* an incumbent by rounding the relaxation's binaries up (more deletion never breaks
+         * memory; the extra transfers cost idle): an LP with the binaries fixed */
+        double *x = round_up(lp, LL, ncols, lim_ms - (now_s() - t0) * 1000.0, &inc);
+        if (x && inc <= best + 1e-9 * (1 + best)) { /* the relaxation's optimum is integral */
+            optimal = 1;
+            best = inc;
+        }
         double left_ms = lim_ms - (now_s() - t0) * 1000.0;
-        if (left_ms >= 1) {
+        if (!optimal && left_ms >= 1) {
             glp_iocp io;
             glp_init_iocp(&io);
             io.msg_lev = GLP_MSG_OFF;
@@ -324,7 +366,7 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
             io.presolve = GLP_OFF;
             io.mir_cuts = GLP_ON;
             io.fp_heur = GLP_ON;
-            cbstate cs = {best};
+            cbstate cs = {best, x};
             io.cb_func = on_tree;
             io.cb_info = &cs;
             int irc = glp_intopt(lp, &io);
@@ -332,7 +374,7 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
             if (ms == GLP_NOFEAS) {
                 st = tp__fail(err, TP_ERR_INFEASIBLE, "tp_chain_bound: the MILP is infeasible");
             } else {
-                if (ms == GLP_OPT || ms == GLP_FEAS) inc = glp_mip_obj_val(lp);
+                if ((ms == GLP_OPT || ms == GLP_FEAS) && glp_mip_obj_val(lp) < inc) inc = glp_mip_obj_val(lp);
                 if (irc == 0 && ms == GLP_OPT) {
                     optimal = 1;
                     best = inc;
@@ -341,6 +383,7 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
                 }
             }
         }
+        free(x);
     }
     glp_delete_prob(lp);
     if (st) return st;
