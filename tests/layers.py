@@ -14,7 +14,7 @@ import sys
 LAYERS = ["io", "graph", "models", "plan", "kernels", "exec", "backend", "app", "tools"]
 RANK = {"io": 0, "graph": 1, "models": 2, "plan": 2, "kernels": 3, "exec": 4, "backend": 5, "app": 6, "tools": 7}
 PUBLIC = {"error.h": "io", "io.h": "io", "dtype.h": "io", "safetensors.h": "io", "graph.h": "graph",
-          "models.h": "models", "plan.h": "plan", "exec.h": "exec", "cache.h": "exec", "backend.h": "backend", "app.h": "app",
+          "models.h": "models", "plan.h": "plan", "offload.h": "plan", "exec.h": "exec", "cache.h": "exec", "backend.h": "backend", "app.h": "app",
           "turnip.h": "app"}
 
 
