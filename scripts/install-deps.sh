@@ -5,7 +5,7 @@
 #   --bench: also what the benchmarks compare against and CI does not need (StarPU 1.3 for
 #   build/bench_dispatch; the CMake option pkg_check_modules(STARPU) picks it up on reconfigure)
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libjansson-dev libopenblas-dev python3 python3-numpy python3-torch graphviz gnuplot-nox
+pkgs=(build-essential cmake pkg-config libjansson-dev libopenblas-dev python3 python3-numpy python3-torch graphviz gnuplot-nox libglpk-dev
       clang libclang-rt-14-dev)
 for a in "$@"; do
     case "$a" in

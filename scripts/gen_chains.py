@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""gen_chains.py - writes the GPT-2 and BERT training chains of the weight-offload paper's
+section 7 (shared/papers/weight-offloading-strategies.txt, Table 1) as turnip.chain/1 JSON
+files (docs/weight-offload.md, "Lower bound" / "Chains").
+
+The paper's measured V100 times are not available; the numbers here come from a stated cost
+model (docs/weight-offload.md):
+  - one layer is one transformer block, hidden h = 3072, 24 heads, sequence length s
+    (GPT-2: 128, BERT: 48), batch B in {16, 32, 64};
+  - forward flops of a block (Megatron-LM, Narayanan et al. 2021): 24 B s h^2 + 4 B s^2 h;
+    backward = 2x forward plus the forward recomputed (the paper recomputes the intermediate
+    activations in the backward): ub = 3 uf; throughput 11.8 TFLOP/s (fp32 on a V100,
+    calibrated on GPT-2: the compute sums fall within 4% of Table 1's sum u_j column for
+    GPT-2, 6.3% for BERT, whose s = 48 is calibrated the same way);
+  - weights 12 h^2 + 13 h parameters in fp32 per block (36-144 blocks: 4.1-16.3 B parameters,
+    the paper's 4.2-16.4 B with the embedding);
+  - activations: the block's input, B s h fp32 values kept from F_i to B_i (25 MB at B 16,
+    s 128: the paper's "about 20 MB"); a^0 the same size (the embedding's output);
+  - M_GPU = 16 GiB minus the recomputation workspace of one block, 60 B s h x 4 bytes
+    (1.5 GB at B 16, s 128: the paper's "1 GB to 2 GB");
+  - beta = 12 GB/s (Table 1) unless --beta.
+usage: scripts/gen_chains.py [--out DIR] [--beta BYTES_PER_S] [--check]
+  --check: also print each chain's compute sum next to Table 1's and exit 1 if a chain cannot
+  run at all (an op over M_GPU with no other weight) or needs no offload."""
+import json
+import math
+import os
+import sys
+
+H = 3072
+HEADS = 24
+THROUGHPUT = 11.8e12
+GIB16 = 16 * 1024 ** 3
+WORKSPACE_FACTOR = 60
+SEQ = {"gpt2": 128, "bert": 48}
+# Table 1: (family, depth, batch) -> sum u_j in ms (for --check only)
+TABLE1 = {("gpt2", 74, 64): 47421, ("gpt2", 56, 64): 35553, ("gpt2", 38, 64): 23694,
+          ("gpt2", 74, 32): 23697, ("gpt2", 56, 32): 17762, ("gpt2", 38, 32): 11840,
+          ("gpt2", 74, 16): 11612, ("gpt2", 56, 16): 8697, ("gpt2", 38, 16): 5794,
+          ("bert", 144, 64): 34486, ("bert", 96, 64): 22965, ("bert", 144, 32): 17443,
+          ("bert", 96, 32): 11617, ("bert", 144, 16): 9090, ("bert", 96, 16): 6058}
+
+
+def chain(family, depth, batch, beta):
+    s = SEQ[family]
+    fwd_flops = 24 * batch * s * H * H + 4 * batch * s * s * H
+    uf = fwd_flops / THROUGHPUT
+    ub = 3 * uf
+    w = 4 * (12 * H * H + 13 * H)
+    act = 4 * batch * s * H
+    mgpu = GIB16 - WORKSPACE_FACTOR * act
+    layers = [{"uf": uf, "ub": ub, "w": w, "a": act} for _ in range(depth)]
+    return {"format": "turnip.chain/1", "mgpu": mgpu, "beta": beta, "a0": act, "layers": layers}
+
+
+def main(argv):
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "chains")
+    beta = 12e9
+    check = False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--out" and i + 1 < len(argv):
+            out = argv[i + 1]
+            i += 2
+        elif a == "--beta" and i + 1 < len(argv):
+            try:
+                beta = float(argv[i + 1])
+            except ValueError:
+                beta = float("nan")
+            if not (math.isfinite(beta) and beta > 0):
+                print("gen_chains.py: --beta wants a positive number of bytes per second", file=sys.stderr)
+                return 2
+            i += 2
+        elif a == "--check":
+            check = True
+            i += 1
+        else:
+            print("usage: scripts/gen_chains.py [--out DIR] [--beta BYTES_PER_S] [--check]", file=sys.stderr)
+            return 2
+    os.makedirs(out, exist_ok=True)
+    bad = 0
+    for (family, depth, batch), ms in sorted(TABLE1.items()):
+        c = chain(family, depth, batch, beta)
+        name = "%s-%d-b%d.json" % (family, depth, batch)
+        with open(os.path.join(out, name), "w") as f:
+            json.dump(c, f, indent=None, separators=(",", ":"))
+            f.write("\n")
+        if check:
+            L = c["layers"]
+            sum_u = sum(x["uf"] + x["ub"] for x in L)
+            acc = c["a0"]
+            alone = 0
+            everything = 0
+            sw = sum(x["w"] for x in L)
+            for x in L:
+                acc += x["a"]
+                alone = max(alone, 2 * x["w"] + acc)
+                everything = max(everything, 2 * x["w"] + acc + sw - x["w"])
+            ok = alone <= c["mgpu"] < everything
+            bad += not ok
+            print("%-22s sum_u %8.0f ms (Table 1: %5d, %+5.1f%%)  mgpu %5.2f GB  alone %5.2f GB  all %6.2f GB %s" % (
+                name, 1e3 * sum_u, ms, 100 * (1e3 * sum_u / ms - 1), c["mgpu"] / 1e9, alone / 1e9,
+                everything / 1e9, "" if ok else "BAD"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
