@@ -46,5 +46,12 @@ expect 2 "$D/toomany.json: offload: 513 layers, the algorithms take 1..512" "$T"
 expect 2 "cannot open" "$T" offload-plan "$D/missing.json"
 EXPECT_ONE_LINE=0
 expect 2 "no chain given" "$T" offload-plan
-expect 2 "--algo must be" "$T" offload-plan "$D/good.json" --algo milp
+expect 2 "--algo must be" "$T" offload-plan "$D/good.json" --algo bogus
+# the MILP bound (GLPK): at least the compute sum (7 s), at most what Greedy reaches (8 s); with
+# --bound each strategy is printed over it
+expect 0 "bound 7 s (proved optimal)" "$T" offload-plan "$D/good.json" --algo milp
+expect 0 "makespan/bound 1.285714" "$T" offload-plan "$D/good.json" --algo greedy-star --bound --time-limit 10
+expect 2 "makes no schedule" "$T" offload-plan "$D/good.json" --algo milp --schedule "$D/s-milp.json"
+absent "$D/s-milp.json"
+expect 2 "--time-limit" "$T" offload-plan "$D/good.json" --bound --time-limit 0
 finish offload_cli

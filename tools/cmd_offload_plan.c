@@ -6,38 +6,58 @@
 
 typedef struct {
     const char *algo, *schedule;
+    int bound;
+    double time_limit;
 } flags;
 
-static const char *const algo_names[] = {"greedy", "greedy-star", "l2l", NULL};
+static const char *const algo_names[] = {"greedy", "greedy-star", "l2l", "milp", NULL};
 
 static const cli_opt opts[] = {
-    CLI_O_CHOICE("--algo", "greedy|greedy-star|l2l", flags, algo, algo_names,
+    CLI_O_CHOICE("--algo", "greedy|greedy-star|l2l|milp", flags, algo, algo_names,
                  "greedy: Algorithm 1 and 2 with the discount (default); greedy-star: without it;\n"
-                 "l2l: only the layer in use on the GPU, the next one prefetched"),
+                 "l2l: only the layer in use on the GPU, the next one prefetched;\n"
+                 "milp: no schedule, the section 6 MILP lower bound alone (GLPK)"),
     CLI_O_STR("--schedule", "FILE", flags, schedule, "write the schedule there (turnip.offload-schedule/1 JSON)"),
+    CLI_O_SWITCH("--bound", flags, bound, "also solve the MILP lower bound and print the makespan over it"),
+    CLI_O_NUM("--time-limit", "S", flags, time_limit, 0.01, 86400,
+              "the MILP solver's time limit in seconds (default 60); past it the solver's proven\n"
+              "bound is printed with its gap"),
     CLI_O_END,
 };
 
 static void help(FILE *f)
 {
     cli_print_help(f,
-                   "usage: turnip offload-plan CHAIN [--algo greedy|greedy-star|l2l] [--schedule FILE]\n"
+                   "usage: turnip offload-plan CHAIN [--algo greedy|greedy-star|l2l|milp] [--schedule FILE]\n"
+                   "                          [--bound] [--time-limit S]\n"
                    "\n"
                    "Plans which weights of a training chain (turnip.chain/1 JSON) leave the GPU and when\n"
                    "they move (shared/papers/weight-offloading-strategies.txt), checks the schedule\n"
                    "and prints its makespan, the compute sum (sum of uf + ub: no schedule is shorter),\n"
-                   "their ratio, the bytes moved per iteration and the memory peak.\n"
+                   "their ratio, the bytes moved per iteration and the memory peak; with --bound (or\n"
+                   "--algo milp) the MILP lower bound of the paper's section 6, its gap and time.\n"
                    "\n",
                    opts, "exit: 0 planned, 2 unusable input or no schedule fits, 3 internal failure\n");
+}
+
+/* the bound's lines: bound, bound over the compute sum, the solver's incumbent, gap and time */
+static void print_bound(const tp_chain_bound_result *b, double compute)
+{
+    printf("bound %.9g s (%s)\nbound/compute %.6f\nincumbent %.9g s\ngap %.6f\nsolver %s, %.3f s\n", b->bound,
+           b->optimal ? "proved optimal" : "time limit: the solver's proven bound", compute > 0 ? b->bound / compute : 1.0,
+           b->incumbent, b->gap, b->solver, b->seconds);
 }
 
 static int run(int argc, char **argv)
 {
     flags fl = {0};
+    fl.time_limit = 60;
     const char *path;
     int npos, rc = cli_parse("offload-plan", opts, &fl, argc, argv, 2, &path, 1, &npos, "chain");
     if (rc) return rc;
     if (!npos) return cli_usage_error("offload-plan", "no chain given", NULL);
+    int milp = fl.algo && !strcmp(fl.algo, "milp");
+    if (milp && fl.schedule) return cli_usage_error("offload-plan", "--algo milp makes no schedule (--schedule)", NULL);
     tp_offload_algo algo = TP_OFFLOAD_GREEDY;
     if (fl.algo && !strcmp(fl.algo, "greedy-star")) algo = TP_OFFLOAD_GREEDY_STAR;
     if (fl.algo && !strcmp(fl.algo, "l2l")) algo = TP_OFFLOAD_L2L;
@@ -45,6 +65,22 @@ static int run(int argc, char **argv)
     tp_chain *c;
     tp_status s = tp_chain_read_file(path, &c, &e);
     if (s) return cli_fail("offload-plan", s, &e);
+    tp_chain_bound_result b = {0};
+    if (milp || fl.bound) {
+        s = tp_chain_bound(c, fl.time_limit, &b, &e);
+        if (s) {
+            tp_chain_free(c);
+            if (s == TP_ERR_ARG) s = TP_ERR_INVALID; /* too many layers: the input, not the call */
+            return cli_fail_file("offload-plan", path, s, &e);
+        }
+    }
+    if (milp) {
+        double compute = 0;
+        for (uint32_t i = 0; i < c->layers; i++) compute += c->uf[i] + c->ub[i];
+        tp_chain_free(c);
+        print_bound(&b, compute);
+        return 0;
+    }
     tp_offload_schedule *sc = NULL;
     s = tp_offload_plan(c, algo, &sc, &e);
     if (s) {
@@ -76,6 +112,10 @@ static int run(int argc, char **argv)
     printf("algo %s\nmakespan %.9g s\ncompute %.9g s\nratio %.6f\nmoved %llu bytes\npeak %llu bytes (%s)\n",
            fl.algo ? fl.algo : "greedy", r.makespan, r.compute, r.compute > 0 ? r.makespan / r.compute : 1.0,
            (unsigned long long)r.bytes_moved, (unsigned long long)r.peak, cli_bytes_str((double)r.peak, pb, sizeof pb));
+    if (fl.bound) {
+        print_bound(&b, r.compute);
+        printf("makespan/bound %.6f\n", b.bound > 0 ? r.makespan / b.bound : 1.0);
+    }
     return 0;
 }
 

@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""offload_table.py - the weight-offload paper's Table 1 and bandwidth sweep, rebuilt (issue 14;
+docs/weight-offload.md "Table 1").
+
+For every chain of examples/chains/ (scripts/gen_chains.py, 12 GB/s) it runs
+`turnip offload-plan --algo milp` (the section 6 lower bound, GLPK, --time-limit S) and the three
+strategies (greedy, greedy-star, l2l; each schedule replayed by the independent checker) and prints
+each makespan over the bound. Then the sweep of section 7.2: one chain (--sweep-chain, default
+gpt2-38-b16) regenerated at each bandwidth (--betas, GB/s), the same columns. Makespans are the
+checker's simulated times (deterministic: one run each); the solver's seconds are one run's wall
+time on this machine (printed for the gap, not as a benchmark figure).
+
+Writes OUT/offload_table1.csv, OUT/offload_sweep.csv and, with gnuplot, OUT/offload_sweep.png
+(a fixed script over fixed names in a private temporary directory; every file written to a
+temporary name and renamed into place).
+usage: bench/offload_table.py [--turnip PATH] [--time-limit S] [--out DIR] [--sweep-chain NAME]
+                              [--betas 1,2,4,8,12,16] [--only NAME,...]"""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+ALGOS = ["greedy", "greedy-star", "l2l"]
+
+
+def die(msg):
+    print("offload_table: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def plan(turnip, chain, algo, limit):
+    cmd = [turnip, "offload-plan", chain, "--algo", algo]
+    if algo == "milp":
+        cmd += ["--time-limit", str(limit)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit * 4 + 600)
+    if p.returncode != 0:
+        die("%s --algo %s: exit %d: %s" % (chain, algo, p.returncode, p.stderr.strip()))
+    out = {}
+    for line in p.stdout.splitlines():
+        k, _, v = line.partition(" ")
+        out[k] = v
+    return out
+
+
+def row(turnip, chain, limit):
+    b = plan(turnip, chain, "milp", limit)
+    bound = float(b["bound"].split()[0])
+    with open(chain) as f:
+        layers = json.load(f)["layers"]
+    r = {"chain": os.path.basename(chain)[:-5], "compute_s": sum(x["uf"] + x["ub"] for x in layers),
+         "bound_s": bound, "optimal": "proved optimal" in b["bound"], "gap": float(b["gap"]),
+         "solver_s": float(b["solver"].rsplit(",", 1)[1].split()[0])}
+    for a in ALGOS:
+        m = float(plan(turnip, chain, a, limit)["makespan"].split()[0])
+        r[a + "_s"] = m
+        r[a + "/bound"] = m / bound if bound > 0 else 1.0
+    return r
+
+
+COLS = ["chain", "compute_s", "bound_s", "optimal", "gap", "solver_s"] + [a + x for a in ALGOS for x in ("_s", "/bound")]
+
+
+def write_csv(path, rows, extra=()):
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(list(extra) + COLS)
+        for r in rows:
+            w.writerow([r[c] for c in list(extra) + COLS])
+    os.replace(tmp, path)
+
+
+def show_header(first):
+    print("| %s | compute s | bound s | proved | gap | solver s | Greedy | Greedy* | L2L |" % first)
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|", flush=True)
+
+
+def show(r, first):
+    print("| %s | %.3f | %.3f | %s | %.4f | %.1f | %.4f | %.4f | %.4f |" % (
+        r[first], r["compute_s"], r["bound_s"], "yes" if r["optimal"] else "no", r["gap"], r["solver_s"],
+        r["greedy/bound"], r["greedy-star/bound"], r["l2l/bound"]), flush=True)
+
+
+def main(argv):
+    turnip = os.path.join(ROOT, "build", "turnip")
+    limit, out, sweep_chain, betas, only = 60.0, os.path.join(ROOT, "out"), "gpt2-38-b16", [1, 2, 4, 8, 12, 16], None
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-h", "--help"):
+            print(__doc__)
+            return 0
+        if i + 1 >= len(argv):
+            die("%s needs a value" % a)
+        v = argv[i + 1]
+        if a == "--turnip":
+            turnip = v
+        elif a == "--time-limit":
+            limit = float(v)
+            if not 0.01 <= limit <= 86400:
+                die("--time-limit must be in [0.01, 86400]")
+        elif a == "--out":
+            out = v
+        elif a == "--sweep-chain":
+            sweep_chain = v
+        elif a == "--betas":
+            betas = [float(x) for x in v.split(",")]
+            if not betas or any(not 0.001 <= x <= 1000 for x in betas):
+                die("--betas: GB/s values in [0.001, 1000]")
+        elif a == "--only":
+            only = v.split(",")
+        else:
+            die("unknown argument %s (--help)" % a)
+        i += 2
+    if not os.access(turnip, os.X_OK):
+        die("no turnip at %s (scripts/build.sh build)" % turnip)
+    os.makedirs(out, exist_ok=True)
+    chains = sorted(f for f in os.listdir(os.path.join(ROOT, "examples", "chains")) if f.endswith(".json"))
+    if only:
+        chains = [c for c in chains if c[:-5] in only]
+    print("Table 1 (12 GB/s), time limit %g s per bound; ratios are makespan / bound" % limit)
+    rows = []
+    show_header("chain")
+    for c in chains:
+        rows.append(row(turnip, os.path.join(ROOT, "examples", "chains", c), limit))
+        show(rows[-1], "chain")
+    write_csv(os.path.join(out, "offload_table1.csv"), rows)
+    print("\nBandwidth sweep: %s" % sweep_chain)
+    tmpd = tempfile.mkdtemp(prefix="offload_sweep.")
+    try:
+        srows = []
+        show_header("beta_GBps")
+        for b in betas:
+            d = os.path.join(tmpd, "b")
+            shutil.rmtree(d, ignore_errors=True)
+            subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "gen_chains.py"), "--out", d, "--beta",
+                            repr(b * 1e9)], check=True, capture_output=True)
+            path = os.path.join(d, sweep_chain + ".json")
+            if not os.path.isfile(path):
+                die("no chain %s" % sweep_chain)
+            r = row(turnip, path, limit)
+            r["beta_GBps"] = b
+            srows.append(r)
+            show(r, "beta_GBps")
+        csvp = os.path.join(out, "offload_sweep.csv")
+        write_csv(csvp, srows, ("beta_GBps",))
+        if shutil.which("gnuplot"):
+            shutil.copy(csvp, os.path.join(tmpd, "sweep.csv"))
+            script = ("set terminal pngcairo size 800,500\nset output 'sweep.png'\nset datafile separator ','\n"
+                      "set key top right\nset xlabel 'link bandwidth (GB/s)'\nset ylabel 'makespan / lower bound'\n"
+                      "set logscale x 2\nplot 'sweep.csv' every ::1 using 1:9 with linespoints title 'Greedy', "
+                      "'' every ::1 using 1:11 with linespoints title 'Greedy*', "
+                      "'' every ::1 using 1:13 with linespoints title 'L2L'\n")
+            with open(os.path.join(tmpd, "sweep.gp"), "w") as f:
+                f.write(script)
+            subprocess.run(["gnuplot", "sweep.gp"], cwd=tmpd, check=True)
+            shutil.copy(os.path.join(tmpd, "sweep.png"), os.path.join(out, "offload_sweep.png.tmp"))
+            os.replace(os.path.join(out, "offload_sweep.png.tmp"), os.path.join(out, "offload_sweep.png"))
+            print("wrote %s, %s" % (csvp, os.path.join(out, "offload_sweep.png")))
+        else:
+            print("wrote %s (no gnuplot: no PNG)" % csvp)
+    finally:
+        shutil.rmtree(tmpd, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
