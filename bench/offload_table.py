@@ -108,7 +108,10 @@ def main(argv):
         elif a == "--sweep-chain":
             sweep_chain = v
         elif a == "--betas":
-            betas = [float(x) for x in v.split(",")]
+            try:
+                betas = [float(x) for x in v.split(",")]
+            except ValueError:
+                die("--betas: a comma-separated list of GB/s values")
             if not betas or any(not 0.001 <= x <= 1000 for x in betas):
                 die("--betas: GB/s values in [0.001, 1000]")
         elif a == "--only":

@@ -26,7 +26,7 @@ static char *write_tmp(const char *text)
 TEST(offload_read_chain)
 {
     char *p = write_tmp("{\"format\": \"turnip.chain/1\", \"mgpu\": 1000, \"beta\": 10.5, \"a0\": 3,"
-                        " \"layers\": [{\"uf\": 0.5, \"ub\": 1, \"w\": 7, \"a\": 4}, {\"uf\": 0, \"ub\": 2e-3, \"w\": 0, \"a\": 9}]}");
+                        " \"layers\": [{\"uf\": 0.5, \"ub\": 1, \"w\": 7, \"a\": 4}, {\"uf\": 1e-3, \"ub\": 2e-3, \"w\": 0, \"a\": 9}]}");
     tp_chain *c;
     tp_error e;
     ASSERT_OK_ERR(tp_chain_read_file(p, &c, &e), e);
@@ -50,19 +50,22 @@ TEST(offload_read_chain_rejects)
         const char *text, *want;
     } bad[] = {
         {"[1]", "(top)"},
-        {"{\"format\": \"turnip.chain/2\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "format"},
+        {"{\"format\": \"turnip.chain/2\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1, \"ub\": 1, \"w\": 0, \"a\": 0}]}", "format"},
         {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": []}", "layers"},
-        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"extra\": 1, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "unknown key \"extra\""},
-        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 0, \"a\": 0, \"x\": 1}]}", "layers[0]: unknown key"},
-        {"{\"format\": \"turnip.chain/1\", \"mgpu\": -1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "mgpu"},
-        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 0, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "beta"},
-        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": -1, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "layers[0].uf"},
-        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 1.5, \"a\": 0}]}", "layers[0].w"},
-        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 9007199254740993, \"a\": 0}]}", "layers[0].w"},
-        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 0, \"w\": 9007199254740992, \"a\": 1}]}", "exceeds 2^53"},
-        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"w\": 0, \"a\": 0}]}", "layers[0].ub: missing"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"extra\": 1, \"layers\": [{\"uf\": 1, \"ub\": 1, \"w\": 0, \"a\": 0}]}", "unknown key \"extra\""},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1, \"ub\": 1, \"w\": 0, \"a\": 0, \"x\": 1}]}", "layers[0]: unknown key"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": -1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1, \"ub\": 1, \"w\": 0, \"a\": 0}]}", "mgpu"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 0, \"a0\": 0, \"layers\": [{\"uf\": 1, \"ub\": 1, \"w\": 0, \"a\": 0}]}", "beta"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": -1, \"ub\": 1, \"w\": 0, \"a\": 0}]}", "layers[0].uf"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1, \"ub\": 1, \"w\": 1.5, \"a\": 0}]}", "layers[0].w"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1, \"ub\": 1, \"w\": 9007199254740993, \"a\": 0}]}", "layers[0].w"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1e18, \"a0\": 0, \"layers\": [{\"uf\": 1, \"ub\": 1, \"w\": 9007199254740992, \"a\": 1}]}", "exceeds 2^53"},
+        /* a computation takes time (its memory is held at an instant of its own); a transfer at most 1e9 s */
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 1, \"w\": 0, \"a\": 0}]}", "layers[0].uf: 0 out of range"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1, \"ub\": 1, \"w\": 2000000000, \"a\": 0}]}", "layers[0].w: its transfer takes over 1e9 s"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1, \"w\": 0, \"a\": 0}]}", "layers[0].ub: missing"},
         {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"mgpu\": 2, \"beta\": 1, \"a0\": 0, \"layers\": []}", "not JSON"},
-        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1e400, \"ub\": 0, \"w\": 0, \"a\": 0}]}", "not JSON"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1e400, \"ub\": 1, \"w\": 0, \"a\": 0}]}", "not JSON"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         char *p = write_tmp(bad[k].text);
@@ -247,7 +250,7 @@ static tp_chain *random_chain(uint64_t seed, uint32_t L, double frac)
     c->a = malloc((L + 1) * sizeof(uint64_t));
     c->a[0] = (uint64_t)(urand(&st) * 1000);
     for (uint32_t i = 0; i < L; i++) {
-        c->uf[i] = urand(&st) < 0.1 ? 0 : 0.1 + urand(&st);
+        c->uf[i] = urand(&st) < 0.1 ? 1e-6 : 0.1 + urand(&st); /* 1e-6: a layer of almost no time */
         c->ub[i] = c->uf[i] * (1 + 2 * urand(&st));
         c->w[i] = urand(&st) < 0.1 ? 0 : (uint64_t)(1000 + urand(&st) * 100000);
         c->a[i + 1] = (uint64_t)(urand(&st) * 5000);

@@ -34,6 +34,11 @@ typedef struct tp_chain {
 /* Reads a "turnip.chain/1" JSON file (docs/weight-offload.md); every number range-checked. */
 tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err);
 void tp_chain_free(tp_chain *c);
+/* The rules the reader enforces, for a chain a caller filled in (every entry point below calls
+ * it): 1..2^20 layers; uf, ub in [1e-9, 1e9] s (a computation takes time, so the memory it holds
+ * is checked at an instant of its own); beta in [1, 1e18] bytes/s; each weight's transfer at
+ * most 1e9 s; all weights and activations together at most 2^53 bytes. TP_ERR_ARG otherwise. */
+tp_status tp_chain_check(const tp_chain *c, tp_error *err);
 
 /* The MILP lower bound on the makespan of one training iteration (section 6). The solver's best
  * bound is a valid lower bound whether or not it proved optimality within time_limit_s. */

@@ -24,7 +24,8 @@
 #include "io/util.h"
 
 #define MAX_EXACT 9007199254740992.0 /* 2^53 */
-#define MAX_TIME 1e9                 /* seconds, per operation */
+#define MAX_TIME 1e9                 /* seconds, per operation (a computation or one weight's transfer) */
+#define MIN_TIME 1e-9                /* seconds: a computation takes time, so its memory is held at an instant of its own */
 
 void tp_chain_free(tp_chain *c)
 {
@@ -144,13 +145,18 @@ tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err)
         }
         if ((s = only_keys(e, lk, path, field, err))) goto done;
         snprintf(field, sizeof field, "layers[%zu].uf", i);
-        if ((s = get_num(json_object_get(e, "uf"), path, field, 0, MAX_TIME, &c->uf[i], err))) goto done;
+        if ((s = get_num(json_object_get(e, "uf"), path, field, MIN_TIME, MAX_TIME, &c->uf[i], err))) goto done;
         snprintf(field, sizeof field, "layers[%zu].ub", i);
-        if ((s = get_num(json_object_get(e, "ub"), path, field, 0, MAX_TIME, &c->ub[i], err))) goto done;
+        if ((s = get_num(json_object_get(e, "ub"), path, field, MIN_TIME, MAX_TIME, &c->ub[i], err))) goto done;
         snprintf(field, sizeof field, "layers[%zu].w", i);
         if ((s = get_bytes(json_object_get(e, "w"), path, field, &c->w[i], err))) goto done;
         snprintf(field, sizeof field, "layers[%zu].a", i);
         if ((s = get_bytes(json_object_get(e, "a"), path, field, &c->a[i + 1], err))) goto done;
+        if ((double)c->w[i] / c->beta > MAX_TIME) {
+            snprintf(field, sizeof field, "layers[%zu].w", i);
+            s = bad(err, path, field, "its transfer takes over 1e9 s at this beta");
+            goto done;
+        }
         total += c->w[i] + c->a[i + 1];
         if (total > ((uint64_t)1 << 53)) {
             s = bad(err, path, field, "the sum of all weights and activations exceeds 2^53 bytes");
@@ -164,6 +170,24 @@ done:
         return s;
     }
     *out = c;
+    return TP_OK;
+}
+
+tp_status tp_chain_check(const tp_chain *c, tp_error *err)
+{
+    if (!c || !c->uf || !c->ub || !c->w || !c->a) return tp__fail(err, TP_ERR_ARG, "chain: NULL chain or array");
+    if (c->layers < 1 || c->layers > (1u << 20)) return tp__fail(err, TP_ERR_ARG, "chain: %u layers (want 1..2^20)", c->layers);
+    if (!(c->beta >= 1.0 && c->beta <= 1e18)) return tp__fail(err, TP_ERR_ARG, "chain: beta %g (want 1..1e18 bytes/s)", c->beta);
+    uint64_t total = c->a[0];
+    if (total > ((uint64_t)1 << 53)) return tp__fail(err, TP_ERR_ARG, "chain: a0 over 2^53 bytes");
+    for (uint32_t i = 0; i < c->layers; i++) {
+        if (!(c->uf[i] >= MIN_TIME && c->uf[i] <= MAX_TIME && c->ub[i] >= MIN_TIME && c->ub[i] <= MAX_TIME))
+            return tp__fail(err, TP_ERR_ARG, "chain: layer %u: uf %g, ub %g (want %g..%g s)", i, c->uf[i], c->ub[i], MIN_TIME, MAX_TIME);
+        if (c->w[i] > ((uint64_t)1 << 53) || c->a[i + 1] > ((uint64_t)1 << 53) || (double)c->w[i] / c->beta > MAX_TIME)
+            return tp__fail(err, TP_ERR_ARG, "chain: layer %u: a size over 2^53 bytes or a transfer over 1e9 s", i);
+        total += c->w[i] + c->a[i + 1]; /* each term <= 2^53, so the sum stops before it can wrap */
+        if (total > ((uint64_t)1 << 53)) return tp__fail(err, TP_ERR_ARG, "chain: weights and activations over 2^53 bytes");
+    }
     return TP_OK;
 }
 
@@ -235,6 +259,8 @@ static int is_compute(tp_offload_op_kind k)
 
 tp_status tp_offload_check(const tp_chain *c, const tp_offload_schedule *s, tp_offload_report *rep, tp_error *err)
 {
+    tp_status cs = tp_chain_check(c, err);
+    if (cs) return cs;
     uint32_t L = c->layers;
     if (s->layers != L) return tp__fail(err, TP_ERR_INVALID, "schedule has %u layers, the chain %u", s->layers, L);
     for (uint32_t j = 0; j < s->nops; j++)

@@ -38,7 +38,7 @@
 #include "io/util.h"
 #include "turnip/offload.h"
 
-#define TP__BOUND_MAX_LAYERS 512u /* the model has ~10 L^2 columns */
+#define TP__BOUND_MAX_LAYERS 160u /* the model has ~10 L^2 columns (the paper's chains: 36-144 layers) */
 #define TP__MAX_EXACT (UINT64_C(1) << 53)
 
 static double now_s(void)
@@ -146,6 +146,9 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
     if (!c || !out) return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: NULL chain or result");
     memset(out, 0, sizeof *out);
     out->solver = solver_name;
+    double t0 = now_s(); /* the time limit counts the model's construction too */
+    tp_status valid = tp_chain_check(c, err);
+    if (valid) return valid;
     const uint32_t L = c->layers;
     if (L < 1 || L > TP__BOUND_MAX_LAYERS)
         return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: %u layers (the MILP takes 1..%u)", L, TP__BOUND_MAX_LAYERS);
@@ -334,12 +337,11 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
     free(uk);
 #undef ROW
 
-    double t0 = now_s();
-    double lim_ms = time_limit_s * 1000.0;
+    double lim_ms = time_limit_s * 1000.0, left0 = lim_ms - (now_s() - t0) * 1000.0; /* after the build */
     glp_smcp sm;
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
-    sm.tm_lim = lim_ms >= INT_MAX ? INT_MAX : (int)lim_ms < 1 ? 1 : (int)lim_ms;
+    sm.tm_lim = left0 >= INT_MAX ? INT_MAX : left0 < 1 ? 1 : (int)left0;
     double best = 0; /* valid bound on sum idle: idle >= 0 */
     double inc = HUGE_VAL;
     int optimal = 0;

@@ -478,6 +478,8 @@ out:
 tp_status tp_offload_plan(const tp_chain *c, tp_offload_algo algo, tp_offload_schedule **out, tp_error *err)
 {
     *out = NULL;
+    tp_status cs = tp_chain_check(c, err);
+    if (cs) return cs;
     if (algo == TP_OFFLOAD_L2L) return tp_offload_schedule_l2l(c, out, err);
     if (algo != TP_OFFLOAD_GREEDY && algo != TP_OFFLOAD_GREEDY_STAR)
         return tp__fail(err, TP_ERR_ARG, "offload: unknown algorithm %d", (int)algo);
