@@ -312,21 +312,12 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
             put(&t, r80, C_D0(i), -W);
         }
     }
-    if (t.oom || !rtype || !rlo || !rhi) {
-        glp_delete_prob(lp);
-        free(t.ia);
-        free(t.ja);
-        free(t.ar);
-        free(rtype);
-        free(rlo);
-        free(rhi);
-        free(Mk);
-        free(uk);
-        return tp__fail(err, TP_ERR_NOMEM, "tp_chain_bound: out of memory");
+    int oom = t.oom || !rtype || !rlo || !rhi;
+    if (!oom) {
+        glp_add_rows(lp, row);
+        for (int r = 1; r <= row; r++) glp_set_row_bnds(lp, r, rtype[r], rlo[r], rhi[r]);
+        glp_load_matrix(lp, (int)t.n, t.ia, t.ja, t.ar);
     }
-    glp_add_rows(lp, row);
-    for (int r = 1; r <= row; r++) glp_set_row_bnds(lp, r, rtype[r], rlo[r], rhi[r]);
-    glp_load_matrix(lp, (int)t.n, t.ia, t.ja, t.ar);
     free(t.ia);
     free(t.ja);
     free(t.ar);
@@ -336,6 +327,10 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
     free(Mk);
     free(uk);
 #undef ROW
+    if (oom) {
+        glp_delete_prob(lp);
+        return tp__fail(err, TP_ERR_NOMEM, "tp_chain_bound: out of memory");
+    }
 
     double lim_ms = time_limit_s * 1000.0, left0 = lim_ms - (now_s() - t0) * 1000.0; /* after the build */
     glp_smcp sm;
