@@ -51,7 +51,7 @@ typedef struct {
     size_t ndev;
 } D;
 
-static tp_status nomem(D *c)
+static tp_status dot_nomem(D *c)
 {
     return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
 }
@@ -62,7 +62,7 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static tp_status add_vertex(D *c, json_t *v)
+static tp_status dot_vertex(D *c, json_t *v)
 {
     size_t i = c->n;
     const char *kind = json_string_value(json_object_get(v, "kind")), *task = json_string_value(json_object_get(v, "task"));
@@ -76,7 +76,7 @@ static tp_status add_vertex(D *c, json_t *v)
     int len = snprintf(label, sizeof label, "%zu: %s%s%.400s%s", i, strcmp(kind, "kernel") ? kind : "", strcmp(kind, "kernel") ? " " : "", task,
                        grp);
     size_t ll = len < 0 ? 0 : (size_t)len < sizeof label ? (size_t)len : sizeof label - 1;
-    if (!TP__GROW(c->v, c->vcap, i + 1) || !TP__GROW(c->labels, c->caplab, c->nlab + ll + 1)) return nomem(c);
+    if (!TP__GROW(c->v, c->vcap, i + 1) || !TP__GROW(c->labels, c->caplab, c->nlab + ll + 1)) return dot_nomem(c);
     c->v[i].dev = json_is_integer(jd) && json_integer_value(jd) >= 0 ? (int64_t)json_integer_value(jd) : -1;
     c->v[i].style = (uint8_t)st;
     c->v[i].label = c->nlab;
@@ -86,11 +86,11 @@ static tp_status add_vertex(D *c, json_t *v)
     /* edges: each dependency, solid when a read comes from it */
     json_t *reads = json_object_get(v, "reads"), *deps = json_object_get(v, "deps");
     size_t nr = json_array_size(reads), nd = json_array_size(deps);
-    if (!TP__GROW(c->rd, c->caprd, nr + 1)) return nomem(c);
+    if (!TP__GROW(c->rd, c->caprd, nr + 1)) return dot_nomem(c);
     for (size_t r = 0; r < nr; r++) c->rd[r] = (int64_t)json_integer_value(json_object_get(json_array_get(reads, r), "from"));
     qsort(c->rd, nr, sizeof *c->rd, cmp_i64);
     size_t need = c->ne + nd + 1;
-    if (!TP__GROW(c->efrom, c->capf, need) || !TP__GROW(c->eto, c->capt, need) || !TP__GROW(c->ekind, c->capk, need)) return nomem(c);
+    if (!TP__GROW(c->efrom, c->capf, need) || !TP__GROW(c->eto, c->capt, need) || !TP__GROW(c->ekind, c->capk, need)) return dot_nomem(c);
     for (size_t k = 0; k < nd; k++) {
         int64_t d = (int64_t)json_integer_value(json_array_get(deps, k));
         c->efrom[c->ne] = d;
@@ -101,7 +101,7 @@ static tp_status add_vertex(D *c, json_t *v)
     return TP_OK;
 }
 
-static tp_status read_doc(D *c, tp__jp *jp)
+static tp_status dot_read(D *c, tp__jp *jp)
 {
     tp__jpt t = tp__jp_peek(jp);
     if (t == TP__JP_ERROR) return jp->err->code;
@@ -128,7 +128,7 @@ static tp_status read_doc(D *c, tp__jp *jp)
                 }
                 json_t *v;
                 tp_status s = tp__jp_tree(jp, &v);
-                if (!s) s = add_vertex(c, v);
+                if (!s) s = dot_vertex(c, v);
                 json_decref(v);
                 if (s) return s;
             }
@@ -174,7 +174,7 @@ tp_status tp_dot_json(const char *text, size_t len, const char *name, FILE *out,
     c.err = err;
     tp__jp jp;
     tp__jp_open_mem(&jp, text, len, name, err);
-    tp_status s = read_doc(&c, &jp);
+    tp_status s = dot_read(&c, &jp);
     if (s && !jp.failed) { /* a syntax error later in the text is reported first */
         tp_status syn = tp__jp_drain(&jp);
         if (!syn) syn = tp__jp_finish(&jp);
@@ -187,7 +187,7 @@ tp_status tp_dot_json(const char *text, size_t len, const char *name, FILE *out,
         start = calloc(nb + 1, sizeof *start);
         fill = malloc(nb * sizeof *fill);
         order = malloc((c.n + 1) * sizeof *order);
-        if (!start || !fill || !order) s = nomem(&c);
+        if (!start || !fill || !order) s = dot_nomem(&c);
     }
     if (!s) {
         for (size_t i = 0; i < c.n; i++) start[bucket(&c, i) + 1]++;
