@@ -482,3 +482,47 @@ TEST(offload_greedy_hides_transfers)
     CHECK(moved[0] < moved[1]);
     tp_chain_free(c);
 }
+
+/* No strategy beats the lower bound (issue 14): on random chains of 1..6 layers from the tightest
+ * memory to all weights resident, each schedule the checker accepts is at least the MILP bound
+ * of the paper's section 6 (tp_chain_bound; its proven bound even when the time limit stops it),
+ * and the bound at least the compute sum. Counts of planned schedules and of bounds above the
+ * compute sum keep the test from passing on nothing. */
+TEST(offload_strategies_above_bound)
+{
+    static const double fracs[] = {0, 0.2, 0.6, 1.0};
+    int compared = 0, above = 0, proved = 0;
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        uint32_t L = 1 + (uint32_t)(tp__mix64(seed * 104729) % 6);
+        for (size_t f = 0; f < sizeof fracs / sizeof *fracs; f++) {
+            tp_chain *c = random_chain(seed * 977 + f, L, fracs[f]);
+            double compute = 0;
+            for (uint32_t i = 0; i < L; i++) compute += c->uf[i] + c->ub[i];
+            tp_chain_bound_result b;
+            tp_error e;
+            tp_status bs = tp_chain_bound(c, 5.0, &b, &e);
+            CHECKF(bs == TP_OK || bs == TP_ERR_INFEASIBLE, "seed %llu: bound: %s", (unsigned long long)seed, e.msg);
+            if (bs) {
+                free_chain(c);
+                continue;
+            }
+            CHECK(b.bound >= compute * (1 - 1e-9));
+            proved += b.optimal;
+            above += b.bound > compute * (1 + 1e-6);
+            for (int a = 0; a < 3; a++) {
+                tp_offload_schedule *s = NULL;
+                if (tp_offload_plan(c, (tp_offload_algo)a, &s, &e)) continue;
+                tp_offload_report r;
+                ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
+                CHECKF(r.makespan >= b.bound * (1 - 1e-6), "seed %llu L %u frac %g algo %d: makespan %.9g < bound %.9g",
+                       (unsigned long long)seed, L, fracs[f], a, r.makespan, b.bound);
+                compared++;
+                tp_offload_schedule_free(s);
+            }
+            free_chain(c);
+        }
+    }
+    CHECKF(compared >= 120, "only %d schedules compared", compared);
+    CHECKF(above >= 10, "only %d bounds above the compute sum", above);
+    CHECKF(proved >= 40, "only %d bounds proved optimal", proved);
+}
