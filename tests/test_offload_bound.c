@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
+#include "io/util.h"
 #include "turnip/offload.h"
 
 typedef struct owned {
@@ -22,13 +23,10 @@ typedef struct owned {
     uint64_t w[16], a[17];
 } owned;
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void)
+static uint64_t rng_counter;
+static uint64_t rnd(void) /* the project's one RNG, counter-based */
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
+    return tp__mix64(0x9e3779b97f4a7c15ull + ++rng_counter);
 }
 static double rnd01(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
