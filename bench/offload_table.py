@@ -18,6 +18,7 @@ usage: bench/offload_table.py [--turnip PATH] [--time-limit S] [--out DIR] [--sw
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -107,6 +108,8 @@ def main(argv):
             out = v
         elif a == "--sweep-chain":
             sweep_chain = v
+            if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", v):  # a chain's name, never a path
+                die("--sweep-chain: a chain name such as gpt2-38-b16")
         elif a == "--betas":
             try:
                 betas = [float(x) for x in v.split(",")]

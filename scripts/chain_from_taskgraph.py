@@ -116,14 +116,21 @@ def main(argv):
         for m in (w[i] + acc, 2 * w[i] + acc):
             lo = max(lo, m + 0)
             hi = max(hi, m + ws - w[i])
-    if "--mgpu" in opts:
-        mgpu = int(opts["--mgpu"])
-    else:
-        frac = float(opts.get("--mem-frac", 0.3))
-        if not 0 <= frac <= 1:
-            die("--mem-frac must be in [0, 1]")
-        mgpu = lo + int(frac * (hi - lo))
-    beta = float(opts["--beta"]) if "--beta" in opts else number(p, "h2d_bw")
+    try:
+        if "--mgpu" in opts:
+            mgpu = int(opts["--mgpu"])
+            if not 0 <= mgpu <= 2 ** 53:
+                die("--mgpu must be bytes in [0, 2^53]")
+        else:
+            frac = float(opts.get("--mem-frac", 0.3))
+            if not 0 <= frac <= 1:  # also false for NaN
+                die("--mem-frac must be in [0, 1]")
+            mgpu = lo + int(frac * (hi - lo))
+        beta = float(opts["--beta"]) if "--beta" in opts else number(p, "h2d_bw")
+    except ValueError:
+        die("--mgpu, --mem-frac and --beta take numbers")
+    if not 1 <= beta <= 1e18:  # the range turnip.chain/1 accepts; false for NaN
+        die("--beta must be bytes per second in [1, 1e18]")
     chain = {"format": "turnip.chain/1", "mgpu": mgpu, "beta": beta, "a0": a0,
              "layers": [{"uf": uf[i], "ub": ub[i], "w": w[i], "a": a[i]} for i in range(nl)]}
     text = json.dumps(chain, indent=1) + "\n"

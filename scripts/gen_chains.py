@@ -68,8 +68,8 @@ def main(argv):
                 beta = float(argv[i + 1])
             except ValueError:
                 beta = float("nan")
-            if not (math.isfinite(beta) and beta > 0):
-                print("gen_chains.py: --beta wants a positive number of bytes per second", file=sys.stderr)
+            if not (math.isfinite(beta) and 1 <= beta <= 1e18):  # the range turnip.chain/1 accepts
+                print("gen_chains.py: --beta wants bytes per second in [1, 1e18]", file=sys.stderr)
                 return 2
             i += 2
         elif a == "--check":
@@ -83,9 +83,11 @@ def main(argv):
     for (family, depth, batch), ms in sorted(TABLE1.items()):
         c = chain(family, depth, batch, beta)
         name = "%s-%d-b%d.json" % (family, depth, batch)
-        with open(os.path.join(out, name), "w") as f:
+        path = os.path.join(out, name)
+        with open(path + ".tmp", "w") as f:  # a temporary file renamed into place
             json.dump(c, f, indent=None, separators=(",", ":"))
             f.write("\n")
+        os.replace(path + ".tmp", path)
         if check:
             L = c["layers"]
             sum_u = sum(x["uf"] + x["ub"] for x in L)

@@ -23,7 +23,6 @@
 #include "turnip/offload.h"
 #include "io/util.h"
 
-#define MAX_EXACT 9007199254740992.0 /* 2^53 */
 #define MAX_TIME 1e9                 /* seconds, per operation (a computation or one weight's transfer) */
 #define MIN_TIME 1e-9                /* seconds: a computation takes time, so its memory is held at an instant of its own */
 
