@@ -5,7 +5,9 @@ docs/weight-offload.md "Table 1").
 For every chain of examples/chains/ (scripts/gen_chains.py, 12 GB/s) it runs
 `turnip offload-plan --algo milp` (the section 6 lower bound, GLPK, --time-limit S) and the three
 strategies (greedy, greedy-star, l2l; each schedule replayed by the independent checker) and prints
-each makespan over the bound. Then the sweep of section 7.2: one chain (--sweep-chain, default
+each makespan over the bound; then turnip's planner on the chain's TaskGraph (`turnip offload-plan
+--taskgraph --sim-profile`, simulated by `turnip sim`, --order any and fixed), with its own
+eviction and with the greedy selection as directed evictions (--weight-offload greedy). Then the sweep of section 7.2: one chain (--sweep-chain, default
 gpt2-38-b16) regenerated at each bandwidth (--betas, GB/s), the same columns. Makespans are the
 checker's simulated times (deterministic: one run each); the solver's seconds are one run's wall
 time on this machine (printed for the gap, not as a benchmark figure).
@@ -59,10 +61,31 @@ def row(turnip, chain, limit):
         m = float(plan(turnip, chain, a, limit)["makespan"].split()[0])
         r[a + "_s"] = m
         r[a + "/bound"] = m / bound if bound > 0 else 1.0
+    with tempfile.TemporaryDirectory(prefix="offload_turnip.") as d:
+        g, prof = os.path.join(d, "chain.taskgraph.json"), os.path.join(d, "chain.profile.json")
+        p = subprocess.run([turnip, "offload-plan", chain, "--taskgraph", g, "--sim-profile", prof],
+                           capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            die("%s --taskgraph: exit %d: %s" % (chain, p.returncode, p.stderr.strip()))
+        for planner, flags in PLANNERS:
+            for policy in POLICIES:
+                cmd = [turnip, "sim", g, "--machine", prof, "--plan-order", "topo", "--order", policy] + flags
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+                m = re.search(r"totals: makespan ([0-9.eE+-]+) s", p.stdout)
+                if p.returncode != 0 or not m:
+                    die("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr.strip()))
+                k = "%s_%s" % (planner, policy)
+                r[k + "_s"] = float(m.group(1))
+                r[k + "/bound"] = float(m.group(1)) / bound if bound > 0 else 1.0
     return r
 
 
-COLS = ["chain", "compute_s", "bound_s", "optimal", "gap", "solver_s"] + [a + x for a in ALGOS for x in ("_s", "/bound")]
+# turnip's planner on the chain's TaskGraph (turnip offload-plan --taskgraph) in turnip sim:
+# its own eviction (Belady) and the greedy selection as directed evictions, under two dispatch policies
+PLANNERS = [("turnip", []), ("turnip-greedy", ["--weight-offload", "greedy"])]
+POLICIES = ["any", "fixed"]
+TCOLS = ["%s_%s%s" % (p, o, x) for p, _ in PLANNERS for o in POLICIES for x in ("_s", "/bound")]
+COLS = ["chain", "compute_s", "bound_s", "optimal", "gap", "solver_s"] + [a + x for a in ALGOS for x in ("_s", "/bound")] + TCOLS
 
 
 def write_csv(path, rows, extra=()):
@@ -76,14 +99,16 @@ def write_csv(path, rows, extra=()):
 
 
 def show_header(first):
-    print("| %s | compute s | bound s | proved | gap | solver s | Greedy | Greedy* | L2L |" % first)
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|", flush=True)
+    print("| %s | compute s | bound s | proved | gap | solver s | Greedy | Greedy* | L2L | turnip any / fixed "
+          "| turnip+greedy any / fixed |" % first)
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|", flush=True)
 
 
 def show(r, first):
-    print("| %s | %.3f | %.3f | %s | %.4f | %.1f | %.4f | %.4f | %.4f |" % (
+    print("| %s | %.3f | %.3f | %s | %.4f | %.1f | %.4f | %.4f | %.4f | %.4f / %.4f | %.4f / %.4f |" % (
         r[first], r["compute_s"], r["bound_s"], "yes" if r["optimal"] else "no", r["gap"], r["solver_s"],
-        r["greedy/bound"], r["greedy-star/bound"], r["l2l/bound"]), flush=True)
+        r["greedy/bound"], r["greedy-star/bound"], r["l2l/bound"], r["turnip_any/bound"], r["turnip_fixed/bound"],
+        r["turnip-greedy_any/bound"], r["turnip-greedy_fixed/bound"]), flush=True)
 
 
 def main(argv):

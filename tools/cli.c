@@ -153,6 +153,25 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
     return 0;
 }
 
+const char *const cli_weight_offload_names[] = {"greedy", "greedy-star", "l2l", NULL};
+
+int cli_plan_evictions(const char *cmd, const cli_plan_flags *f, const tp_graph *g, tp_plan_opts *o,
+                       tp_plan_evict **owned)
+{
+    *owned = NULL;
+    if (!f->weight_offload) return 0;
+    tp_offload_algo a = !strcmp(f->weight_offload, "greedy-star") ? TP_OFFLOAD_GREEDY_STAR
+                        : !strcmp(f->weight_offload, "l2l")       ? TP_OFFLOAD_L2L
+                                                                  : TP_OFFLOAD_GREEDY;
+    tp_error e;
+    uint32_t n = 0;
+    tp_status s = tp_chain_graph_evictions(g, a, o->device_mem[0], owned, &n, &e);
+    if (s) return cli_errorf(cmd, 2, "--weight-offload %s: %s", f->weight_offload, e.msg);
+    o->evictions = *owned;
+    o->nevictions = n;
+    return 0;
+}
+
 /* The command-line flags that are backend options (registry keys, turnip/backend.h). */
 static const struct {
     const char *flag, *key;
@@ -293,16 +312,35 @@ int cli_sim_run(const char *cmd, const tp_memgraph *mg, const tp_sim_profile *pr
     tp_backend *be = cli_sim_backend(cmd, prof, bf, &rc);
     if (!be) return rc;
     tp_exec *x = NULL;
+    tp_session *sess = NULL;
     tp_error e;
     tp_run_summary sum;
     double t0 = tp_now_seconds();
-    tp_status s = cli_exec_new(mg, be, xf, &x, &e);
+    int resident = 0; /* a plan that starts with inputs on a device runs in a session (sizes only on sim) */
+    for (uint32_t i = 0; i < tp_memgraph_size(mg) && !resident; i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        resident = v.kind == TP_M_RESIDENT;
+    }
+    tp_status s = TP_OK;
+    if (resident) {
+        int nd = tp_graph_devices(tp_memgraph_taskgraph(mg));
+        uint64_t cap[TP_MAX_DEVICES];
+        for (int d = 0; d < nd; d++) cap[d] = tp_memgraph_device_capacity(mg, d);
+        tp_run_opts ro;
+        cli_run_opts(xf, &ro);
+        s = tp_session_new(be, nd, cap, tp_memgraph_host_bytes(mg), &sess, &e);
+        if (!s) s = tp_exec_new_in(sess, mg, &ro, &x, &e);
+    } else {
+        s = cli_exec_new(mg, be, xf, &x, &e);
+    }
     if (!s) s = cli_exec_run(x, xf, &sum, &e);
     if (!s) {
         printf("simulated on %s (%.2f s of real time):\n", prof->name, tp_now_seconds() - t0);
         tp_run_summary_print(&sum, stdout);
     }
     tp_exec_free(x);
+    tp_session_free(sess);
     tp_backend_free(be);
     return s ? cli_fail(cmd, s, &e) : 0;
 }

@@ -88,6 +88,7 @@ typedef struct cli_plan_flags {
     const char *order;    /* the planner's serial order (cli_plan_order_names), NULL: default */
     int no_sum_into;      /* --no-sum-into: plan marked sums as kernels (tp_plan_opts.sum_into 0) */
     long long evict_budget; /* --evict-budget N (tp_plan_opts.evict_budget), 0: not given (exact windows) */
+    const char *weight_offload; /* --weight-offload greedy|greedy-star|l2l (a chain graph's directed evictions), NULL: none */
 } cli_plan_flags;
 
 /* Table entries of the planning flags (S: the command's flag struct, F: its cli_plan_flags
@@ -101,12 +102,24 @@ typedef struct cli_plan_flags {
 #define CLI_O_EVICT_BUDGET(S, F)                                                                          \
     CLI_O_INT("--evict-budget", "N", S, F.evict_budget, 1, 1000000,                                         \
               "bounded eviction search: after N blocks by next use without a fit, evict\nthe furthest first (default: the best window; docs/planner.md \"Eviction window\")")
+extern const char *const cli_weight_offload_names[]; /* greedy greedy-star l2l */
+#define CLI_O_WEIGHT_OFFLOAD(S, F)                                                                                 \
+    CLI_O_CHOICE("--weight-offload", "NAME", S, F.weight_offload, cli_weight_offload_names,                          \
+                 "a training chain's graph (turnip offload-plan --taskgraph): the weight-offload\n"                    \
+                 "strategy greedy, greedy-star or l2l decides which weights leave the device\n"                         \
+                 "and when (docs/weight-offload.md \"Inside turnip\"); default: the planner's own")
 #define CLI_O_PLAN_ORDER(ORDER, S, F) \
     CLI_O_CHOICE(ORDER, "NAME", S, F.order, cli_plan_order_names, "serial order the plan simulates: topo, dfs or greedy")
 
 /* Applies f to o (already initialised for ndevices): device capacities when given, host
  * memory, order, sum-into. On a list of the wrong length prints the error and returns 2; else 0. */
 int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_plan_opts *o);
+/* --weight-offload: the strategy's directed evictions for g into o (after cli_plan_opts: they
+ * depend on the device's capacity); *owned gets the array to free after planning (NULL when
+ * the flag is not given). Prints the error and returns its exit code (2) when g is not a
+ * chain graph or no selection fits; else 0. */
+int cli_plan_evictions(const char *cmd, const cli_plan_flags *f, const tp_graph *g, tp_plan_opts *o,
+                       tp_plan_evict **owned);
 
 /* ---- backends ---------------------------------------------------------------------------- */
 

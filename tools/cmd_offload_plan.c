@@ -5,9 +5,9 @@
 #include "cli.h"
 
 typedef struct {
-    const char *algo, *schedule;
+    const char *algo, *schedule, *taskgraph, *profile;
     int bound;
-    double time_limit;
+    double time_limit, flops;
 } flags;
 
 static const char *const algo_names[] = {"greedy", "greedy-star", "l2l", "milp", NULL};
@@ -22,6 +22,14 @@ static const cli_opt opts[] = {
     CLI_O_NUM("--time-limit", "S", flags, time_limit, 0.01, 86400,
               "the MILP solver's time limit in seconds (default 60); past it the solver's proven\n"
               "bound is printed with its gap"),
+    CLI_O_STR("--taskgraph", "FILE", flags, taskgraph,
+              "write the chain's steady-state iteration as a TaskGraph (turnip.taskgraph/1), in the\n"
+              "start state of the schedule, for turnip plan/sim/run (with --weight-offload)"),
+    CLI_O_STR("--sim-profile", "FILE", flags, profile,
+              "write a one-device machine profile that replays the chain's times and link in turnip sim"),
+    CLI_O_NUM("--flops", "R", flags, flops, 1, 1e18,
+              "the TaskGraph's kernel flops per second of the chain's times, and the profile's\n"
+              "peak (default 1e12)"),
     CLI_O_END,
 };
 
@@ -29,13 +37,17 @@ static void help(FILE *f)
 {
     cli_print_help(f,
                    "usage: turnip offload-plan CHAIN [--algo greedy|greedy-star|l2l|milp] [--schedule FILE]\n"
-                   "                          [--bound] [--time-limit S]\n"
+                   "                          [--bound] [--time-limit S] [--taskgraph FILE] [--sim-profile FILE]\n"
+                   "                          [--flops R]\n"
                    "\n"
                    "Plans which weights of a training chain (turnip.chain/1 JSON) leave the GPU and when\n"
                    "they move (shared/papers/weight-offloading-strategies.txt), checks the schedule\n"
                    "and prints its makespan, the compute sum (sum of uf + ub: no schedule is shorter),\n"
                    "their ratio, the bytes moved per iteration and the memory peak; with --bound (or\n"
                    "--algo milp) the MILP lower bound of the paper's section 6, its gap and time.\n"
+                   "With --taskgraph and --sim-profile, the chain inside turnip: plan and simulate it with\n"
+                   "  turnip sim FILE --machine PROFILE --plan-order topo [--weight-offload greedy]\n"
+                   "(docs/weight-offload.md \"Inside turnip\").\n"
                    "\n",
                    opts, "exit: 0 planned, 2 unusable input or no schedule fits, 3 internal failure\n");
 }
@@ -48,6 +60,40 @@ static void print_bound(const tp_chain_bound_result *b, double compute)
            b->incumbent, b->gap, b->solver, b->seconds);
 }
 
+/* the chain's iteration as a TaskGraph, in the start state of sc */
+static int write_taskgraph(const tp_chain *c, const tp_offload_schedule *sc, double flops, const char *path)
+{
+    tp_error e;
+    tp_graph *g;
+    tp_status s = tp_chain_taskgraph(c, flops, sc, &g, &e);
+    if (s) return cli_fail("offload-plan", s, &e);
+    cli_out out;
+    int rc = cli_out_open("offload-plan", path, &out);
+    if (!rc) {
+        s = tp_graph_write(g, out.f, &e);
+        rc = cli_out_finish("offload-plan", &out, s, &e);
+    }
+    tp_graph_free(g);
+    return rc;
+}
+
+/* a one-device machine whose kernel time is flops / rate exactly and whose link is beta each way */
+static int write_profile(const tp_chain *c, double flops, const char *path)
+{
+    cli_out out;
+    int rc = cli_out_open("offload-plan", path, &out);
+    if (rc) return rc;
+    fprintf(out.f,
+            "{\"name\": \"chain\", \"comment\": \"turnip offload-plan --sim-profile: a training chain's machine\",\n"
+            " \"devices\": 1,\n \"device_mem\": %llu,\n \"peak_flops\": %.17g,\n \"efficiency\": 1,\n"
+            " \"mem_bw\": 1e18,\n \"launch_s\": 0,\n \"h2d_bw\": %.17g,\n \"d2h_bw\": %.17g,\n \"peer_bw\": %.17g,\n"
+            " \"copy_latency_s\": 0}\n",
+            (unsigned long long)c->mgpu, flops, c->beta, c->beta, c->beta);
+    tp_error e = {0};
+    tp_status s = ferror(out.f) ? cli_set_error(&e, TP_ERR_IO, "write error") : TP_OK;
+    return cli_out_finish("offload-plan", &out, s, &e);
+}
+
 static int run(int argc, char **argv)
 {
     flags fl = {0};
@@ -57,7 +103,9 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     if (!npos) return cli_usage_error("offload-plan", "no chain given", NULL);
     int milp = fl.algo && !strcmp(fl.algo, "milp");
-    if (milp && fl.schedule) return cli_usage_error("offload-plan", "--algo milp makes no schedule (--schedule)", NULL);
+    if (milp && (fl.schedule || fl.taskgraph))
+        return cli_usage_error("offload-plan", "--algo milp makes no schedule (--schedule, --taskgraph)", NULL);
+    if (!fl.flops) fl.flops = 1e12;
     tp_offload_algo algo = TP_OFFLOAD_GREEDY;
     if (fl.algo && !strcmp(fl.algo, "greedy-star")) algo = TP_OFFLOAD_GREEDY_STAR;
     if (fl.algo && !strcmp(fl.algo, "l2l")) algo = TP_OFFLOAD_L2L;
@@ -90,23 +138,36 @@ static int run(int argc, char **argv)
     }
     tp_offload_report r;
     s = tp_offload_check(c, sc, &r, &e);
-    tp_chain_free(c);
     if (s) { /* a schedule the checker refuses is a bug in the scheduler */
+        tp_chain_free(c);
         tp_offload_schedule_free(sc);
         return cli_errorf("offload-plan", 3, "internal error: the schedule fails the check: %s", e.msg);
     }
     if (fl.schedule) {
         cli_out out;
         if ((rc = cli_out_open("offload-plan", fl.schedule, &out))) {
+            tp_chain_free(c);
             tp_offload_schedule_free(sc);
             return rc;
         }
         s = tp_offload_schedule_write(sc, out.f, &e);
         if ((rc = cli_out_finish("offload-plan", &out, s, &e))) {
+            tp_chain_free(c);
             tp_offload_schedule_free(sc);
             return rc;
         }
     }
+    if (fl.taskgraph && (rc = write_taskgraph(c, sc, fl.flops, fl.taskgraph))) {
+        tp_chain_free(c);
+        tp_offload_schedule_free(sc);
+        return rc;
+    }
+    if (fl.profile && (rc = write_profile(c, fl.flops, fl.profile))) {
+        tp_chain_free(c);
+        tp_offload_schedule_free(sc);
+        return rc;
+    }
+    tp_chain_free(c);
     tp_offload_schedule_free(sc);
     char pb[64];
     printf("algo %s\nmakespan %.9g s\ncompute %.9g s\nratio %.6f\nmoved %llu bytes\npeak %llu bytes (%s)\n",

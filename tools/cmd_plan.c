@@ -1,5 +1,6 @@
 /* cmd_plan.c - turnip plan: a TaskGraph into a MemGraph under memory caps. */
 #include <string.h>
+#include <stdlib.h>
 #include "cli.h"
 
 typedef struct {
@@ -15,6 +16,7 @@ static const cli_opt opts[] = {
     CLI_O_HOST_MEM(flags, p),
     CLI_O_PLAN_ORDER("--order", flags, p),
     CLI_O_NO_SUM_INTO(flags, p),
+    CLI_O_WEIGHT_OFFLOAD(flags, p),
     CLI_O_EVICT_BUDGET(flags, p),
     CLI_O_STR("-o|--output", "FILE", flags, out, "write the MemGraph there (default: standard output)"),
     CLI_O_CHOICE("--format", "json|binary", flags, format, format_names,
@@ -28,6 +30,7 @@ static void help(FILE *f)
     cli_print_help(f,
                    "usage: turnip plan TASKGRAPH --device-mem SIZE[,SIZE...] [--host-mem SIZE]\n"
                    "                   [--order topo|dfs|greedy] [--no-sum-into] [--evict-budget N]\n"
+                   "                   [--weight-offload greedy|greedy-star|l2l]\n"
                    "                   [-o MEMGRAPH] [--format json|binary] [--stats]\n"
                    "\n"
                    "Compiles TASKGRAPH (turnip.taskgraph/1 JSON) into a MemGraph (turnip.memgraph/1) that\n"
@@ -71,7 +74,9 @@ static int run(int argc, char **argv)
     tp_plan_opts o;
     tp_plan_opts_init(&o, tp_graph_devices(g), 0);
     tp_memgraph *mg = NULL;
+    tp_plan_evict *ev = NULL;
     if ((rc = cli_plan_opts("plan", &fl.p, o.ndevices, &o))) goto done;
+    if ((rc = cli_plan_evictions("plan", &fl.p, g, &o, &ev))) goto done;
     if ((s = tp_plan(g, &o, &mg, &e))) {
         rc = cli_fail_file(NULL, in, s, &e);
         goto done;
@@ -82,6 +87,7 @@ static int run(int argc, char **argv)
     if ((rc = cli_out_finish("plan", &out, s, &e))) goto done;
     if (fl.stats) print_stats(fl.out ? stdout : stderr, g, mg, &o);
 done:
+    free(ev);
     tp_memgraph_free(mg);
     tp_graph_free(g);
     return rc;

@@ -1,4 +1,5 @@
 /* cmd_sim.c - turnip sim: a TaskGraph's plan run in simulated time on a machine profile. */
+#include <stdlib.h>
 #include "cli.h"
 
 typedef struct {
@@ -14,6 +15,7 @@ static const cli_opt opts[] = {
     CLI_O_HOST_MEM(flags, p),
     CLI_O_PLAN_ORDER("--plan-order", flags, p),
     CLI_O_NO_SUM_INTO(flags, p),
+    CLI_O_WEIGHT_OFFLOAD(flags, p),
     CLI_O_POLICY(flags, x),
     CLI_O_DETERMINISTIC(flags, x),
     CLI_O_SEED(flags, x),
@@ -29,6 +31,7 @@ static void help(FILE *f)
                    "usage: turnip sim TASKGRAPH --machine NAME|FILE [--device-mem SIZE[,..]] [--host-mem SIZE]\n"
                    "                  [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N] [--jitter F]\n"
                    "                  [--streams N] [--trace FILE] [--no-sum-into] [--deterministic]\n"
+                   "                  [--weight-offload greedy|greedy-star|l2l]\n"
                    "\n"
                    "Plans TASKGRAPH (capacities default to the machine's memory) and runs the plan on the sim\n"
                    "backend: virtual time from the profile's cost model (profiles/NAME.json: a100x8, p100x4, h100),\n"
@@ -55,6 +58,8 @@ static int run(int argc, char **argv)
     tp_plan_opts o;
     tp_plan_opts_init(&o, tp_graph_devices(g), prof.device_mem);
     rc = cli_plan_opts("sim", &fl.p, o.ndevices, &o);
+    tp_plan_evict *ev = NULL;
+    if (!rc) rc = cli_plan_evictions("sim", &fl.p, g, &o, &ev);
     tp_memgraph *mg;
     if (!rc && (s = tp_plan(g, &o, &mg, &e))) rc = cli_fail_file(NULL, in, s, &e);
     else if (!rc) {
@@ -64,6 +69,7 @@ static int run(int argc, char **argv)
         rc = cli_sim_run(NULL, mg, &prof, &fl.x, &fl.b);
         tp_memgraph_free(mg);
     }
+    free(ev);
     tp_graph_free(g);
     return rc;
 }

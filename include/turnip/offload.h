@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "turnip/error.h"
+#include "turnip/graph.h"
+#include "turnip/plan.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -143,6 +145,32 @@ tp_status tp_offload_check(const tp_chain *c, const tp_offload_schedule *s, tp_o
 /* Writes s as "turnip.offload-schedule/1" JSON (docs/weight-offload.md) to f (the caller's).
  * TP_ERR_IO when the stream reports an error. */
 tp_status tp_offload_schedule_write(const tp_offload_schedule *s, FILE *f, tp_error *err);
+
+/* ---- Inside turnip (src/plan/offload_graph.c; docs/weight-offload.md "Inside turnip") ---- */
+
+/* One steady-state iteration of c as a one-device TaskGraph of opaque kernels: inputs a0..aL
+ * (the activations, resident at the start without a host copy) and w1..wL (the weights; those
+ * start->resident0 marks resident, with a host copy where start->valid0 says, the others on the
+ * host; start NULL: all on the host), then per layer k = L..1 kernels Xk (a(k-1), wk, dk) -> d(k-1)
+ * in place on a(k-1) (k >= 2; dL is aL), Gk (dk, d(k-1)) -> the weight gradient (d0 is a0),
+ * Uk (wk, Gk) -> the updated weight in place on wk, then per layer k = 1..L Fk (previous
+ * activation, Uk) -> the next activation (equation 1's memory at each operation).
+ * Every Fk and Uk is an output; the Fk are kept, and the Uk of the weights that start resident
+ * (so the iteration ends in the state it began in). Flops are seconds x flops_per_s (B_k split
+ * 0.5 / 0.45 / 0.05 over Xk, Gk, Uk; 0.95 / 0.05 over G1, U1); a size of 0 becomes 1 byte.
+ * 1..TP_OFFLOAD_MAX_LAYERS layers. *out finalized, owned by the caller. */
+tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_offload_schedule *start, tp_graph **out,
+                             tp_error *err);
+
+/* The strategy algo as directed evictions (tp_plan_opts.evictions) for a graph of
+ * tp_chain_taskgraph's naming (read back from a file too): the selection of Algorithm 1 on the
+ * chain of the graph's sizes with M_GPU = mgpu (the device's capacity), (k,0) evicting U_k
+ * after U_k and (k,1) after F_k; for l2l every weight both, w_L kept between F_L and B_L. The
+ * prefetches are the planner's (each reload as early as memory allows, in the order of use, as
+ * Algorithm 2 orders them); so are the times. *out (malloc'd, *n entries) owned by the caller.
+ * TP_ERR_INVALID when g is not such a graph; TP_ERR_INFEASIBLE when no selection fits mgpu. */
+tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint64_t mgpu, tp_plan_evict **out,
+                                   uint32_t *n, tp_error *err);
 
 #ifdef __cplusplus
 }

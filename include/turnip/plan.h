@@ -60,6 +60,16 @@ typedef struct tp_mvertex {
 
 typedef struct tp_memgraph tp_memgraph;
 
+/* A directed eviction (weight-offload strategies, docs/weight-offload.md "Inside turnip"): once
+ * the execution horizon has run TaskGraph vertex `after` (a kernel or transfer), value `value`
+ * leaves its device if it is there, is not pinned, and is still needed later or is an output or
+ * kept: dropped when its host copy is valid, else offloaded. Its next use reloads it as early as
+ * memory allows (the allocation horizon: a prefetch). A value the allocation horizon has already
+ * placed for a position at or before its own is left where it is (its prefetch has happened). */
+typedef struct tp_plan_evict {
+    uint32_t value, after; /* TaskGraph vertex indices */
+} tp_plan_evict;
+
 typedef struct tp_plan_opts {
     int ndevices;                /* must equal the graph's */
     uint64_t device_mem[TP_MAX_DEVICES];
@@ -71,6 +81,9 @@ typedef struct tp_plan_opts {
                                     "Eviction window"); N: a search that walks N blocks by next use
                                     without a fit evicts the furthest first (Belady) and searches again:
                                     bounded time, a different plan */
+    const tp_plan_evict *evictions; /* borrowed, may be NULL: directed evictions, any order; with
+                                       sums to lower (sum_into and marked sums) TP_ERR_ARG */
+    uint32_t nevictions;
 } tp_plan_opts;
 
 /* Fills opts with defaults: every device `device_mem`, host unlimited, default order, sum_into. */
@@ -146,6 +159,7 @@ typedef struct tp_device_stats {
     uint64_t mem_deps_unchecked;   /* ...of which the implied-check gave up (search budget; audited only) */
     uint64_t window_scans;     /* eviction-window searches the keyed search handed to the scan */
     uint64_t window_belady;    /* evict_budget: evictions of the furthest next use before a window fit */
+    uint64_t directed_count, directed_bytes; /* tp_plan_opts.evictions carried out (drops and offloads) */
 } tp_device_stats;
 
 typedef struct tp_plan_stats {

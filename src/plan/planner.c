@@ -81,6 +81,8 @@ typedef struct planner {
     uint64_t *dies;    /* prefix sums per device: bytes of values whose last use is before position p */
     uint32_t *victims;
     size_t capvict;
+    uint32_t *dir_off; /* directed evictions (tp_plan_opts.evictions) by `after` vertex: CSR */
+    uint32_t *dir_val;
 } planner;
 
 static const tp_vertex *V_(const planner *P, uint32_t x)
@@ -608,6 +610,25 @@ static void exec(planner *P, uint32_t p)
         free_device_copy(P, t);
 }
 
+/* The directed evictions that follow t (tp_plan_opts.evictions): each value on its device,
+ * not pinned or held, still needed (or an output, or kept), and not yet placed by the allocation
+ * horizon for a position at or before the horizon's, is dropped or offloaded. */
+static void directed(planner *P, uint32_t t)
+{
+    for (uint32_t i = P->dir_off[t]; i < P->dir_off[t + 1] && !P->st; i++) {
+        uint32_t x = P->dir_val[i];
+        if (P->dcopy[x] == TP__NONE || P->pin[x] || (P->hold && P->hold[x])) continue;
+        uint64_t nu = next_use(P, x);
+        if (nu == INF_USE && !P->is_out[x] && !P->keep[x]) continue;
+        int d = V_(P, x)->device;
+        uint32_t hz = P->h[d] < P->nL[d] ? P->L[d][P->h[d]] : P->npos;
+        if (nu != INF_USE && nu <= hz) continue; /* the horizon has it placed: the prefetch is done */
+        P->mg->counters.dev[d].directed_count++;
+        P->mg->counters.dev[d].directed_bytes += V_(P, x)->bytes;
+        evict(P, x);
+    }
+}
+
 static tp_status precheck(planner *P)
 {
     uint64_t kept[TP_MAX_DEVICES] = {0}; /* kept outputs stay together at the end */
@@ -748,6 +769,31 @@ static void planner_free(planner *P)
     free(P->scr);
     free(P->seen);
     free(P->victims);
+    free(P->dir_off);
+    free(P->dir_val);
+}
+
+/* Directed evictions by the vertex they follow (a CSR over TaskGraph vertices). */
+static tp_status setup_directed(planner *P, const tp_plan_opts *opts)
+{
+    uint32_t n = P->nv, m = opts->nevictions;
+    if (!opts->evictions) return tp__fail(P->err, TP_ERR_ARG, "tp_plan: %u evictions given as NULL", m);
+    for (uint32_t i = 0; i < m; i++) {
+        const tp_plan_evict *ev = &opts->evictions[i];
+        if (ev->value >= n || ev->after >= n)
+            return tp__fail(P->err, TP_ERR_ARG, "eviction %u: vertex %u out of range (%u vertices)", i,
+                            ev->value >= n ? ev->value : ev->after, n);
+        if (V_(P, ev->after)->kind == TP_V_INPUT)
+            return tp__fail(P->err, TP_ERR_ARG, "eviction %u: '%s' is an input; an eviction follows a kernel or transfer", i,
+                            V_(P, ev->after)->id);
+    }
+    P->dir_off = calloc((size_t)n + 2, sizeof *P->dir_off);
+    P->dir_val = malloc(((size_t)m + 1) * sizeof *P->dir_val);
+    if (!P->dir_off || !P->dir_val) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < m; i++) P->dir_off[opts->evictions[i].after + 2]++;
+    for (uint32_t t = 0; t < n; t++) P->dir_off[t + 2] += P->dir_off[t + 1];
+    for (uint32_t i = 0; i < m; i++) P->dir_val[P->dir_off[opts->evictions[i].after + 1]++] = opts->evictions[i].value;
+    return TP_OK;
 }
 
 static tp_status setup(planner *P, const tp_plan_opts *opts)
@@ -870,7 +916,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         if (rd != wd) P->L[rd][P->nL[rd]++] = p;
     }
     P->host_cap = opts->host_mem ? opts->host_mem : UINT64_MAX / 4;
-    return TP_OK;
+    return opts->nevictions ? setup_directed(P, opts) : TP_OK;
 }
 
 static int res_cmp(const void *a, const void *b)
@@ -1089,6 +1135,7 @@ tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__
             }
         }
         exec(P, p);
+        if (P->dir_off && !P->st) directed(P, t);
     }
     if (!P->st) P->st = place_kept(P);
     tp_memgraph *mg = P->mg;

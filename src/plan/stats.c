@@ -136,11 +136,14 @@ void tp_plan_stats_print(const tp_plan_stats *st, FILE *f)
         fprintf(f, "sum-into: %u of %u marked sums lowered to groups (%u accumulates)%s\n", st->sum_groups, st->sums_marked,
                 st->sum_members, st->sum_into_fallback ? "; lowering was infeasible at these caps: planned without it" : "");
     if (!st->audited) fprintf(f, "implied: not audited (\"-\"; turnip plan --stats audits)\n");
-    uint64_t scans = 0, belady = 0;
+    uint64_t scans = 0, belady = 0, dn = 0, db = 0;
     for (int i = 0; i < st->ndevices; i++) {
         scans += st->dev[i].window_scans;
         belady += st->dev[i].window_belady;
+        dn += st->dev[i].directed_count;
+        db += st->dev[i].directed_bytes;
     }
+    if (dn) fprintf(f, "directed evictions: %llu (%s)\n", (unsigned long long)dn, tp_format_size(db, a, sizeof a));
     if (scans || belady)
         fprintf(f, "eviction windows: %llu searched by the full scan, %llu furthest-next-use evictions (evict budget)\n",
                 (unsigned long long)scans, (unsigned long long)belady);

@@ -488,6 +488,9 @@ tp_status tp__plan_sum_into(const tp_graph *g, const tp_plan_opts *opts, tp_memg
 tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, tp_error *err)
 {
     if (!g || !opts || !out) return tp__fail(err, TP_ERR_ARG, "tp_plan: NULL argument");
+    if (opts->nevictions && opts->sum_into && tp__count_marked_sums(g))
+        return tp__fail(err, TP_ERR_ARG, "directed evictions name the vertices of the graph as given: plan it without "
+                                         "sum-into (--no-sum-into), whose rewrite renumbers them");
     if (opts->sum_into) {
         int done = 0;
         tp_status s = tp__plan_sum_into(g, opts, out, &done, err);

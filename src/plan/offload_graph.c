@@ -1,0 +1,242 @@
+/* offload_graph.c - a training chain inside turnip (issue 14, part 5; docs/weight-offload.md
+ * "Inside turnip"): one steady-state iteration of the chain as a TaskGraph that every command
+ * plans, simulates and runs, and the weight-offload strategies as directed evictions of the
+ * planner (tp_plan_opts.evictions) on such a graph.
+ *
+ * The graph follows the chain model of offload.h, operation for operation: the iteration
+ * B_L..B_1 then F_1..F_L, activations a^0..a^L on the device at the start (resident inputs),
+ * weights w_k resident or on the host as a schedule's start state says, B_k as three kernels
+ * (G_k the weight gradient, X_k the gradient of the activation, U_k the update of w_k in place:
+ * the memory equation 1 gives B_k), and F_k of the next iteration reading the updated weight.
+ * Kernel flops are the chain's seconds times a rate, so a sim profile of that rate (launch 0,
+ * unbounded device memory bandwidth) replays the chain's times. Vertices are found by name
+ * (docs/weight-offload.md), so a graph written to a file and read back is recognised too. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "turnip/offload.h"
+#include "plan/alloc.h"
+#include "io/util.h"
+
+/* a chain's size as a TaskGraph value: a value holds at least one byte */
+static uint64_t vbytes(uint64_t b)
+{
+    return b ? b : 1;
+}
+
+typedef struct {
+    tp_graph *g;
+    tp_error *err;
+    tp_status st;
+} gb;
+
+static uint32_t kernel(gb *b, const char *id, uint32_t n, const uint32_t *ins, uint64_t bytes, double flops)
+{
+    uint32_t v = 0;
+    if (!b->st) b->st = tp_graph_add_kernel(b->g, id, 0, "opaque", n, ins, TP_DT_NONE, -1, NULL, bytes, NULL, flops, &v, b->err);
+    return v;
+}
+
+static uint32_t input(gb *b, const char *id, uint64_t bytes)
+{
+    uint32_t v = 0;
+    if (!b->st) b->st = tp_graph_add_input(b->g, id, 0, TP_DT_NONE, -1, NULL, bytes, &v, b->err);
+    return v;
+}
+
+typedef struct {
+    uint32_t v;
+    int host_copy;
+    uint64_t align, bytes;
+} res;
+
+static int res_cmp(const void *x, const void *y)
+{
+    const res *a = x, *b = y;
+    if (a->align != b->align) return a->align < b->align ? 1 : -1;
+    return a->v < b->v ? -1 : a->v > b->v;
+}
+
+tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_offload_schedule *start, tp_graph **out,
+                             tp_error *err)
+{
+    if (!c || !out) return tp__fail(err, TP_ERR_ARG, "tp_chain_taskgraph: NULL argument");
+    tp_status st = tp_chain_check(c, err);
+    if (st) return st;
+    if (!(flops_per_s >= 1 && flops_per_s <= 1e18))
+        return tp__fail(err, TP_ERR_ARG, "chain taskgraph: flops per second must be in [1, 1e18]");
+    if (c->layers > TP_OFFLOAD_MAX_LAYERS)
+        return tp__fail(err, TP_ERR_ARG, "chain taskgraph: %u layers, at most %u", c->layers, TP_OFFLOAD_MAX_LAYERS);
+    if (start && start->layers != c->layers)
+        return tp__fail(err, TP_ERR_ARG, "chain taskgraph: the start state has %u layers, the chain %u", start->layers,
+                        c->layers);
+    uint32_t L = c->layers;
+    gb b = {tp_graph_new(1), err, TP_OK};
+    uint32_t *a = malloc((L + 1) * sizeof *a), *w = malloc(L * sizeof *w), *u = malloc(L * sizeof *u);
+    res *r = malloc((2 * L + 1) * sizeof *r);
+    if (!b.g || !a || !w || !u || !r) {
+        b.st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    char id[32];
+    for (uint32_t i = 0; i <= L; i++) {
+        snprintf(id, sizeof id, "a%u", i);
+        a[i] = input(&b, id, vbytes(c->a[i]));
+    }
+    for (uint32_t k = 1; k <= L; k++) {
+        snprintf(id, sizeof id, "w%u", k);
+        w[k - 1] = input(&b, id, vbytes(c->w[k - 1]));
+    }
+    /* backward, k = L..1, d_L being a^L: X_k (a^{k-1}, w_k, d_k) -> d_{k-1} in place on a^{k-1}
+     * (k >= 2); G_k (d_k, d_{k-1}) -> g_k (a^0 for d_0); U_k (w_k, g_k) -> w_k' in place on w_k.
+     * The memory is equation 1's: X_k holds w_k + a^0..a^{k-1} + d_k, G_k and U_k at most
+     * 2 w_k + a^0..a^{k-2} + d_{k-1} + d_k; and X_k comes first, so the weight's prefetch is the
+     * first need of B_k in the planner's order */
+    uint32_t d = a[L];
+    for (uint32_t k = L; k >= 1 && !b.st; k--) {
+        double ub = c->ub[k - 1] * flops_per_s;
+        uint32_t dn = a[0];
+        if (k > 1) {
+            uint32_t xi[3] = {a[k - 1], w[k - 1], d};
+            snprintf(id, sizeof id, "X%u", k);
+            dn = kernel(&b, id, 3, xi, vbytes(c->a[k - 1]), 0.5 * ub);
+            if (!b.st) b.st = tp_graph_set_inplace(b.g, dn, 0, err);
+        }
+        uint32_t ins[2] = {d, dn};
+        snprintf(id, sizeof id, "G%u", k);
+        uint32_t gk = kernel(&b, id, 2, ins, vbytes(c->w[k - 1]), k > 1 ? 0.45 * ub : 0.95 * ub);
+        uint32_t ui[2] = {w[k - 1], gk};
+        snprintf(id, sizeof id, "U%u", k);
+        u[k - 1] = kernel(&b, id, 2, ui, vbytes(c->w[k - 1]), 0.05 * ub);
+        if (!b.st) b.st = tp_graph_set_inplace(b.g, u[k - 1], 0, err);
+        d = dn;
+    }
+    /* forward of the next iteration, k = 1..L: F_k (a'^{k-1}, w_k') -> a'^k, kept (the next
+     * iteration's activations), like every updated weight the start state had on the device */
+    uint32_t prev = a[0];
+    for (uint32_t k = 1; k <= L && !b.st; k++) {
+        uint32_t ins[2] = {prev, u[k - 1]};
+        snprintf(id, sizeof id, "F%u", k);
+        prev = kernel(&b, id, 2, ins, vbytes(c->a[k]), c->uf[k - 1] * flops_per_s);
+        if (!b.st) b.st = tp_graph_add_output(b.g, prev, err);
+        if (!b.st) b.st = tp_graph_set_keep(b.g, prev, err);
+    }
+    for (uint32_t k = 1; k <= L && !b.st; k++) {
+        b.st = tp_graph_add_output(b.g, u[k - 1], err);
+        if (!b.st && start && start->resident0[k - 1]) b.st = tp_graph_set_keep(b.g, u[k - 1], err);
+    }
+    if (!b.st) b.st = tp_graph_finalize(b.g, err);
+    /* the start state: every activation on the device (no host copy), the weights the schedule
+     * starts with there too, packed from 0 in decreasing alignment (no padding) */
+    uint32_t nr = 0;
+    for (uint32_t i = 0; i <= L && !b.st; i++) r[nr++] = (res){a[i], 0, tp__align_of(vbytes(c->a[i])), vbytes(c->a[i])};
+    for (uint32_t k = 0; k < L && !b.st; k++)
+        if (start && start->resident0[k])
+            r[nr++] = (res){w[k], start->valid0[k] != 0, tp__align_of(vbytes(c->w[k])), vbytes(c->w[k])};
+    qsort(r, nr, sizeof *r, res_cmp);
+    uint64_t off = 0;
+    for (uint32_t i = 0; i < nr && !b.st; i++) {
+        b.st = tp_graph_set_resident(b.g, r[i].v, off, r[i].host_copy, err);
+        off += r[i].bytes;
+    }
+done:
+    free(a);
+    free(w);
+    free(u);
+    free(r);
+    if (b.st) {
+        tp_graph_free(b.g);
+        return b.st;
+    }
+    *out = b.g;
+    return TP_OK;
+}
+
+/* vertex `prefix``k` of g, of kind `kind`, or -1 with err filled */
+static int64_t named(const tp_graph *g, char prefix, uint32_t k, tp_vkind kind, tp_error *err)
+{
+    char id[32];
+    snprintf(id, sizeof id, "%c%u", prefix, k);
+    int64_t v = tp_graph_find(g, id);
+    if (v < 0 || tp_graph_vertex(g, (uint32_t)v)->kind != kind) {
+        tp__fail(err, TP_ERR_INVALID,
+                 "not a chain graph (turnip offload-plan --taskgraph): no %s '%s'", kind == TP_V_INPUT ? "input" : "kernel", id);
+        return -1;
+    }
+    return v;
+}
+
+tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint64_t mgpu, tp_plan_evict **out,
+                                   uint32_t *n, tp_error *err)
+{
+    if (!g || !out || !n) return tp__fail(err, TP_ERR_ARG, "tp_chain_graph_evictions: NULL argument");
+    if (algo != TP_OFFLOAD_GREEDY && algo != TP_OFFLOAD_GREEDY_STAR && algo != TP_OFFLOAD_L2L)
+        return tp__fail(err, TP_ERR_ARG, "weight offload: unknown strategy %d", (int)algo);
+    if (tp_graph_devices(g) != 1) return tp__fail(err, TP_ERR_INVALID, "not a chain graph: %d devices, a chain has one", tp_graph_devices(g));
+    uint32_t L = 0;
+    char id[32];
+    while (L < TP_OFFLOAD_MAX_LAYERS) {
+        snprintf(id, sizeof id, "w%u", L + 1);
+        if (tp_graph_find(g, id) < 0) break;
+        L++;
+    }
+    if (!L) return tp__fail(err, TP_ERR_INVALID, "not a chain graph (turnip offload-plan --taskgraph): no input 'w1'");
+    /* the chain the selection needs: sizes from the graph (times play no part in it) */
+    tp_chain c = {.layers = L, .mgpu = mgpu, .beta = 1e9};
+    c.uf = malloc(L * sizeof *c.uf);
+    c.ub = malloc(L * sizeof *c.ub);
+    c.w = malloc(L * sizeof *c.w);
+    c.a = malloc((L + 1) * sizeof *c.a);
+    uint32_t *uv = malloc(L * sizeof *uv), *fv = malloc(L * sizeof *fv);
+    uint8_t *sel = calloc(L, 1);
+    tp_plan_evict *ev = malloc(2 * L * sizeof *ev);
+    tp_status st = TP_OK;
+    if (!c.uf || !c.ub || !c.w || !c.a || !uv || !fv || !sel || !ev) st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t i = 0; i <= L && !st; i++) {
+        int64_t av = named(g, 'a', i, TP_V_INPUT, err);
+        if (av < 0) st = TP_ERR_INVALID;
+        else c.a[i] = tp_graph_vertex(g, (uint32_t)av)->bytes;
+    }
+    for (uint32_t k = 1; k <= L && !st; k++) {
+        int64_t wv = named(g, 'w', k, TP_V_INPUT, err), u = wv < 0 ? -1 : named(g, 'U', k, TP_V_KERNEL, err),
+                f = u < 0 ? -1 : named(g, 'F', k, TP_V_KERNEL, err);
+        if (f < 0) {
+            st = TP_ERR_INVALID;
+            break;
+        }
+        const tp_vertex *fk = tp_graph_vertex(g, (uint32_t)f), *uk = tp_graph_vertex(g, (uint32_t)u);
+        int reads_w = 0, reads_u = 0;
+        for (uint32_t j = 0; j < uk->ninputs; j++) reads_w |= uk->inputs[j] == (uint32_t)wv;
+        for (uint32_t j = 0; j < fk->ninputs; j++) reads_u |= fk->inputs[j] == (uint32_t)u;
+        if (!reads_w || !reads_u)
+            st = tp__fail(err, TP_ERR_INVALID, "not a chain graph: '%s' must read 'w%u' and '%s' must read '%s'", uk->id, k,
+                          fk->id, uk->id);
+        c.w[k - 1] = tp_graph_vertex(g, (uint32_t)wv)->bytes;
+        c.uf[k - 1] = c.ub[k - 1] = 1;
+        uv[k - 1] = (uint32_t)u;
+        fv[k - 1] = (uint32_t)f;
+    }
+    if (!st && algo == TP_OFFLOAD_L2L) /* only the weight in use stays; w_L stays from F_L to B_L */
+        for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
+    else if (!st)
+        st = tp_offload_select(&c, algo == TP_OFFLOAD_GREEDY, sel, err);
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < L && !st; k++) { /* (k,0): away from B_k to F_k; (k,1): from F_k to the next B_k */
+        if (sel[k] & TP_OFFLOAD_SEL0) ev[m++] = (tp_plan_evict){uv[k], uv[k]};
+        if (sel[k] & TP_OFFLOAD_SEL1) ev[m++] = (tp_plan_evict){uv[k], fv[k]};
+    }
+    free(c.uf);
+    free(c.ub);
+    free(c.w);
+    free(c.a);
+    free(uv);
+    free(fv);
+    free(sel);
+    if (st) {
+        free(ev);
+        return st;
+    }
+    *out = ev;
+    *n = m;
+    return TP_OK;
+}
