@@ -181,6 +181,9 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
         L++;
     }
     if (!L) return tp__fail(err, TP_ERR_INVALID, "not a chain graph (turnip offload-plan --taskgraph): no input 'w1'");
+    snprintf(id, sizeof id, "w%u", L + 1);
+    if (tp_graph_find(g, id) >= 0)
+        return tp__fail(err, TP_ERR_INVALID, "chain graph: more than %u layers, the strategies take 1..%u", L, TP_OFFLOAD_MAX_LAYERS);
     /* the chain the selection needs: sizes from the graph (times play no part in it) */
     tp_chain c = {.layers = L, .mgpu = mgpu, .beta = 1e9};
     c.uf = malloc(L * sizeof *c.uf);

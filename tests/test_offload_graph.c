@@ -1,0 +1,259 @@
+/* test_offload_graph.c - weight offloading inside turnip (issue 14, part 5): the planner's
+ * directed evictions on a hand-made graph (counted by hand), and the chain's TaskGraph planned
+ * with turnip's own eviction and with each strategy's directed evictions on seeded random chains:
+ * every plan passes the independent verifier and runs to completion on the sim and cpu backends
+ * in a session, each directed eviction the planner carried out shows in the plan as a drop or an
+ * offload of that weight, and the selection made from the graph equals Algorithm 1 on the chain. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "plan_check.h"
+#include "io/util.h"
+#include "turnip/offload.h"
+
+/* reloads (first loads included) of task x in mg */
+static int reloads_of(const tp_memgraph *mg, uint32_t x, tp_mkind kind)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        n += v.kind == kind && v.task == x;
+    }
+    return n;
+}
+
+/* x -> A -> B -> D -> E, C = (x, E), every value 1 KiB: at 3 KiB everything fits with x kept, and
+ * the allocation horizon waits at D while A runs (A's bytes free only after B), so an eviction of
+ * x after A is carried out (x is next read by C) and C reloads it */
+static const char *chain4 =
+    "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+    "{\"id\": \"x\", \"kind\": \"input\", \"device\": 0, \"bytes\": 1024},"
+    "{\"id\": \"A\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"x\"], \"bytes\": 1024},"
+    "{\"id\": \"B\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"A\"], \"bytes\": 1024},"
+    "{\"id\": \"D\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"B\"], \"bytes\": 1024},"
+    "{\"id\": \"E\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"D\"], \"bytes\": 1024},"
+    "{\"id\": \"C\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"x\", \"E\"], \"bytes\": 1024}],"
+    " \"outputs\": [\"C\"]}";
+
+TEST(plan_directed_evictions)
+{
+    tp_graph *g = load(chain4);
+    uint32_t x = (uint32_t)tp_graph_find(g, "x"), A = (uint32_t)tp_graph_find(g, "A");
+    tp_plan_opts o;
+    tp_plan_opts_init(&o, 1, 3072);
+    o.order = TP_ORDER_TOPO;
+    tp_memgraph *mg;
+    tp_error e;
+    ASSERT_OK_ERR(tp_plan(g, &o, &mg, &e), e);
+    verify(mg, g);
+    ASSERT_EQ(reloads_of(mg, x, TP_M_RELOAD), 1); /* loaded once, never evicted */
+    ASSERT_EQ(count_kind(mg, TP_M_OFFLOAD), 0);
+    tp_memgraph_free(mg);
+
+    tp_plan_evict ev[1] = {{x, A}}; /* x after A: dropped (its host copy is valid), reloaded for C */
+    o.evictions = ev;
+    o.nevictions = 1;
+    ASSERT_OK_ERR(tp_plan(g, &o, &mg, &e), e);
+    verify(mg, g);
+    ASSERT_EQ(reloads_of(mg, x, TP_M_RELOAD), 2);
+    tp_plan_stats st;
+    tp_memgraph_stats(mg, &st);
+    ASSERT_EQ(st.dev[0].directed_count, 1);
+    ASSERT_EQ(st.dev[0].directed_bytes, 1024);
+    ASSERT_GE(st.dev[0].drop_count, 1);
+    tp_memgraph_free(mg);
+
+    /* with room for everything the horizon places all at once: x's reload for C is already done,
+     * so its eviction is skipped (no second load) */
+    o.device_mem[0] = 1 << 20;
+    ASSERT_OK_ERR(tp_plan(g, &o, &mg, &e), e);
+    verify(mg, g);
+    ASSERT_EQ(reloads_of(mg, x, TP_M_RELOAD), 1);
+    tp_memgraph_free(mg);
+
+    /* misuse */
+    tp_plan_evict bad[3] = {{x, x}, {99, A}, {x, 99}};
+    for (int i = 0; i < 3; i++) {
+        o.evictions = &bad[i];
+        o.nevictions = 1;
+        ASSERT_EQ(tp_plan(g, &o, &mg, &e), TP_ERR_ARG);
+    }
+    o.evictions = NULL;
+    ASSERT_EQ(tp_plan(g, &o, &mg, &e), TP_ERR_ARG);
+    tp_graph_free(g);
+}
+
+static uint64_t rng(uint64_t *s)
+{
+    return tp__mix64(++*s);
+}
+
+/* a chain of L layers with sizes in [lo, hi) bytes (multiples of 256) */
+static tp_chain *random_chain(uint64_t *s, uint32_t L)
+{
+    tp_chain *c = calloc(1, sizeof *c);
+    c->layers = L;
+    c->uf = malloc(L * sizeof *c->uf);
+    c->ub = malloc(L * sizeof *c->ub);
+    c->w = malloc(L * sizeof *c->w);
+    c->a = malloc((L + 1) * sizeof *c->a);
+    for (uint32_t i = 0; i < L; i++) {
+        c->uf[i] = 1e-3 * (1 + (double)(rng(s) % 100));
+        c->ub[i] = c->uf[i] * (1.5 + (double)(rng(s) % 20) / 10);
+        c->w[i] = 256 * (16 + rng(s) % 240);
+    }
+    for (uint32_t i = 0; i <= L; i++) c->a[i] = 256 * (1 + rng(s) % 16);
+    c->beta = 1e6 * (1 + (double)(rng(s) % 64));
+    return c;
+}
+
+static void free_chain(tp_chain *c)
+{
+    free(c->uf);
+    free(c->ub);
+    free(c->w);
+    free(c->a);
+    free(c);
+}
+
+/* runs mg to completion in a session of be */
+static void run_in_session(tp_backend *be, const tp_memgraph *mg, const char *policy, tp_run_summary *sum)
+{
+    tp_error e;
+    uint64_t cap = tp_memgraph_device_capacity(mg, 0);
+    tp_session *ss;
+    ASSERT_OK_ERR(tp_session_new(be, 1, &cap, tp_memgraph_host_bytes(mg) + 1, &ss, &e), e);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    ro.policy = policy;
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new_in(ss, mg, &ro, &x, &e), e);
+    ASSERT_OK_ERR(tp_exec_run(x, sum, &e), e);
+    tp_exec_free(x);
+    tp_session_free(ss);
+}
+
+TEST(offload_chain_taskgraph_plans)
+{
+    uint64_t s = 0x0ff10ad;
+    tp_error e;
+    tp_backend *cpu;
+    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &cpu, &e), e);
+    int planned = 0, directed = 0, fewer = 0, tight = 0;
+    static const char *pol[] = {"any", "fixed", "random"};
+    for (int it = 0; it < 40; it++) {
+        uint32_t L = 2 + (uint32_t)(rng(&s) % 9);
+        tp_chain *c = random_chain(&s, L);
+        /* memory between the least any schedule needs and all weights resident */
+        uint64_t lo = 0, hi = 0, acc = 0, ws = 0;
+        for (uint32_t i = 0; i < L; i++) ws += c->w[i];
+        acc = c->a[0];
+        for (uint32_t i = 0; i < L; i++) {
+            acc += c->a[i + 1];
+            uint64_t m = 2 * c->w[i] + acc;
+            lo = m > lo ? m : lo;
+            hi = m + ws - c->w[i] > hi ? m + ws - c->w[i] : hi;
+        }
+        int frac = (int)(rng(&s) % 5); /* 0: tight .. 4: all resident */
+        c->mgpu = lo + (hi - lo) * (uint64_t)frac / 4 + c->a[L] * 2 + 4096; /* room for alignment */
+        tight += frac == 0;
+        tp_offload_schedule *sc = NULL;
+        if (tp_offload_plan(c, TP_OFFLOAD_GREEDY, &sc, &e)) { /* no schedule fits: nothing to compare */
+            free_chain(c);
+            continue;
+        }
+        tp_graph *g;
+        ASSERT_OK_ERR(tp_chain_taskgraph(c, 1e9, sc, &g, &e), e);
+        ASSERT_EQ(tp_graph_size(g), 2 * L + 1 + 3 * L - 1 + L);
+        tp_sim_profile prof;
+        memset(&prof, 0, sizeof prof);
+        snprintf(prof.name, sizeof prof.name, "chain");
+        prof.devices = 1;
+        prof.device_mem = c->mgpu;
+        prof.peak_flops = 1e9;
+        prof.efficiency = 1;
+        prof.mem_bw = 1e18;
+        prof.h2d_bw = prof.d2h_bw = prof.peer_bw = c->beta;
+        tp_backend *sim;
+        ASSERT_OK_ERR(tp_backend_sim_new(&prof, 0, &sim, &e), e);
+        double compute = 0;
+        for (uint32_t i = 0; i < L; i++) compute += c->uf[i] + c->ub[i];
+        for (int algo = -1; algo <= TP_OFFLOAD_L2L; algo++) {
+            tp_plan_opts o;
+            tp_plan_opts_init(&o, 1, c->mgpu);
+            o.order = TP_ORDER_TOPO;
+            tp_plan_evict *ev = NULL;
+            uint32_t n = 0;
+            if (algo >= 0) {
+                ASSERT_OK_ERR(tp_chain_graph_evictions(g, (tp_offload_algo)algo, c->mgpu, &ev, &n, &e), e);
+                if (algo != TP_OFFLOAD_L2L) { /* the selection from the graph's sizes is Algorithm 1's on the chain */
+                    uint8_t *sel = calloc(L, 1);
+                    ASSERT_OK_ERR(tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, &e), e);
+                    uint32_t want = 0;
+                    for (uint32_t k = 0; k < L; k++) want += !!(sel[k] & TP_OFFLOAD_SEL0) + !!(sel[k] & TP_OFFLOAD_SEL1);
+                    ASSERT_EQ(n, want);
+                    free(sel);
+                }
+                o.evictions = ev;
+                o.nevictions = n;
+            }
+            tp_memgraph *mg;
+            tp_status st = tp_plan(g, &o, &mg, &e);
+            if (st == TP_ERR_INFEASIBLE) { /* alignment or the planner's order can cost more than the model */
+                free(ev);
+                continue;
+            }
+            ASSERT_OK_ERR(st, e);
+            verify(mg, g);
+            planned++;
+            tp_plan_stats pst;
+            tp_memgraph_stats(mg, &pst);
+            directed += pst.dev[0].directed_count > 0;
+            /* every eviction carried out is a drop or an offload: the plan's counts cover them */
+            ASSERT_LE(pst.dev[0].directed_count, pst.dev[0].drop_count + pst.dev[0].offload_count);
+            tp_run_summary sum;
+            run_in_session(sim, mg, pol[it % 3], &sum);
+            CHECK(sum.makespan >= compute * (1 - 1e-9)); /* no kernel time is lost or overlapped */
+            run_in_session(cpu, mg, pol[(it + 1) % 3], &sum);
+            fewer += algo == TP_OFFLOAD_GREEDY && pst.dev[0].directed_count > 0;
+            tp_memgraph_free(mg);
+            free(ev);
+        }
+        tp_backend_free(sim);
+        tp_graph_free(g);
+        tp_offload_schedule_free(sc);
+        free_chain(c);
+    }
+    tp_backend_free(cpu);
+    printf("  %d plans verified and run on sim and cpu, %d with directed evictions (%d greedy), %d tight chains\n",
+           planned, directed, fewer, tight);
+    ASSERT_GE(planned, 80);
+    ASSERT_GE(directed, 20);
+    ASSERT_GE(fewer, 5);
+}
+
+TEST(offload_chain_graph_rejects)
+{
+    tp_graph *g = load(chain4);
+    tp_plan_evict *ev;
+    uint32_t n;
+    tp_error e;
+    ASSERT_EQ(tp_chain_graph_evictions(g, TP_OFFLOAD_GREEDY, 1 << 20, &ev, &n, &e), TP_ERR_INVALID);
+    CHECK(strstr(e.msg, "not a chain graph") != NULL);
+    tp_graph_free(g);
+    /* a chain whose weights fit nowhere: no selection */
+    uint64_t s = 7;
+    tp_chain *c = random_chain(&s, 3);
+    c->mgpu = 1 << 30;
+    tp_graph *cg;
+    ASSERT_OK_ERR(tp_chain_taskgraph(c, 1e9, NULL, &cg, &e), e);
+    ASSERT_OK_ERR(tp_chain_graph_evictions(cg, TP_OFFLOAD_GREEDY, 1 << 30, &ev, &n, &e), e);
+    ASSERT_EQ(n, 0); /* everything fits: nothing selected */
+    free(ev);
+    ASSERT_EQ(tp_chain_graph_evictions(cg, TP_OFFLOAD_GREEDY, 1024, &ev, &n, &e), TP_ERR_INFEASIBLE);
+    ASSERT_EQ(tp_chain_taskgraph(c, 0, NULL, &cg, &e), TP_ERR_ARG);
+    tp_graph_free(cg);
+    free_chain(c);
+}
