@@ -185,7 +185,9 @@ def main(argv):
                       "set key top right\nset xlabel 'link bandwidth (GB/s)'\nset ylabel 'makespan / lower bound'\n"
                       "set logscale x 2\nplot 'sweep.csv' every ::1 using 1:9 with linespoints title 'Greedy', "
                       "'' every ::1 using 1:11 with linespoints title 'Greedy*', "
-                      "'' every ::1 using 1:13 with linespoints title 'L2L'\n")
+                      "'' every ::1 using 1:13 with linespoints title 'L2L', "
+                      "'' every ::1 using 1:15 with linespoints title 'turnip planner (any)', "
+                      "'' every ::1 using 1:21 with linespoints title 'turnip planner + greedy (fixed)'\n")
             with open(os.path.join(tmpd, "sweep.gp"), "w") as f:
                 f.write(script)
             subprocess.run(["gnuplot", "sweep.gp"], cwd=tmpd, check=True)
