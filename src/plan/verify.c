@@ -1015,7 +1015,7 @@ static tp_status check_output(V *c, const char *want, uint32_t o, json_t *hit)
     uint64_t from;
     if (!get_u64(json_object_get(hit, "from"), &from) || from >= c->n)
         return VIOL("output '%s': 'from' must name a MemGraph vertex", want);
-    reg r;
+    reg r = {0, 0, 0};
     tp_status s = parse_reg(c, hit, &r, (size_t)from, "outputs");
     if (s) return s;
     const vx *x = &c->v[from];
@@ -1089,7 +1089,7 @@ static tp_status check_kept(V *c)
         const char *name = json_string_value(t);
         int64_t ti = tp_graph_find(c->tg, name);
         uint64_t from;
-        reg r;
+        reg r = {0, 0, 0};
         if (ti < 0) {
             s = VIOL("kept[%zu]: task '%s' is not a TaskGraph vertex", q, name);
         } else if (!tp_graph_keep(c->tg, (uint32_t)ti)) {
