@@ -68,5 +68,8 @@ expect 0 "" "$T" verify "$D/sm.json" --taskgraph "$D/sg.json"
 expect 2 "not a chain graph" "$T" sim "$SRC/examples/figure3.json" --machine "$D/p.json" --weight-offload greedy
 expect 2 "--algo milp makes no schedule" "$T" offload-plan "$C" --algo milp --taskgraph "$D/x.json"
 expect 2 "--weight-offload" "$T" plan "$D/g.json" --device-mem 1GiB --weight-offload belady
+expect 2 "the chain's own order" "$T" plan "$D/g.json" --device-mem 15GiB --order dfs --weight-offload greedy
+expect 2 "--flops is for --taskgraph" "$T" offload-plan "$C" --flops 1e9
+expect 2 "unknown" "$T" run "$D/g.json" --device-mem 15GiB --inputs x --out y --weight-offload greedy
 check "no TaskGraph written by a refused command" test ! -e "$D/x.json"
 finish offload_inside

@@ -163,6 +163,13 @@ int cli_plan_evictions(const char *cmd, const cli_plan_flags *f, const tp_graph 
     tp_offload_algo a = !strcmp(f->weight_offload, "greedy-star") ? TP_OFFLOAD_GREEDY_STAR
                         : !strcmp(f->weight_offload, "l2l")       ? TP_OFFLOAD_L2L
                                                                   : TP_OFFLOAD_GREEDY;
+    /* the chain's operation order is the graph's file order (topo); another order interleaves
+     * the backward with the forward, a schedule the selection was not made for */
+    if (f->order && strcmp(f->order, "topo"))
+        return cli_errorf(cmd, 2, "--weight-offload plans in the chain's own order: give --%s topo or leave it out",
+                          !strcmp(cmd, "plan") ? "order" : "plan-order");
+    o->order = TP_ORDER_TOPO;
+    o->sum_into = 0; /* the evictions name the graph's vertices as given */
     tp_error e;
     uint32_t n = 0;
     tp_status s = tp_chain_graph_evictions(g, a, o->device_mem[0], owned, &n, &e);

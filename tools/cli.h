@@ -107,7 +107,8 @@ extern const char *const cli_weight_offload_names[]; /* greedy greedy-star l2l *
     CLI_O_CHOICE("--weight-offload", "NAME", S, F.weight_offload, cli_weight_offload_names,                          \
                  "a training chain's graph (turnip offload-plan --taskgraph): the weight-offload\n"                    \
                  "strategy greedy, greedy-star or l2l decides which weights leave the device\n"                         \
-                 "and when (docs/weight-offload.md \"Inside turnip\"); default: the planner's own")
+                 "and when (docs/weight-offload.md \"Inside turnip\"); plans in the graph's order\n"        \
+                 "(topo), without sum-into; default: the planner's own eviction")
 #define CLI_O_PLAN_ORDER(ORDER, S, F) \
     CLI_O_CHOICE(ORDER, "NAME", S, F.order, cli_plan_order_names, "serial order the plan simulates: topo, dfs or greedy")
 

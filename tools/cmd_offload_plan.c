@@ -105,6 +105,8 @@ static int run(int argc, char **argv)
     int milp = fl.algo && !strcmp(fl.algo, "milp");
     if (milp && (fl.schedule || fl.taskgraph))
         return cli_usage_error("offload-plan", "--algo milp makes no schedule (--schedule, --taskgraph)", NULL);
+    if (fl.flops && !fl.taskgraph && !fl.profile)
+        return cli_usage_error("offload-plan", "--flops is for --taskgraph and --sim-profile", NULL);
     if (!fl.flops) fl.flops = 1e12;
     tp_offload_algo algo = TP_OFFLOAD_GREEDY;
     if (fl.algo && !strcmp(fl.algo, "greedy-star")) algo = TP_OFFLOAD_GREEDY_STAR;

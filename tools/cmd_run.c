@@ -21,7 +21,6 @@ static const cli_opt opts[] = {
               "--plan-order and --no-sum-into then change nothing"),
     CLI_O_PLAN_ORDER("--plan-order", flags, p),
     CLI_O_NO_SUM_INTO(flags, p),
-    CLI_O_WEIGHT_OFFLOAD(flags, p),
     CLI_O_POLICY(flags, x),
     CLI_O_DETERMINISTIC(flags, x),
     CLI_O_SEED(flags, x),
@@ -55,7 +54,6 @@ static void help(FILE *f)
                    "                  [--host-mem SIZE] [--plan MEMGRAPH] [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N]\n"
                    "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F]\n"
                    "                  [--trace FILE] [--no-verify] [--repeat N] [--backend cpu|cuda] [--completion callback|poll]\n"
-                   "                  [--weight-offload greedy|greedy-star|l2l]\n"
                    "                  [--matmul fast|exact] [--no-sum-into] [--deterministic]\n"
                    "\n"
                    "Plans TASKGRAPH under the caps (or loads --plan), verifies the plan (unless --no-verify), runs it on the cpu\n"
@@ -117,9 +115,7 @@ static int run(int argc, char **argv)
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
     tp_session *sess = NULL;
-    tp_plan_evict *ev = NULL;
     if ((rc = cli_plan_opts("run", &fl.p, o.ndevices, &o))) goto done;
-    if ((rc = cli_plan_evictions("run", &fl.p, g, &o, &ev))) goto done;
     double t0 = tp_now_seconds();
     int session = fl.x.repeat > 1;
     if (session && (rc = cli_keep_inputs("run", g))) goto done;
@@ -159,7 +155,6 @@ static int run(int argc, char **argv)
     if (!s) printf("outputs: %s (%.3f s in all)\n", fl.out, tp_now_seconds() - t0);
     if (s) rc = rc ? cli_errorf("run", rc, "%s", e.msg) : cli_fail("run", s, &e);
 done:
-    free(ev);
     tp_exec_free(x);
     tp_session_free(sess);
     tp_backend_free(be);

@@ -157,7 +157,8 @@ tp_status tp_offload_schedule_write(const tp_offload_schedule *s, FILE *f, tp_er
  * activation, Uk) -> the next activation (equation 1's memory at each operation).
  * Every Fk and Uk is an output; the Fk are kept, and the Uk of the weights that start resident
  * (so the iteration ends in the state it began in). Flops are seconds x flops_per_s (B_k split
- * 0.5 / 0.45 / 0.05 over Xk, Gk, Uk; 0.95 / 0.05 over G1, U1); a size of 0 becomes 1 byte.
+ * 0.5 / 0.45 / 0.05 over Xk, Gk, Uk; 0.95 / 0.05 over G1, U1); an activation of 0 bytes becomes
+ * 1 byte, a weight of 0 bytes is TP_ERR_ARG (a stand-in would be selected, a 0 never is).
  * 1..TP_OFFLOAD_MAX_LAYERS layers. *out finalized, owned by the caller. */
 tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_offload_schedule *start, tp_graph **out,
                              tp_error *err);

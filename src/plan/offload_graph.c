@@ -67,6 +67,9 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
         return tp__fail(err, TP_ERR_ARG, "chain taskgraph: flops per second must be in [1, 1e18]");
     if (c->layers > TP_OFFLOAD_MAX_LAYERS)
         return tp__fail(err, TP_ERR_ARG, "chain taskgraph: %u layers, at most %u", c->layers, TP_OFFLOAD_MAX_LAYERS);
+    for (uint32_t k = 0; k < c->layers; k++)
+        if (!c->w[k]) /* a 1-byte stand-in would be selected, a weight of 0 never is */
+            return tp__fail(err, TP_ERR_ARG, "chain taskgraph: layer %u has a weight of 0 bytes; give each weight 1 byte or more", k);
     if (start && start->layers != c->layers)
         return tp__fail(err, TP_ERR_ARG, "chain taskgraph: the start state has %u layers, the chain %u", start->layers,
                         c->layers);
