@@ -24,7 +24,7 @@ static const cli_opt opts[] = {
               "bound is printed with its gap"),
     CLI_O_STR("--taskgraph", "FILE", flags, taskgraph,
               "write the chain's steady-state iteration as a TaskGraph (turnip.taskgraph/1), in the\n"
-              "start state of the schedule, for turnip plan/sim/run (with --weight-offload)"),
+              "start state of the schedule, for turnip plan and sim (with --weight-offload)"),
     CLI_O_STR("--sim-profile", "FILE", flags, profile,
               "write a one-device machine profile that replays the chain's times and link in turnip sim"),
     CLI_O_NUM("--flops", "R", flags, flops, 1, 1e18,
