@@ -59,6 +59,13 @@ typedef struct tp__jp {
     size_t nrec, caprec;
 } tp__jp;
 
+/* The status of a failed read, for a caller whose own error record the reader filled: its code,
+ * or TP_ERR_PARSE when the failure left none. */
+static inline tp_status tp__jp_status(const tp_error *err)
+{
+    return err->code ? err->code : TP_ERR_PARSE;
+}
+
 /* Opens path (a regular file, tp__open_regular). On failure nothing needs closing. */
 tp_status tp__jp_open_file(tp__jp *jp, const char *path, tp_error *err);
 /* Reads text[0..len) (borrowed; must outlive the reader). */

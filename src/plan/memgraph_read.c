@@ -54,8 +54,6 @@ static tp_status fail(mr *r, const char *fmt, const char *where, const char *wha
     return tp__fail(r->err, TP_ERR_PARSE, fmt, r->name, where, what);
 }
 
-#define JPFAIL(r) ((r)->err->code ? (r)->err->code : TP_ERR_PARSE)
-
 static tp_status nomem(mr *r)
 {
     return tp__fail(r->err, TP_ERR_NOMEM, "out of memory");
@@ -65,9 +63,9 @@ static tp_status nomem(mr *r)
 static tp_status rd_int(mr *r, int64_t lo, int64_t hi, int64_t *v, const char *where, const char *field)
 {
     tp__jpt t = tp__jp_peek(&r->jp);
-    if (t == TP__JP_ERROR) return JPFAIL(r);
+    if (t == TP__JP_ERROR) return tp__jp_status(r->err);
     if (t != TP__JP_NUMBER || tp__jp_number(&r->jp) || !r->jp.is_int || r->jp.ival < lo || r->jp.ival > hi) {
-        if (r->jp.failed) return JPFAIL(r);
+        if (r->jp.failed) return tp__jp_status(r->err);
         return tp__fail(r->err, TP_ERR_PARSE, "%s: %s: field '%s' must be an integer in [%lld, %lld]", r->name, where, field,
                         (long long)lo, (long long)hi);
     }
@@ -78,9 +76,9 @@ static tp_status rd_int(mr *r, int64_t lo, int64_t hi, int64_t *v, const char *w
 static tp_status rd_str(mr *r, const char **s, const char *where, const char *field)
 {
     tp__jpt t = tp__jp_peek(&r->jp);
-    if (t == TP__JP_ERROR) return JPFAIL(r);
+    if (t == TP__JP_ERROR) return tp__jp_status(r->err);
     if (t != TP__JP_STRING) return tp__fail(r->err, TP_ERR_PARSE, "%s: %s: field '%s' must be a string", r->name, where, field);
-    return tp__jp_string(&r->jp, s, NULL) ? JPFAIL(r) : TP_OK;
+    return tp__jp_string(&r->jp, s, NULL) ? tp__jp_status(r->err) : TP_OK;
 }
 
 /* a task name: its index in the TaskGraph, or (conversion) in the names met so far */
@@ -120,9 +118,9 @@ static tp_status rd_region(mr *r, region *g, const char *where, extra_fn extra, 
     g->offset = g->bytes = -1;
     int space = -1;
     tp__jpt t = tp__jp_peek(&r->jp);
-    if (t == TP__JP_ERROR) return JPFAIL(r);
+    if (t == TP__JP_ERROR) return tp__jp_status(r->err);
     if (t != TP__JP_OBJECT) return fail(r, "%s: %s: must be an object%s", where, "");
-    if (tp__jp_obj_begin(&r->jp)) return JPFAIL(r);
+    if (tp__jp_obj_begin(&r->jp)) return tp__jp_status(r->err);
     const char *k;
     int x;
     tp_status s;
@@ -141,10 +139,10 @@ static tp_status rd_region(mr *r, region *g, const char *where, extra_fn extra, 
         } else {
             int handled = 0;
             if (extra && (s = extra(r, k, ctx, &handled))) return s;
-            if (!handled && tp__jp_skip(&r->jp)) return JPFAIL(r);
+            if (!handled && tp__jp_skip(&r->jp)) return tp__jp_status(r->err);
         }
     }
-    if (x < 0) return JPFAIL(r);
+    if (x < 0) return tp__jp_status(r->err);
     if (space < 0 || g->offset < 0 || g->bytes < 0 || (space == TP_SPACE_DEVICE) != (g->device >= 0))
         return fail(r, "%s: %s: a region is {\"space\", \"device\" (device space only), \"offset\", \"bytes\"}%s", where, "");
     g->space = (uint8_t)space;
@@ -184,9 +182,9 @@ static tp_status read_vertex(mr *r, size_t i)
     int kind = -1, has_task = 0, has_writes = 0, has_reads = 0, has_deps = 0;
     region w;
     tp__jpt t = tp__jp_peek(&r->jp);
-    if (t == TP__JP_ERROR) return JPFAIL(r);
+    if (t == TP__JP_ERROR) return tp__jp_status(r->err);
     if (t != TP__JP_OBJECT) return fail(r, "%s: %s: %s", where, "must be an object");
-    if (tp__jp_obj_begin(&r->jp)) return JPFAIL(r);
+    if (tp__jp_obj_begin(&r->jp)) return tp__jp_status(r->err);
     const char *k, *sv;
     int x;
     tp_status s;
@@ -208,9 +206,9 @@ static tp_status read_vertex(mr *r, size_t i)
             if ((s = rd_region(r, &w, where, NULL, NULL))) return s;
             has_writes = 1;
         } else if (!strcmp(k, "reads")) {
-            if ((t = tp__jp_peek(&r->jp)) == TP__JP_ERROR) return JPFAIL(r);
+            if ((t = tp__jp_peek(&r->jp)) == TP__JP_ERROR) return tp__jp_status(r->err);
             if (t != TP__JP_ARRAY) return fail(r, "%s: %s: %s", where, "field 'reads' must be an array");
-            if (tp__jp_arr_begin(&r->jp)) return JPFAIL(r);
+            if (tp__jp_arr_begin(&r->jp)) return tp__jp_status(r->err);
             while ((x = tp__jp_arr_next(&r->jp)) == 1) {
                 from_ctx fc = {-1};
                 region rr;
@@ -230,12 +228,12 @@ static tp_status read_vertex(mr *r, size_t i)
                 mg->reads[mg->nreads++] = (uint32_t)fc.from;
                 m->nreads++;
             }
-            if (x < 0) return JPFAIL(r);
+            if (x < 0) return tp__jp_status(r->err);
             has_reads = 1;
         } else if (!strcmp(k, "deps")) {
-            if ((t = tp__jp_peek(&r->jp)) == TP__JP_ERROR) return JPFAIL(r);
+            if ((t = tp__jp_peek(&r->jp)) == TP__JP_ERROR) return tp__jp_status(r->err);
             if (t != TP__JP_ARRAY) return fail(r, "%s: %s: %s", where, "field 'deps' must be an array of vertex ids");
-            if (tp__jp_arr_begin(&r->jp)) return JPFAIL(r);
+            if (tp__jp_arr_begin(&r->jp)) return tp__jp_status(r->err);
             size_t nd = mg->deps_off[i];
             while ((x = tp__jp_arr_next(&r->jp)) == 1) {
                 int64_t d;
@@ -243,7 +241,7 @@ static tp_status read_vertex(mr *r, size_t i)
                 if (nd >= UINT32_MAX - 1 || !TP__GROW(mg->deps, r->capdeps, nd + 1)) return nomem(r);
                 mg->deps[nd++] = (uint32_t)d;
             }
-            if (x < 0) return JPFAIL(r);
+            if (x < 0) return tp__jp_status(r->err);
             mg->deps_off[i + 1] = (uint32_t)nd;
             has_deps = 1;
         } else if (!strcmp(k, "inplace")) {
@@ -251,10 +249,10 @@ static tp_status read_vertex(mr *r, size_t i)
         } else if (!strcmp(k, "group")) {
             if ((s = rd_int(r, 0, INT32_MAX, &group, where, "group"))) return s;
         } else if (tp__jp_skip(&r->jp)) {
-            return JPFAIL(r);
+            return tp__jp_status(r->err);
         }
     }
-    if (x < 0) return JPFAIL(r);
+    if (x < 0) return tp__jp_status(r->err);
     if (id < 0 || kind < 0 || !has_task || !has_writes || !has_reads || !has_deps)
         return fail(r, "%s: %s: %s", where, "needs 'id', 'kind', 'task', 'writes', 'reads' and 'deps'");
     if ((kind == TP_M_INPUT) != (dev == -2))
@@ -290,9 +288,9 @@ static tp_status out_key(mr *r, const char *key, void *ctx, int *handled)
     if (!strcmp(key, "keep")) {
         *handled = 1;
         tp__jpt t = tp__jp_peek(&r->jp);
-        if (t == TP__JP_ERROR) return JPFAIL(r);
+        if (t == TP__JP_ERROR) return tp__jp_status(r->err);
         if (t != TP__JP_TRUE && t != TP__JP_FALSE) return fail(r, "%s: %s: %s", "outputs", "'keep' must be true or false");
-        return tp__jp_bool(&r->jp, &o->keep) ? JPFAIL(r) : TP_OK;
+        return tp__jp_bool(&r->jp, &o->keep) ? tp__jp_status(r->err) : TP_OK;
     }
     if (!strcmp(key, "task")) {
         *handled = 1;
@@ -310,9 +308,9 @@ static tp_status read_outs(mr *r, int kept)
     tp_memgraph *mg = r->mg;
     const char *what = kept ? "kept" : "outputs";
     tp__jpt t = tp__jp_peek(&r->jp);
-    if (t == TP__JP_ERROR) return JPFAIL(r);
+    if (t == TP__JP_ERROR) return tp__jp_status(r->err);
     if (t != TP__JP_ARRAY) return fail(r, "%s: field '%s' must be an array%s", what, "");
-    if (tp__jp_arr_begin(&r->jp)) return JPFAIL(r);
+    if (tp__jp_arr_begin(&r->jp)) return tp__jp_status(r->err);
     int x;
     while ((x = tp__jp_arr_next(&r->jp)) == 1) {
         out_ctx o = {-1, 0, 0, 0};
@@ -334,7 +332,7 @@ static tp_status read_outs(mr *r, int kept)
         r->otask[r->nout] = o.task;
         r->okeep[r->nout++] = (uint8_t)o.keep;
     }
-    return x < 0 ? JPFAIL(r) : TP_OK;
+    return x < 0 ? tp__jp_status(r->err) : TP_OK;
 }
 
 static tp_status read_json_doc(mr *r)
@@ -342,9 +340,9 @@ static tp_status read_json_doc(mr *r)
     tp_memgraph *mg = r->mg;
     tp__jp *jp = &r->jp;
     tp__jpt t = tp__jp_peek(jp);
-    if (t == TP__JP_ERROR) return JPFAIL(r);
+    if (t == TP__JP_ERROR) return tp__jp_status(r->err);
     if (t != TP__JP_OBJECT) return tp__fail(r->err, TP_ERR_PARSE, "%s: top level must be an object", r->name);
-    if (tp__jp_obj_begin(jp)) return JPFAIL(r);
+    if (tp__jp_obj_begin(jp)) return tp__jp_status(r->err);
     const char *k;
     int x;
     tp_status s;
@@ -355,26 +353,26 @@ static tp_status read_json_doc(mr *r)
             if (strcmp(f, MG_FORMAT)) return fail(r, "%s: field 'format' must be \"%s\"", MG_FORMAT, "");
             r->seen_format = 1;
         } else if (!strcmp(k, "devices")) {
-            if ((t = tp__jp_peek(jp)) == TP__JP_ERROR) return JPFAIL(r);
-            if (t != TP__JP_ARRAY || tp__jp_arr_begin(jp)) return r->jp.failed ? JPFAIL(r) : fail(r, "%s: %s: %s", "devices", "must be an array of {\"capacity\": N}");
+            if ((t = tp__jp_peek(jp)) == TP__JP_ERROR) return tp__jp_status(r->err);
+            if (t != TP__JP_ARRAY || tp__jp_arr_begin(jp)) return r->jp.failed ? tp__jp_status(r->err) : fail(r, "%s: %s: %s", "devices", "must be an array of {\"capacity\": N}");
             while ((x = tp__jp_arr_next(jp)) == 1) {
                 if (mg->ndevices >= TP_MAX_DEVICES) return fail(r, "%s: %s: %s", "devices", "more than " TP__STR(TP_MAX_DEVICES));
-                if ((t = tp__jp_peek(jp)) == TP__JP_ERROR) return JPFAIL(r);
-                if (t != TP__JP_OBJECT || tp__jp_obj_begin(jp)) return r->jp.failed ? JPFAIL(r) : fail(r, "%s: %s: %s", "devices", "must be an array of {\"capacity\": N}");
+                if ((t = tp__jp_peek(jp)) == TP__JP_ERROR) return tp__jp_status(r->err);
+                if (t != TP__JP_OBJECT || tp__jp_obj_begin(jp)) return r->jp.failed ? tp__jp_status(r->err) : fail(r, "%s: %s: %s", "devices", "must be an array of {\"capacity\": N}");
                 int64_t cap = -1;
                 int y;
                 while ((y = tp__jp_obj_key(jp, &k)) == 1) {
                     if (!strcmp(k, "capacity")) {
                         if ((s = rd_int(r, 0, INT64_MAX, &cap, "devices", "capacity"))) return s;
                     } else if (tp__jp_skip(jp)) {
-                        return JPFAIL(r);
+                        return tp__jp_status(r->err);
                     }
                 }
-                if (y < 0) return JPFAIL(r);
+                if (y < 0) return tp__jp_status(r->err);
                 if (cap < 0) return fail(r, "%s: %s: %s", "devices", "each needs 'capacity'");
                 mg->cap[mg->ndevices++] = (uint64_t)cap;
             }
-            if (x < 0) return JPFAIL(r);
+            if (x < 0) return tp__jp_status(r->err);
             r->seen_devices = 1;
         } else if (!strcmp(k, "host_bytes")) {
             int64_t h;
@@ -382,14 +380,14 @@ static tp_status read_json_doc(mr *r)
             mg->host_bytes = (uint64_t)h;
             r->seen_host = 1;
         } else if (!strcmp(k, "vertices")) {
-            if ((t = tp__jp_peek(jp)) == TP__JP_ERROR) return JPFAIL(r);
-            if (t != TP__JP_ARRAY || tp__jp_arr_begin(jp)) return r->jp.failed ? JPFAIL(r) : fail(r, "%s: %s: %s", "top level", "field 'vertices' must be an array");
+            if ((t = tp__jp_peek(jp)) == TP__JP_ERROR) return tp__jp_status(r->err);
+            if (t != TP__JP_ARRAY || tp__jp_arr_begin(jp)) return r->jp.failed ? tp__jp_status(r->err) : fail(r, "%s: %s: %s", "top level", "field 'vertices' must be an array");
             size_t i = 0;
             while ((x = tp__jp_arr_next(jp)) == 1) {
                 if ((s = read_vertex(r, i))) return s;
                 mg->n = ++i;
             }
-            if (x < 0) return JPFAIL(r);
+            if (x < 0) return tp__jp_status(r->err);
             r->seen_vertices = 1;
         } else if (!strcmp(k, "outputs")) {
             if (!r->seen_vertices) return fail(r, "%s: %s: %s", "top level", "'outputs' must follow 'vertices'");
@@ -398,10 +396,10 @@ static tp_status read_json_doc(mr *r)
             if (!r->seen_vertices) return fail(r, "%s: %s: %s", "top level", "'kept' must follow 'vertices'");
             if ((s = read_outs(r, 1))) return s;
         } else if (tp__jp_skip(jp)) {
-            return JPFAIL(r);
+            return tp__jp_status(r->err);
         }
     }
-    if (x < 0 || tp__jp_finish(jp)) return JPFAIL(r);
+    if (x < 0 || tp__jp_finish(jp)) return tp__jp_status(r->err);
     if (!r->seen_format || !r->seen_devices || !r->seen_host || !r->seen_vertices)
         return fail(r, "%s: %s: %s", "top level", "needs 'format', 'devices', 'host_bytes' and 'vertices'");
     for (size_t q = 0; q < r->npr; q++) { /* reads of producers later in the file */

@@ -82,6 +82,21 @@ static tp_status only_keys(json_t *o, const char *const *keys, const char *path,
     return TP_OK;
 }
 
+/* The rules across fields of layer i, whose sizes are each at most 2^53 (the reader and
+ * tp_chain_check share them): RULE_TRANSFER when w_i's transfer takes over MAX_TIME at beta,
+ * RULE_SUM when the running sum of all sizes (*total, a^0 first) passes 2^53 (each term <= 2^53,
+ * so the sum stops before it can wrap), else 0. */
+enum { RULE_OK = 0, RULE_TRANSFER, RULE_SUM };
+static const char *const rule_msg[] = {"", "its transfer takes over 1e9 s at this beta",
+                                       "the sum of all weights and activations exceeds 2^53 bytes"};
+
+static int layer_rule(const tp_chain *c, uint32_t i, uint64_t *total)
+{
+    if ((double)c->w[i] / c->beta > MAX_TIME) return RULE_TRANSFER;
+    *total += c->w[i] + c->a[i + 1];
+    return *total > ((uint64_t)1 << 53) ? RULE_SUM : RULE_OK;
+}
+
 tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err)
 {
     *out = NULL;
@@ -133,7 +148,7 @@ tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err)
     if ((s = get_bytes(json_object_get(root, "mgpu"), path, "mgpu", &c->mgpu, err))) goto done;
     if ((s = get_num(json_object_get(root, "beta"), path, "beta", 1.0, 1e18, &c->beta, err))) goto done;
     if ((s = get_bytes(json_object_get(root, "a0"), path, "a0", &c->a[0], err))) goto done;
-    uint64_t total = c->a[0]; /* each term <= 2^53: stops before it can wrap */
+    uint64_t total = c->a[0];
     static const char *const lk[] = {"uf", "ub", "w", "a", NULL};
     for (size_t i = 0; i < L; i++) {
         json_t *e = json_array_get(layers, i);
@@ -151,14 +166,10 @@ tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err)
         if ((s = get_bytes(json_object_get(e, "w"), path, field, &c->w[i], err))) goto done;
         snprintf(field, sizeof field, "layers[%zu].a", i);
         if ((s = get_bytes(json_object_get(e, "a"), path, field, &c->a[i + 1], err))) goto done;
-        if ((double)c->w[i] / c->beta > MAX_TIME) {
-            snprintf(field, sizeof field, "layers[%zu].w", i);
-            s = bad(err, path, field, "its transfer takes over 1e9 s at this beta");
-            goto done;
-        }
-        total += c->w[i] + c->a[i + 1];
-        if (total > ((uint64_t)1 << 53)) {
-            s = bad(err, path, field, "the sum of all weights and activations exceeds 2^53 bytes");
+        int r = layer_rule(c, (uint32_t)i, &total);
+        if (r) {
+            snprintf(field, sizeof field, "layers[%zu].%s", i, r == RULE_TRANSFER ? "w" : "a");
+            s = bad(err, path, field, rule_msg[r]);
             goto done;
         }
     }
@@ -182,10 +193,10 @@ tp_status tp_chain_check(const tp_chain *c, tp_error *err)
     for (uint32_t i = 0; i < c->layers; i++) {
         if (!(c->uf[i] >= MIN_TIME && c->uf[i] <= MAX_TIME && c->ub[i] >= MIN_TIME && c->ub[i] <= MAX_TIME))
             return tp__fail(err, TP_ERR_ARG, "chain: layer %u: uf %g, ub %g (want %g..%g s)", i, c->uf[i], c->ub[i], MIN_TIME, MAX_TIME);
-        if (c->w[i] > ((uint64_t)1 << 53) || c->a[i + 1] > ((uint64_t)1 << 53) || (double)c->w[i] / c->beta > MAX_TIME)
-            return tp__fail(err, TP_ERR_ARG, "chain: layer %u: a size over 2^53 bytes or a transfer over 1e9 s", i);
-        total += c->w[i] + c->a[i + 1]; /* each term <= 2^53, so the sum stops before it can wrap */
-        if (total > ((uint64_t)1 << 53)) return tp__fail(err, TP_ERR_ARG, "chain: weights and activations over 2^53 bytes");
+        if (c->w[i] > ((uint64_t)1 << 53) || c->a[i + 1] > ((uint64_t)1 << 53))
+            return tp__fail(err, TP_ERR_ARG, "chain: layer %u: a size over 2^53 bytes", i);
+        int r = layer_rule(c, i, &total);
+        if (r) return tp__fail(err, TP_ERR_ARG, "chain: layer %u: %s", i, rule_msg[r]);
     }
     return TP_OK;
 }

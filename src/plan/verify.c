@@ -129,9 +129,8 @@ static int get_u64(json_t *j, uint64_t *out)
     return 1;
 }
 
-static const char *rname(const V *c, const reg *r, char *buf, size_t len)
+static const char *rname(const reg *r, char *buf, size_t len)
 {
-    (void)c;
     if (r->space < 0) snprintf(buf, len, "host [%llu, %llu)", (unsigned long long)r->off, (unsigned long long)(r->off + r->bytes));
     else snprintf(buf, len, "device %d [%llu, %llu)", r->space, (unsigned long long)r->off, (unsigned long long)(r->off + r->bytes));
     return buf;
@@ -321,25 +320,23 @@ static int marked_sum(const tp_vertex *t)
 /* ---- reading: a pull reader over the file; each vertex (and each element of "outputs" and
  * "kept") becomes a small jansson tree of its own, parsed and freed one at a time ---- */
 
-#define JPFAIL(c) ((c)->err->code ? (c)->err->code : TP_ERR_PARSE)
-
 static tp_status pull_elems(V *c, tp__jp *jp, elems *e)
 {
     e->present = 1;
     tp__jpt t = tp__jp_peek(jp);
-    if (t == TP__JP_ERROR) return JPFAIL(c);
+    if (t == TP__JP_ERROR) return tp__jp_status(c->err);
     if (t != TP__JP_ARRAY) {
         e->bad = 1;
-        return tp__jp_skip(jp) ? JPFAIL(c) : TP_OK;
+        return tp__jp_skip(jp) ? tp__jp_status(c->err) : TP_OK;
     }
-    if (tp__jp_arr_begin(jp)) return JPFAIL(c);
+    if (tp__jp_arr_begin(jp)) return tp__jp_status(c->err);
     int x;
     while ((x = tp__jp_arr_next(jp)) == 1) {
         const char *txt;
         size_t len;
         tp__jp_record_start(jp);
         tp_status st = tp__jp_skip(jp);
-        if (tp__jp_record_stop(jp, &txt, &len) || st) return JPFAIL(c);
+        if (tp__jp_record_stop(jp, &txt, &len) || st) return tp__jp_status(c->err);
         if (!TP__GROW(e->off, e->offcap, e->n + 1) || !TP__GROW(e->text, e->cap, e->len + len + 1))
             return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
         e->off[e->n++] = e->len;
@@ -347,13 +344,12 @@ static tp_status pull_elems(V *c, tp__jp *jp, elems *e)
         e->text[e->len + len] = '\0';
         e->len += len + 1;
     }
-    return x < 0 ? JPFAIL(c) : TP_OK;
+    return x < 0 ? tp__jp_status(c->err) : TP_OK;
 }
 
 /* element k as a tree (the caller frees it), NULL when out of memory */
-static json_t *elem_tree(V *c, const elems *e, size_t k)
+static json_t *elem_tree(const elems *e, size_t k)
 {
-    (void)c;
     size_t end = k + 1 < e->n ? e->off[k + 1] : e->len;
     json_error_t je;
     return json_loadb(e->text + e->off[k], end - e->off[k] - 1, JSON_REJECT_DUPLICATES, &je);
@@ -368,9 +364,9 @@ static void elems_free(elems *e)
 static tp_status pull_vertices(V *c, tp__jp *jp)
 {
     tp__jpt t = tp__jp_peek(jp);
-    if (t == TP__JP_ERROR) return JPFAIL(c);
-    if (t != TP__JP_ARRAY) return tp__jp_skip(jp) ? JPFAIL(c) : unusable(c, "field 'vertices' must be an array%s", "", 0);
-    if (tp__jp_arr_begin(jp)) return JPFAIL(c);
+    if (t == TP__JP_ERROR) return tp__jp_status(c->err);
+    if (t != TP__JP_ARRAY) return tp__jp_skip(jp) ? tp__jp_status(c->err) : unusable(c, "field 'vertices' must be an array%s", "", 0);
+    if (tp__jp_arr_begin(jp)) return tp__jp_status(c->err);
     int x;
     while ((x = tp__jp_arr_next(jp)) == 1) {
         if (c->n >= UINT32_MAX - 1) return unusable(c, "more than 2^32-2 vertices%s", "", 0);
@@ -384,15 +380,15 @@ static tp_status pull_vertices(V *c, tp__jp *jp)
         json_decref(j);
         if (s) return s;
     }
-    return x < 0 ? JPFAIL(c) : TP_OK;
+    return x < 0 ? tp__jp_status(c->err) : TP_OK;
 }
 
 static tp_status read_memgraph(V *c, tp__jp *jp)
 {
     tp__jpt t = tp__jp_peek(jp);
-    if (t == TP__JP_ERROR) return JPFAIL(c);
-    if (t != TP__JP_OBJECT) return tp__jp_skip(jp) ? JPFAIL(c) : unusable(c, "top level must be an object%s", "", 0);
-    if (tp__jp_obj_begin(jp)) return JPFAIL(c);
+    if (t == TP__JP_ERROR) return tp__jp_status(c->err);
+    if (t != TP__JP_OBJECT) return tp__jp_skip(jp) ? tp__jp_status(c->err) : unusable(c, "top level must be an object%s", "", 0);
+    if (tp__jp_obj_begin(jp)) return tp__jp_status(c->err);
     int have_format = 0, have_vertices = 0, x;
     const char *k;
     tp_status s = TP_OK;
@@ -416,13 +412,13 @@ static tp_status read_memgraph(V *c, tp__jp *jp)
         } else if (!strcmp(k, "kept")) {
             s = pull_elems(c, jp, &c->kept);
         } else if (tp__jp_skip(jp)) {
-            s = JPFAIL(c);
+            s = tp__jp_status(c->err);
         }
         json_decref(j);
         j = NULL;
         if (s) return s;
     }
-    if (x < 0 || tp__jp_finish(jp)) return JPFAIL(c);
+    if (x < 0 || tp__jp_finish(jp)) return tp__jp_status(c->err);
     if (!have_format) return unusable(c, "field 'format' must be \"turnip.memgraph/1\"%s", "", 0);
     if (!c->have_devices) return unusable(c, "field 'devices' must be an array%s", "", 0);
     if (!c->have_host) return unusable(c, "field 'host_bytes' must be a non-negative integer%s", "", 0);
@@ -449,20 +445,20 @@ static tp_status check_form(V *c)
         if (!x->w.bytes) return VIOL("vertex %zu (%s %s): writes 0 bytes", i, kname[x->kind], x->tname);
         if (x->w.off > lim || x->w.bytes > lim - x->w.off)
             return VIOL("vertex %zu (%s %s): writes %s, past the end of %s (%llu bytes)", i, kname[x->kind], x->tname,
-                        rname(c, &x->w, b1, sizeof b1), x->w.space < 0 ? "host memory" : "the device",
+                        rname(&x->w, b1, sizeof b1), x->w.space < 0 ? "host memory" : "the device",
                         (unsigned long long)lim);
         for (uint32_t r = 0; r < x->nreads; r++) {
             const vx *p = &c->v[x->from[r]];
             if (!same_reg(&x->rr[r], &p->w))
                 return VIOL("vertex %zu (%s %s): read %u of %s is not the region vertex %u wrote (%s)", i, kname[x->kind],
-                            x->tname, r, rname(c, &x->rr[r], b1, sizeof b1), x->from[r], rname(c, &p->w, b2, sizeof b2));
+                            x->tname, r, rname(&x->rr[r], b1, sizeof b1), x->from[r], rname(&p->w, b2, sizeof b2));
             if (!has_dep(x, x->from[r]))
                 return VIOL("vertex %zu (%s %s): reads from vertex %u but does not list it in deps", i, kname[x->kind],
                             x->tname, x->from[r]);
         }
         if (x->inplace >= 0 && !same_reg(&x->w, &x->rr[x->inplace]))
             return VIOL("vertex %zu (%s %s): writes %s in place of read %d, which is %s; an in-place write is exactly that region",
-                        i, kname[x->kind], x->tname, rname(c, &x->w, b1, sizeof b1), x->inplace, rname(c, &x->rr[x->inplace], b2, sizeof b2));
+                        i, kname[x->kind], x->tname, rname(&x->w, b1, sizeof b1), x->inplace, rname(&x->rr[x->inplace], b2, sizeof b2));
     }
     return TP_OK;
 }
@@ -745,20 +741,20 @@ static tp_status check_overwrite(V *c, uint32_t p, uint32_t w, uint64_t oa, uint
         int member = P->kind == K_ACCUMULATE && P->group == W->group;
         if (W->kind == K_JOIN && !member)
             return VIOL("race: vertex %u (join %s, group %lld) closes %s, last written by vertex %u (%s %s), not by an accumulate of its group",
-                        w, W->tname, (long long)W->group, rname(c, &r, b1, sizeof b1), p, kname[P->kind], P->tname);
+                        w, W->tname, (long long)W->group, rname(&r, b1, sizeof b1), p, kname[P->kind], P->tname);
         if (member) return TP_OK; /* members add one at a time under their group's lock, in any order */
         if (p != c->ginit[W->group])
             return VIOL("race: vertex %u (accumulate %s, group %lld) adds into %s, last written by vertex %u (%s %s), not by its group's init (vertex %u)",
-                        w, W->tname, (long long)W->group, rname(c, &r, b1, sizeof b1), p, kname[P->kind], P->tname, c->ginit[W->group]);
+                        w, W->tname, (long long)W->group, rname(&r, b1, sizeof b1), p, kname[P->kind], P->tname, c->ginit[W->group]);
         return TP_OK; /* the init's value, updated in place; its other readers run before every member (check_groups) */
     }
     if (P->kind == K_ACCUMULATE)
         return VIOL("race: vertex %u (%s %s) writes %s, where group %lld (%s) may still be adding (last written by accumulate vertex %u): "
                     "it must come after the group's join (vertex %u) and its readers",
-                    w, kname[W->kind], W->tname, rname(c, &r, b1, sizeof b1), (long long)P->group, P->tname, p, c->gjoin[P->group]);
+                    w, kname[W->kind], W->tname, rname(&r, b1, sizeof b1), (long long)P->group, P->tname, p, c->gjoin[P->group]);
     if (!before(c, p, w))
         return VIOL("race: vertex %u (%s %s) and vertex %u (%s %s) both write %s and neither is ordered before the other",
-                    p, kname[P->kind], P->tname, w, kname[W->kind], W->tname, rname(c, &r, b1, sizeof b1));
+                    p, kname[P->kind], P->tname, w, kname[W->kind], W->tname, rname(&r, b1, sizeof b1));
     for (uint32_t k = c->rd_off[p]; k < c->rd_off[p + 1]; k++) {
         uint32_t rdr = c->rd[k];
         if (rdr == w && W->inplace >= 0 && W->from[W->inplace] == p) {
@@ -766,15 +762,15 @@ static tp_status check_overwrite(V *c, uint32_t p, uint32_t w, uint64_t oa, uint
             for (uint32_t q = 0; q < W->nreads; q++)
                 if ((int)q != W->inplace && W->from[q] == p)
                     return VIOL("race: vertex %u (kernel %s) overwrites %s in place of read %d, and also reads it as read %u", w,
-                                W->tname, rname(c, &r, b1, sizeof b1), W->inplace, q);
+                                W->tname, rname(&r, b1, sizeof b1), W->inplace, q);
             continue;
         }
         if (rdr == w)
             return VIOL("race: vertex %u (%s %s) overwrites %s, which it reads from vertex %u", w, kname[W->kind], W->tname,
-                        rname(c, &r, b1, sizeof b1), p);
+                        rname(&r, b1, sizeof b1), p);
         if (!before(c, rdr, w))
             return VIOL("race: vertex %u (%s %s) reads the value of vertex %u (%s %s) at %s, but vertex %u (%s %s) may overwrite it first",
-                        rdr, kname[c->v[rdr].kind], c->v[rdr].tname, p, kname[P->kind], P->tname, rname(c, &r, b1, sizeof b1),
+                        rdr, kname[c->v[rdr].kind], c->v[rdr].tname, p, kname[P->kind], P->tname, rname(&r, b1, sizeof b1),
                         w, kname[W->kind], W->tname);
     }
     return TP_OK;
@@ -837,7 +833,7 @@ static tp_status check_groups(V *c)
             if (m->task != X->task || m->dev != X->dev || !same_reg(&m->w, &X->w))
                 s = VIOL("vertex %u (accumulate %s, device %d, writes %s) and its group's join, vertex %u (%s, device %d, writes %s), "
                          "differ in task, device or region",
-                         gm[j], m->tname, m->dev, rname(c, &m->w, b1, sizeof b1), J, X->tname, X->dev, rname(c, &X->w, b2, sizeof b2));
+                         gm[j], m->tname, m->dev, rname(&m->w, b1, sizeof b1), J, X->tname, X->dev, rname(&X->w, b2, sizeof b2));
             else if (m->from[0] != I)
                 s = VIOL("vertex %u (accumulate %s, group %zu) adds into the value of vertex %u, vertex %u into that of vertex %u: a group has one init",
                          gm[j], m->tname, g, m->from[0], gm[0], I);
@@ -1023,7 +1019,7 @@ static tp_status check_output(V *c, const char *want, uint32_t o, json_t *hit)
     if (x->kind == K_ACCUMULATE)
         return VIOL("output '%s' names vertex %llu, an accumulate; the value of a group is its join's", want, (unsigned long long)from);
     if (!same_reg(&r, &x->w))
-        return VIOL("output '%s': region %s is not what vertex %llu wrote", want, rname(c, &r, b1, sizeof b1), (unsigned long long)from);
+        return VIOL("output '%s': region %s is not what vertex %llu wrote", want, rname(&r, b1, sizeof b1), (unsigned long long)from);
     uint32_t w = other_writer(c, &r, (uint32_t)from);
     if (w != UINT32_MAX)
         return VIOL("output '%s' (vertex %llu) is overwritten by vertex %u (%s %s)", want, (unsigned long long)from, w,
@@ -1048,7 +1044,7 @@ static tp_status check_outputs(V *c)
     for (uint32_t t = 0; t < nt; t++) entry[t] = SIZE_MAX;
     tp_status s = TP_OK;
     for (size_t q = 0; q < c->outs.n && !s; q++) {
-        json_t *e = elem_tree(c, &c->outs, q), *t = json_object_get(e, "task");
+        json_t *e = elem_tree(&c->outs, q), *t = json_object_get(e, "task");
         int64_t ti = json_is_string(t) ? tp_graph_find(c->tg, json_string_value(t)) : -1;
         if (!e) s = tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
         if (ti >= 0) entry[ti] = q;
@@ -1056,7 +1052,7 @@ static tp_status check_outputs(V *c)
     }
     for (uint32_t k = 0; k < no && !s; k++) {
         uint32_t o = tp_graph_outputs(c->tg)[k];
-        json_t *hit = entry[o] == SIZE_MAX ? NULL : elem_tree(c, &c->outs, entry[o]);
+        json_t *hit = entry[o] == SIZE_MAX ? NULL : elem_tree(&c->outs, entry[o]);
         if (entry[o] != SIZE_MAX && !hit) s = tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
         else s = check_output(c, tp_graph_vertex(c->tg, o)->id, o, hit);
         json_decref(hit);
@@ -1076,7 +1072,7 @@ static tp_status check_kept(V *c)
     if (!listed) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
     tp_status s = TP_OK;
     for (size_t q = 0; q < c->kept.n && !s; q++) {
-        json_t *e = elem_tree(c, &c->kept, q), *t = json_object_get(e, "task");
+        json_t *e = elem_tree(&c->kept, q), *t = json_object_get(e, "task");
         if (!e) {
             s = tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
             break;
@@ -1109,8 +1105,8 @@ static tp_status check_kept(V *c)
                 s = VIOL("kept[%zu] ('%s') names vertex %llu, an accumulate; the value of a group is its join's", q, name,
                          (unsigned long long)from);
             else if (!same_reg(&r, &x->w))
-                s = VIOL("kept[%zu] ('%s'): region %s is not what vertex %llu wrote (%s)", q, name, rname(c, &r, b1, sizeof b1),
-                         (unsigned long long)from, rname(c, &x->w, b2, sizeof b2));
+                s = VIOL("kept[%zu] ('%s'): region %s is not what vertex %llu wrote (%s)", q, name, rname(&r, b1, sizeof b1),
+                         (unsigned long long)from, rname(&x->w, b2, sizeof b2));
             else if ((w = other_writer(c, &r, (uint32_t)from)) != UINT32_MAX)
                 s = VIOL("kept '%s' (vertex %llu) is overwritten by vertex %u (%s %s) before the run ends", name,
                          (unsigned long long)from, w, kname[c->v[w].kind], c->v[w].tname);
