@@ -91,12 +91,7 @@ TEST(offload_read_chain_rejects)
  * (during B_1: w_1, its gradient, w_0 arriving; during B_0: w_1, w_0, its gradient). */
 static tp_chain *chain2(void)
 {
-    tp_chain *c = calloc(1, sizeof *c);
-    c->layers = 2;
-    c->uf = malloc(2 * sizeof(double));
-    c->ub = malloc(2 * sizeof(double));
-    c->w = malloc(2 * sizeof(uint64_t));
-    c->a = calloc(3, sizeof(uint64_t));
+    tp_chain *c = tp_chain_new(2);
     for (int i = 0; i < 2; i++) c->uf[i] = c->ub[i] = 1, c->w[i] = 100;
     c->mgpu = 400;
     c->beta = 100;
@@ -242,12 +237,7 @@ static uint64_t m_op(const tp_chain *c, uint32_t o)
 static tp_chain *random_chain(uint64_t seed, uint32_t L, double frac)
 {
     uint64_t st = seed;
-    tp_chain *c = calloc(1, sizeof *c);
-    c->layers = L;
-    c->uf = malloc(L * sizeof(double));
-    c->ub = malloc(L * sizeof(double));
-    c->w = malloc(L * sizeof(uint64_t));
-    c->a = malloc((L + 1) * sizeof(uint64_t));
+    tp_chain *c = tp_chain_new(L);
     c->a[0] = (uint64_t)(urand(&st) * 1000);
     for (uint32_t i = 0; i < L; i++) {
         c->uf[i] = urand(&st) < 0.1 ? 1e-6 : 0.1 + urand(&st); /* 1e-6: a layer of almost no time */
@@ -267,11 +257,6 @@ static tp_chain *random_chain(uint64_t seed, uint32_t L, double frac)
     }
     c->mgpu = lo + (uint64_t)(frac * (double)(hi - lo));
     return c;
-}
-
-static void free_chain(tp_chain *c)
-{
-    tp_chain_free(c);
 }
 
 /* Algorithm 1's result, recounted: with the chosen weights away over the operations their
@@ -351,7 +336,7 @@ TEST(offload_random_chains)
                 }
                 tp_offload_schedule_free(s);
             }
-            free_chain(c);
+            tp_chain_free(c);
         }
     }
     /* the tight end may be infeasible for a greedy; most cases must plan */
@@ -375,12 +360,7 @@ TEST(offload_random_chains)
  *   (300 + 100 > 350) waits and runs [7,9]: makespan 9. */
 TEST(offload_discount)
 {
-    tp_chain *c = calloc(1, sizeof *c);
-    c->layers = 3;
-    c->uf = malloc(3 * sizeof(double));
-    c->ub = malloc(3 * sizeof(double));
-    c->w = malloc(3 * sizeof(uint64_t));
-    c->a = calloc(4, sizeof(uint64_t));
+    tp_chain *c = tp_chain_new(3);
     double uf[3] = {1, 1, 2}, ub[3] = {1, 1, 1};
     uint64_t w[3] = {0, 100, 0};
     for (int i = 0; i < 3; i++) c->uf[i] = uf[i], c->ub[i] = ub[i], c->w[i] = w[i];
@@ -420,12 +400,7 @@ TEST(offload_l2l_closed_form)
     for (size_t x = 0; x < 3; x++)
         for (size_t y = 0; y < sizeof Ls / sizeof *Ls; y++) {
             uint32_t L = Ls[y];
-            tp_chain *c = calloc(1, sizeof *c);
-            c->layers = L;
-            c->uf = malloc(L * sizeof(double));
-            c->ub = malloc(L * sizeof(double));
-            c->w = malloc(L * sizeof(uint64_t));
-            c->a = calloc(L + 1, sizeof(uint64_t));
+            tp_chain *c = tp_chain_new(L);
             for (uint32_t i = 0; i < L; i++) c->uf[i] = fs[x], c->ub[i] = bs[x], c->w[i] = 1000, c->a[i + 1] = 10;
             c->beta = 1000 / ts[x];
             c->mgpu = 1u << 30;
@@ -452,12 +427,7 @@ TEST(offload_l2l_closed_form)
 TEST(offload_greedy_hides_transfers)
 {
     const uint32_t L = 38;
-    tp_chain *c = calloc(1, sizeof *c);
-    c->layers = L;
-    c->uf = malloc(L * sizeof(double));
-    c->ub = malloc(L * sizeof(double));
-    c->w = malloc(L * sizeof(uint64_t));
-    c->a = malloc((L + 1) * sizeof(uint64_t));
+    tp_chain *c = tp_chain_new(L);
     c->a[0] = 20u << 20;
     double compute = 0;
     for (uint32_t i = 0; i < L; i++) {
@@ -503,7 +473,7 @@ TEST(offload_strategies_above_bound)
             tp_status bs = tp_chain_bound(c, 5.0, &b, &e);
             CHECKF(bs == TP_OK || bs == TP_ERR_INFEASIBLE, "seed %llu: bound: %s", (unsigned long long)seed, e.msg);
             if (bs) {
-                free_chain(c);
+                tp_chain_free(c);
                 continue;
             }
             CHECK(b.bound >= compute * (1 - 1e-9));
@@ -519,7 +489,7 @@ TEST(offload_strategies_above_bound)
                 compared++;
                 tp_offload_schedule_free(s);
             }
-            free_chain(c);
+            tp_chain_free(c);
         }
     }
     CHECKF(compared >= 120, "only %d schedules compared", compared);

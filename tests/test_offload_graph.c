@@ -93,12 +93,7 @@ static uint64_t rng(uint64_t *s)
 /* a chain of L layers with sizes in [lo, hi) bytes (multiples of 256) */
 static tp_chain *random_chain(uint64_t *s, uint32_t L)
 {
-    tp_chain *c = calloc(1, sizeof *c);
-    c->layers = L;
-    c->uf = malloc(L * sizeof *c->uf);
-    c->ub = malloc(L * sizeof *c->ub);
-    c->w = malloc(L * sizeof *c->w);
-    c->a = malloc((L + 1) * sizeof *c->a);
+    tp_chain *c = tp_chain_new(L);
     for (uint32_t i = 0; i < L; i++) {
         c->uf[i] = 1e-3 * (1 + (double)(rng(s) % 100));
         c->ub[i] = c->uf[i] * (1.5 + (double)(rng(s) % 20) / 10);
@@ -107,15 +102,6 @@ static tp_chain *random_chain(uint64_t *s, uint32_t L)
     for (uint32_t i = 0; i <= L; i++) c->a[i] = 256 * (1 + rng(s) % 16);
     c->beta = 1e6 * (1 + (double)(rng(s) % 64));
     return c;
-}
-
-static void free_chain(tp_chain *c)
-{
-    free(c->uf);
-    free(c->ub);
-    free(c->w);
-    free(c->a);
-    free(c);
 }
 
 /* runs mg to completion in a session of be */
@@ -161,7 +147,7 @@ TEST(offload_chain_taskgraph_plans)
         tight += frac == 0;
         tp_offload_schedule *sc = NULL;
         if (tp_offload_plan(c, TP_OFFLOAD_GREEDY, &sc, &e)) { /* no schedule fits: nothing to compare */
-            free_chain(c);
+            tp_chain_free(c);
             continue;
         }
         tp_graph *g;
@@ -230,7 +216,7 @@ TEST(offload_chain_taskgraph_plans)
         tp_backend_free(sim);
         tp_graph_free(g);
         tp_offload_schedule_free(sc);
-        free_chain(c);
+        tp_chain_free(c);
     }
     tp_backend_free(cpu);
     printf("  %d plans verified and run on sim and cpu, %d with directed evictions (%d greedy), %d tight chains\n",
@@ -265,5 +251,5 @@ TEST(offload_chain_graph_rejects)
     ASSERT_EQ(tp_chain_taskgraph(c, 1e9, NULL, &zg, &e), TP_ERR_ARG);
     CHECK(strstr(e.msg, "weight of 0 bytes") != NULL);
     tp_graph_free(cg);
-    free_chain(c);
+    tp_chain_free(c);
 }

@@ -60,6 +60,17 @@ static void print_bound(const tp_chain_bound_result *b, double compute)
            b->incumbent, b->gap, b->solver, b->seconds);
 }
 
+/* the schedule as turnip.offload-schedule/1 JSON */
+static int write_schedule(const tp_offload_schedule *sc, const char *path)
+{
+    cli_out out;
+    int rc = cli_out_open("offload-plan", path, &out);
+    if (rc) return rc;
+    tp_error e;
+    tp_status s = tp_offload_schedule_write(sc, out.f, &e);
+    return cli_out_finish("offload-plan", &out, s, &e);
+}
+
 /* the chain's iteration as a TaskGraph, in the start state of sc */
 static int write_taskgraph(const tp_chain *c, const tp_offload_schedule *sc, double flops, const char *path)
 {
@@ -116,61 +127,23 @@ static int run(int argc, char **argv)
     tp_status s = tp_chain_read_file(path, &c, &e);
     if (s) return cli_fail("offload-plan", s, &e);
     tp_chain_bound_result b = {0};
-    if (milp || fl.bound) {
-        s = tp_chain_bound(c, fl.time_limit, &b, &e);
-        if (s) {
-            tp_chain_free(c);
-            if (s == TP_ERR_ARG) s = TP_ERR_INVALID; /* too many layers: the input, not the call */
-            return cli_fail_file("offload-plan", path, s, &e);
-        }
-    }
+    tp_offload_schedule *sc = NULL;
+    tp_offload_report r;
+    if ((milp || fl.bound) && (s = tp_chain_bound(c, fl.time_limit, &b, &e))) goto failed;
     if (milp) {
         double compute = 0;
         for (uint32_t i = 0; i < c->layers; i++) compute += c->uf[i] + c->ub[i];
-        tp_chain_free(c);
         print_bound(&b, compute);
-        return 0;
+        goto done;
     }
-    tp_offload_schedule *sc = NULL;
-    s = tp_offload_plan(c, algo, &sc, &e);
-    if (s) {
-        tp_chain_free(c);
-        if (s == TP_ERR_ARG) s = TP_ERR_INVALID; /* too many layers: the input, not the call */
-        return cli_fail_file("offload-plan", path, s, &e);
+    if ((s = tp_offload_plan(c, algo, &sc, &e))) goto failed;
+    if (tp_offload_check(c, sc, &r, &e)) { /* a schedule the checker refuses is a bug in the scheduler */
+        rc = cli_errorf("offload-plan", 3, "internal error: the schedule fails the check: %s", e.msg);
+        goto done;
     }
-    tp_offload_report r;
-    s = tp_offload_check(c, sc, &r, &e);
-    if (s) { /* a schedule the checker refuses is a bug in the scheduler */
-        tp_chain_free(c);
-        tp_offload_schedule_free(sc);
-        return cli_errorf("offload-plan", 3, "internal error: the schedule fails the check: %s", e.msg);
-    }
-    if (fl.schedule) {
-        cli_out out;
-        if ((rc = cli_out_open("offload-plan", fl.schedule, &out))) {
-            tp_chain_free(c);
-            tp_offload_schedule_free(sc);
-            return rc;
-        }
-        s = tp_offload_schedule_write(sc, out.f, &e);
-        if ((rc = cli_out_finish("offload-plan", &out, s, &e))) {
-            tp_chain_free(c);
-            tp_offload_schedule_free(sc);
-            return rc;
-        }
-    }
-    if (fl.taskgraph && (rc = write_taskgraph(c, sc, fl.flops, fl.taskgraph))) {
-        tp_chain_free(c);
-        tp_offload_schedule_free(sc);
-        return rc;
-    }
-    if (fl.profile && (rc = write_profile(c, fl.flops, fl.profile))) {
-        tp_chain_free(c);
-        tp_offload_schedule_free(sc);
-        return rc;
-    }
-    tp_chain_free(c);
-    tp_offload_schedule_free(sc);
+    if (fl.schedule && (rc = write_schedule(sc, fl.schedule))) goto done;
+    if (fl.taskgraph && (rc = write_taskgraph(c, sc, fl.flops, fl.taskgraph))) goto done;
+    if (fl.profile && (rc = write_profile(c, fl.flops, fl.profile))) goto done;
     char pb[64];
     printf("algo %s\nmakespan %.9g s\ncompute %.9g s\nratio %.6f\nmoved %llu bytes\npeak %llu bytes (%s)\n",
            fl.algo ? fl.algo : "greedy", r.makespan, r.compute, r.compute > 0 ? r.makespan / r.compute : 1.0,
@@ -179,7 +152,14 @@ static int run(int argc, char **argv)
         print_bound(&b, r.compute);
         printf("makespan/bound %.6f\n", b.bound > 0 ? r.makespan / b.bound : 1.0);
     }
-    return 0;
+    goto done;
+failed:
+    if (s == TP_ERR_ARG) s = TP_ERR_INVALID; /* too many layers: the input, not the call */
+    rc = cli_fail_file("offload-plan", path, s, &e);
+done:
+    tp_chain_free(c);
+    tp_offload_schedule_free(sc);
+    return rc;
 }
 
 const cli_cmd cmd_offload_plan = {"offload-plan", "plan weight offloading for a training chain", run, help};

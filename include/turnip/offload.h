@@ -22,8 +22,8 @@ extern "C" {
 #endif
 
 /* Arrays indexed by layer, 0..layers-1 for layers 1..L, except a (layers + 1 entries, a[0] the
- * input a^0). A chain from tp_chain_read_file owns its arrays (tp_chain_free); one a caller
- * fills in owns nothing here. */
+ * input a^0). A chain from tp_chain_new or tp_chain_read_file owns its arrays (tp_chain_free);
+ * one a caller puts together itself owns nothing here. */
 typedef struct tp_chain {
     uint32_t layers; /* L >= 1 */
     double *uf, *ub; /* forward / backward time of each layer, seconds (finite, >= 0) */
@@ -33,6 +33,9 @@ typedef struct tp_chain {
     double beta;     /* link bandwidth each way, bytes per second (finite, > 0) */
 } tp_chain;
 
+/* A chain of 1..2^20 layers with every array allocated and zeroed (mgpu and beta 0) for the
+ * caller to fill; NULL for a count out of range or out of memory. Free with tp_chain_free. */
+tp_chain *tp_chain_new(uint32_t layers);
 /* Reads a "turnip.chain/1" JSON file (docs/weight-offload.md); every number range-checked. */
 tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err);
 void tp_chain_free(tp_chain *c);

@@ -36,6 +36,23 @@ void tp_chain_free(tp_chain *c)
     free(c);
 }
 
+tp_chain *tp_chain_new(uint32_t layers)
+{
+    if (layers < 1 || layers > (1u << 20)) return NULL;
+    tp_chain *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->layers = layers;
+    c->uf = calloc(layers, sizeof *c->uf);
+    c->ub = calloc(layers, sizeof *c->ub);
+    c->w = calloc(layers, sizeof *c->w);
+    c->a = calloc((size_t)layers + 1, sizeof *c->a);
+    if (!c->uf || !c->ub || !c->w || !c->a) {
+        tp_chain_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 static tp_status bad(tp_error *err, const char *path, const char *field, const char *what)
 {
     return tp__fail(err, TP_ERR_PARSE, "%s: %s: %s", path, field, what);
@@ -109,12 +126,8 @@ tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err)
         return tp__fail(err, TP_ERR_PARSE, "%s: line %d: not JSON: %s", path, je.line, je.text);
     }
     tp_status s = TP_OK;
-    tp_chain *c = calloc(1, sizeof *c);
+    tp_chain *c = NULL;
     char field[64];
-    if (!c) {
-        s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
-        goto done;
-    }
     if (!json_is_object(root)) {
         s = bad(err, path, "(top)", "not an object");
         goto done;
@@ -136,12 +149,7 @@ tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err)
         s = bad(err, path, "layers", "needs 1..2^20 entries");
         goto done;
     }
-    c->layers = (uint32_t)L;
-    c->uf = malloc(L * sizeof *c->uf);
-    c->ub = malloc(L * sizeof *c->ub);
-    c->w = malloc(L * sizeof *c->w);
-    c->a = malloc((L + 1) * sizeof *c->a);
-    if (!c->uf || !c->ub || !c->w || !c->a) {
+    if (!(c = tp_chain_new((uint32_t)L))) {
         s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
         goto done;
     }

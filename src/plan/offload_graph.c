@@ -18,7 +18,7 @@
 #include "plan/alloc.h"
 #include "io/util.h"
 
-/* a chain's size as a TaskGraph value: a value holds at least one byte */
+/* an activation as a TaskGraph value, which holds at least one byte (weights of 0 are refused) */
 static uint64_t vbytes(uint64_t b)
 {
     return b ? b : 1;
@@ -88,7 +88,7 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
     }
     for (uint32_t k = 1; k <= L; k++) {
         snprintf(id, sizeof id, "w%u", k);
-        w[k - 1] = input(&b, id, vbytes(c->w[k - 1]));
+        w[k - 1] = input(&b, id, c->w[k - 1]);
     }
     /* backward, k = L..1, d_L being a^L: X_k (a^{k-1}, w_k, d_k) -> d_{k-1} in place on a^{k-1}
      * (k >= 2); G_k (d_k, d_{k-1}) -> g_k (a^0 for d_0); U_k (w_k, g_k) -> w_k' in place on w_k.
@@ -107,10 +107,10 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
         }
         uint32_t ins[2] = {d, dn};
         snprintf(id, sizeof id, "G%u", k);
-        uint32_t gk = kernel(&b, id, 2, ins, vbytes(c->w[k - 1]), k > 1 ? 0.45 * ub : 0.95 * ub);
+        uint32_t gk = kernel(&b, id, 2, ins, c->w[k - 1], k > 1 ? 0.45 * ub : 0.95 * ub);
         uint32_t ui[2] = {w[k - 1], gk};
         snprintf(id, sizeof id, "U%u", k);
-        u[k - 1] = kernel(&b, id, 2, ui, vbytes(c->w[k - 1]), 0.05 * ub);
+        u[k - 1] = kernel(&b, id, 2, ui, c->w[k - 1], 0.05 * ub);
         if (!b.st) b.st = tp_graph_set_inplace(b.g, u[k - 1], 0, err);
         d = dn;
     }
@@ -135,7 +135,7 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
     for (uint32_t i = 0; i <= L && !b.st; i++) r[nr++] = (res){a[i], 0, tp__align_of(vbytes(c->a[i])), vbytes(c->a[i])};
     for (uint32_t k = 0; k < L && !b.st; k++)
         if (start && start->resident0[k])
-            r[nr++] = (res){w[k], start->valid0[k] != 0, tp__align_of(vbytes(c->w[k])), vbytes(c->w[k])};
+            r[nr++] = (res){w[k], start->valid0[k] != 0, tp__align_of(c->w[k]), c->w[k]};
     qsort(r, nr, sizeof *r, res_cmp);
     uint64_t off = 0;
     for (uint32_t i = 0; i < nr && !b.st; i++) {
@@ -188,20 +188,20 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
     if (tp_graph_find(g, id) >= 0)
         return tp__fail(err, TP_ERR_INVALID, "chain graph: more than %u layers, the strategies take 1..%u", L, TP_OFFLOAD_MAX_LAYERS);
     /* the chain the selection needs: sizes from the graph (times play no part in it) */
-    tp_chain c = {.layers = L, .mgpu = mgpu, .beta = 1e9};
-    c.uf = malloc(L * sizeof *c.uf);
-    c.ub = malloc(L * sizeof *c.ub);
-    c.w = malloc(L * sizeof *c.w);
-    c.a = malloc((L + 1) * sizeof *c.a);
+    tp_chain *c = tp_chain_new(L);
     uint32_t *uv = malloc(L * sizeof *uv), *fv = malloc(L * sizeof *fv);
     uint8_t *sel = calloc(L, 1);
     tp_plan_evict *ev = malloc(2 * L * sizeof *ev);
     tp_status st = TP_OK;
-    if (!c.uf || !c.ub || !c.w || !c.a || !uv || !fv || !sel || !ev) st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    if (!c || !uv || !fv || !sel || !ev) st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    else {
+        c->mgpu = mgpu;
+        c->beta = 1e9;
+    }
     for (uint32_t i = 0; i <= L && !st; i++) {
         int64_t av = named(g, 'a', i, TP_V_INPUT, err);
         if (av < 0) st = TP_ERR_INVALID;
-        else c.a[i] = tp_graph_vertex(g, (uint32_t)av)->bytes;
+        else c->a[i] = tp_graph_vertex(g, (uint32_t)av)->bytes;
     }
     for (uint32_t k = 1; k <= L && !st; k++) {
         int64_t wv = named(g, 'w', k, TP_V_INPUT, err), u = wv < 0 ? -1 : named(g, 'U', k, TP_V_KERNEL, err),
@@ -217,24 +217,21 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
         if (!reads_w || !reads_u)
             st = tp__fail(err, TP_ERR_INVALID, "not a chain graph: '%s' must read 'w%u' and '%s' must read '%s'", uk->id, k,
                           fk->id, uk->id);
-        c.w[k - 1] = tp_graph_vertex(g, (uint32_t)wv)->bytes;
-        c.uf[k - 1] = c.ub[k - 1] = 1;
+        c->w[k - 1] = tp_graph_vertex(g, (uint32_t)wv)->bytes;
+        c->uf[k - 1] = c->ub[k - 1] = 1;
         uv[k - 1] = (uint32_t)u;
         fv[k - 1] = (uint32_t)f;
     }
     if (!st && algo == TP_OFFLOAD_L2L) /* only the weight in use stays; w_L stays from F_L to B_L */
         for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
     else if (!st)
-        st = tp_offload_select(&c, algo == TP_OFFLOAD_GREEDY, sel, err);
+        st = tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, err);
     uint32_t m = 0;
     for (uint32_t k = 0; k < L && !st; k++) { /* (k,0): away from B_k to F_k; (k,1): from F_k to the next B_k */
         if (sel[k] & TP_OFFLOAD_SEL0) ev[m++] = (tp_plan_evict){uv[k], uv[k]};
         if (sel[k] & TP_OFFLOAD_SEL1) ev[m++] = (tp_plan_evict){uv[k], fv[k]};
     }
-    free(c.uf);
-    free(c.ub);
-    free(c.w);
-    free(c.a);
+    tp_chain_free(c);
     free(uv);
     free(fv);
     free(sel);
