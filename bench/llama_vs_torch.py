@@ -14,9 +14,8 @@ sys.path.insert(0, os.path.join(root, "scripts"))
 sys.path.insert(0, os.path.join(root, "tests"))
 turnip = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "build", "turnip")
 from make_tiny_llama import make
-import importlib.util
-spec = importlib.util.spec_from_file_location("lt", os.path.join(root, "tests", "llama_torch.py"))
 import torch
+import llama_ref
 
 threads = 2
 torch.set_num_threads(threads)
@@ -41,16 +40,13 @@ out = ours(1 << 40, nodata=True)  # the bounds, with no cap
 peak = int(re.search(r"capacity / unconstrained peak: (\d+) / (\d+)", out).group(2))
 minf = int(re.search(r"capacity / unconstrained peak: (\d+) / (\d+)", out).group(1))
 
-# PyTorch: the test's reference forward
-src = open(os.path.join(root, "tests", "llama_torch.py")).read()
-ns = {}
-exec(src[src.index("def load_weights"):src.index("def llama(")], {"np": np, "torch": torch, "os": os, "read_st": __import__("tputil").read_st}, ns)
-W = ns["load_weights"](d, cfg)
+# PyTorch: the tests' reference forward (tests/llama_ref.py)
+W = llama_ref.load_weights(torch, d, cfg)
 best_torch = 1e9
 with torch.no_grad():
     for _ in range(3):
         t0 = time.perf_counter()
-        ns["reference"](W, cfg, ids)
+        llama_ref.reference(torch, W, cfg, ids)
         best_torch = min(best_torch, time.perf_counter() - t0)
 
 print(f"torch {torch.__version__}, {threads} threads; OpenBLAS threads {threads}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")

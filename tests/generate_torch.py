@@ -11,7 +11,7 @@ weights upcast from their storage dtype, as turnip does. Greedy: argmax, ties to
 
 Before anything runs, the reference checks itself (`--self-check` does only that): its
 KV-cached logits at every step equal a full recompute without a cache within 1e-4; the full
-recompute equals tests/llama_torch.py's prefill reference; a batch of 3 equals 3 batches of 1;
+recompute equals tests/llama_ref.py's prefill reference; a batch of 3 equals 3 batches of 1;
 two deliberately wrong caches (a decode position off by one, KV heads grouped the wrong way)
 are caught; and no greedy choice of the test's prompts is a near tie: every top-2 margin is more
 than twice the comparison tolerance, so logits within tolerance imply the same greedy tokens.
@@ -277,11 +277,9 @@ def prompts_for(cfg, seed, B):
 
 
 def llama_torch_reference():
-    """tests/llama_torch.py's prefill reference, taken from its source (it is a script)"""
-    src = open(os.path.join(HERE, "llama_torch.py")).read()
-    ns = {}
-    exec(src[src.index("def reference"):src.index("def llama(")], {"np": np, "torch": torch}, ns)
-    return ns["reference"]
+    """the prefill reference of tests/llama_torch.py (tests/llama_ref.py)"""
+    import llama_ref
+    return lambda W, cfg, ids, kv=None: llama_ref.reference(torch, W, cfg, ids, kv)
 
 
 def self_check(tmp, models):
@@ -309,7 +307,7 @@ def self_check(tmp, models):
             for b in range(B):
                 err = float(np.abs(full[b] - prefill_ref(W, cfg, [int(i) for i in prompts[b]])).max())
                 if not err <= SELF_TOL:
-                    fails.append(f"{name}: full recompute differs from llama_torch.py's reference by {err:.2e}")
+                    fails.append(f"{name}: full recompute differs from llama_ref.py's reference by {err:.2e}")
             # a batch of 3 against 3 batches of 1
             if B == 3:
                 for b in range(B):

@@ -47,32 +47,34 @@ TEST(models_llama_estimate_exact_with_batches)
 {
     int n = 0;
     for (int tie = 0; tie < 2; tie++)
-        for (int D = 1; D <= 2; D++)
+        for (int D = 1; D <= 5; D++) /* 2 KV groups of 2 heads: D 3-4 split groups, D 5 leaves a device without heads */
             for (int64_t S = 1; S <= 3; S++)
                 for (int NB = 1; NB <= 3; NB += 2)
                     for (int AL = 0; AL < 2; AL++)
-                        for (int VC = 1; VC <= 2; VC++) {
+                        for (int VC = 1; VC <= 2; VC++)
+                            for (int SC = 0; SC < 2; SC++) {
                             tp_llama_config c = tiny(4, 2, tie);
                             tp_llama_opts o;
                             tp_error e;
-                            tp_llama_opts_default(&o, &c, D, 6, UINT64_MAX);
+                            tp_llama_opts_default(&o, &c, D, 6 + SC, UINT64_MAX); /* 7 tokens: blocks of 2, 2 and 3 rows */
                             o.batch = S;
                             o.blocks = NB;
                             o.all_logits = AL;
                             o.vocab_chunks = VC;
                             o.mlp_chunks = 3 - VC;
                             o.kv_out = (int)(S + NB) % 2;
+                            o.residual = SC ? TP_LLAMA_SCATTER : TP_LLAMA_GATHER;
                             tp_graph *g;
                             ASSERT_OK_ERR(tp_llama_build(&c, &o, &g, &e), e);
                             tp_build_estimate est;
                             tp_llama_estimate(&c, &o, &est);
                             CHECKF(est.vertices == tp_graph_size(g) && est.edges == edges_of(g),
-                                   "tie %d D %d B %lld blocks %d all %d VC %d: %u vertices %.0f edges, estimated %.0f and %.0f", tie, D,
-                                   (long long)S, NB, AL, VC, tp_graph_size(g), edges_of(g), est.vertices, est.edges);
+                                   "tie %d D %d B %lld blocks %d all %d VC %d scatter %d: %u vertices %.0f edges, estimated %.0f and %.0f", tie,
+                                   D, (long long)S, NB, AL, VC, SC, tp_graph_size(g), edges_of(g), est.vertices, est.edges);
                             tp_graph_free(g);
                             n++;
                         }
-    ASSERT_EQ(n, 96);
+    ASSERT_EQ(n, 480);
 }
 
 TEST(models_llama_batch_shares_weights_and_names_outputs)

@@ -37,7 +37,7 @@ static const cli_opt inputs_opts[] = {
 };
 
 typedef struct {
-    const char *model, *preset, *out;
+    const char *model, *preset, *out, *residual;
     long long seq, batch, devices, blocks, mlp_chunks, vocab_chunks, layer, pos, max_len, device;
     int kv_out, all_logits, head;
 } llama_flags;
@@ -53,6 +53,8 @@ static const cli_opt llama_opts[] = {
     CLI_O_SWITCH("--all-logits", llama_flags, all_logits, "llama: logits of every position, not just the last"),
     CLI_O_INT("--blocks", "N", llama_flags, blocks, 1, INT_MAX, "llama: query blocks (default 1)"),
     CLI_O_INT("--mlp-chunks", "C", llama_flags, mlp_chunks, 1, INT_MAX, "llama: column chunks of each device's MLP (default 1)"),
+    CLI_O_CHOICE("--residual", "gather|scatter", llama_flags, residual, cli_residual_names,
+                 "llama: where the residual stream lives (see turnip llama --help)"),
     CLI_O_INT("--layer", "L", llama_flags, layer, 0, LLONG_MAX, "decode: the layer (default 0)"),
     CLI_O_SWITCH("--head", llama_flags, head, "decode: the final norm and lm_head instead of a layer"),
     CLI_O_INT("--pos", "P", llama_flags, pos, 0, LLONG_MAX, "decode: position of the new token (default 0)"),
@@ -125,6 +127,7 @@ static int gen_llama(int argc, char **argv, int decode)
         lo.batch = fl.batch;
         lo.kv_out = fl.kv_out;
         lo.all_logits = fl.all_logits;
+        lo.residual = cli_residual(fl.residual);
         lo.blocks = (int)fl.blocks;
         lo.mlp_chunks = (int)fl.mlp_chunks;
         lo.vocab_chunks = (int)fl.vocab_chunks;

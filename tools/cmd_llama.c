@@ -11,7 +11,7 @@ typedef struct {
     cli_plan_flags p;
     cli_exec_flags x;
     cli_backend_flags b;
-    const char *model, *preset, *prompt_ids, *out, *machine, *sweep_seq, *csv, *png;
+    const char *model, *preset, *prompt_ids, *out, *machine, *sweep_seq, *csv, *png, *residual;
     long long seq_len, devices, blocks, mlp_chunks, vocab_chunks;
     cli_sizes sweep_mem;
     int all_logits, no_data, print_prompt;
@@ -34,6 +34,10 @@ static const cli_opt opts[] = {
     CLI_O_INT("--mlp-chunks", "C", flags, mlp_chunks, 0, INT_MAX,
               "column chunks of each device's MLP (default: enough that one weight chunk\nis at most 1/8 of the cap)"),
     CLI_O_INT("--vocab-chunks", "C", flags, vocab_chunks, 0, INT_MAX, "row chunks of each device's vocabulary (default: as --mlp-chunks)"),
+    CLI_O_CHOICE("--residual", "gather|scatter", flags, residual, cli_residual_names,
+              "where the residual stream lives: gather (default: on device 0, the devices'\n"
+              "partial sums gathered there) or scatter (row slices on every device: partial\n"
+              "sums reduce-scattered, normed rows all-gathered; no link carries O(D) blocks)"),
     CLI_O_STR("--out", "FILE", flags, out, "write the logits there (safetensors)"),
     CLI_O_SWITCH("--all-logits", flags, all_logits, "logits of every position, not just the last"),
     CLI_O_TRACE(flags, x),
@@ -166,6 +170,7 @@ static int sweep(const flags *fl, const char *label)
             tp_llama_opts lo;
             char what[64];
             tp_llama_opts_default(&lo, &c, (int)fl->devices, seqs[k], mem);
+            lo.residual = cli_residual(fl->residual);
             snprintf(what, sizeof what, "--sweep-seq %lld: ", (long long)seqs[k]);
             int r = check_build(&c, &lo, UINT64_MAX, what); /* a cap too small is a point of the sweep (OOM) */
             if (r) {
@@ -173,7 +178,8 @@ static int sweep(const flags *fl, const char *label)
                 return r;
             }
         }
-    tp_sweep_opts so = {.model = label, .machine = prof.name, .config = &c, .devices = (int)fl->devices, .seqs = seqs,
+    tp_sweep_opts so = {.model = label, .machine = prof.name, .config = &c, .devices = (int)fl->devices,
+                        .residual = cli_residual(fl->residual), .seqs = seqs,
                         .nseqs = nseq, .mems = ms->n ? ms->v : &prof.device_mem, .nmems = ms->n ? ms->n : 1, .log = stdout};
     cli_exec_flags xf = fl->x;
     xf.streams = 1; /* as ever: the sweep's runs use one stream */
@@ -299,6 +305,7 @@ static int run(int argc, char **argv)
     if (fl.mlp_chunks) lo.mlp_chunks = (int)fl.mlp_chunks;
     if (fl.vocab_chunks) lo.vocab_chunks = (int)fl.vocab_chunks;
     lo.all_logits = fl.all_logits;
+    lo.residual = cli_residual(fl.residual);
     if ((rc = check_build(&c, &lo, o.device_mem[0], ""))) goto done;
     if (!ids && !(ids = malloc(sizeof *ids * (size_t)T))) rc = cli_errorf("llama", 3, "out of memory");
     else if (!fl.prompt_ids && (s = tp_llama_random_prompt((uint64_t)fl.x.seed, T, c.vocab, ids, &e))) rc = cli_fail("llama", s, &e);

@@ -15,6 +15,12 @@ void cli_opts_init(void)
 const char *const cli_plan_order_names[] = {"topo", "dfs", "greedy", NULL};
 const char *const cli_completion_names[] = {"callback", "poll", NULL};
 const char *const cli_matmul_names[] = {"fast", "exact", NULL};
+const char *const cli_residual_names[] = {"gather", "scatter", NULL};
+
+int cli_residual(const char *name)
+{
+    return name && !strcmp(name, "scatter") ? TP_LLAMA_SCATTER : TP_LLAMA_GATHER;
+}
 
 /* length of the first name of "-o|--output" */
 static size_t first_len(const char *flag)

@@ -58,6 +58,8 @@ void cli_opts_init(void);
 extern const char *const cli_plan_order_names[]; /* topo dfs greedy: the planner's serial order */
 extern const char *const cli_completion_names[]; /* callback poll: how the cuda backend completes */
 extern const char *const cli_matmul_names[];     /* fast exact: the cuda backend's matmul arithmetic */
+extern const char *const cli_residual_names[];   /* gather scatter: the LLaMA prefill's residual stream */
+int cli_residual(const char *name);              /* a --residual choice (NULL: gather) as tp_llama_opts.residual */
 
 /* Parses argv[first..argc-1] of command `cmd` against opts (ended by CLI_O_END) into the
  * struct at dst. Arguments that are not flags go to pos[0..maxpos-1] (*npos counts them; "-"

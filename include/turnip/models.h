@@ -56,7 +56,10 @@ tp_status tp_llama_config_read(const char *path, tp_llama_config *c, tp_error *e
 tp_status tp_llama_preset(const char *name, tp_llama_config *c, tp_error *err);
 
 typedef struct tp_llama_opts {
-    int devices;      /* attention heads (by KV group), MLP columns and vocabulary split over them */
+    int devices;      /* attention heads, MLP columns and vocabulary split over them: whole KV
+                         groups per device when devices <= KV heads, else contiguous query heads
+                         (a group split over devices has its keys and values computed on each;
+                         a device may have no heads when devices > heads) */
     int64_t seq;      /* prompt tokens T (of each sequence) */
     int blocks;       /* query blocks: the T x T scores are computed T/blocks rows at a time */
     int all_logits;   /* output logits for every position, not just the last */
@@ -64,7 +67,18 @@ typedef struct tp_llama_opts {
     int vocab_chunks; /* row chunks of each device's vocabulary slice, for lm_head and embedding */
     int64_t batch;    /* B prompts of T tokens each (1..TP_LLAMA_MAX_BATCH, B x T <= TP_LLAMA_MAX_SEQ) */
     int kv_out;       /* 1: every layer's keys (after RoPE) and values are outputs too */
+    int residual;     /* where the residual stream lives (tp_llama_residual; 0: gather) */
 } tp_llama_opts;
+
+/* Where the residual stream lives between the per-device halves of a layer.
+ * GATHER: on device 0, block by block; every device reads it by a transfer and norms it, the
+ *   devices' partial sums come back to device 0 (its peer-in link carries D - 1 partials of
+ *   every block twice a layer).
+ * SCATTER: row slices: each block's rows are split into min(D, rows) pieces, piece j on device
+ *   j, which norms its rows (RMSNorm is per row); every device gathers the normed pieces it needs
+ *   (all-gather), and each partial sum is cut into the same pieces, each summed on its owner
+ *   (reduce-scatter): every link carries about 2 (D - 1) / D blocks per layer half. */
+enum tp_llama_residual { TP_LLAMA_GATHER = 0, TP_LLAMA_SCATTER = 1 };
 
 /* Fills o: batch 1, kv_out 0, blocks so one head's scores take ~1/16 of `cap`, chunks so a
  * weight chunk is at most cap/8. */

@@ -1,9 +1,13 @@
 /* llama.c - LLaMA prefill TaskGraphs with Hugging Face semantics (issue 4; paper section 8).
  *
  * Decomposition over D devices, Megatron-style: each device owns a contiguous range of KV
- * groups (with their query heads), of MLP columns and of vocabulary rows; the residual
- * stream lives on device 0 as B row blocks (f32) and is broadcast by transfers; per-device
- * partial sums return by transfers and are summed with the residual on device 0. Attention
+ * groups (with their query heads) — or of query heads when D exceeds the KV heads, a group
+ * shared by devices having its keys and values computed on each (as vLLM replicates KV heads)
+ * — of MLP columns and of vocabulary rows. The residual stream is B row blocks (f32): with
+ * TP_LLAMA_GATHER it lives on device 0 and is broadcast by transfers, per-device partial sums
+ * return by transfers and are summed with the residual on device 0; with TP_LLAMA_SCATTER each
+ * block's rows are split over the devices, normed where they live, all-gathered, and the
+ * partial sums reduce-scattered back to the rows' owners (no device gathers everything). Attention
  * runs per (query head, row block): the scores of block b cover keys 0..end of b only (the
  * rest is causally masked), T/B x (b+1)T/B at a time, which is what bounds the memory of
  * long prompts. Keys and values of a group grow block by block by concatenation.
@@ -315,6 +319,28 @@ static int64_t lo(int64_t n, int parts, int i)
     return n * i / parts;
 }
 
+#define NOV UINT32_MAX /* no vertex: a device without heads has no attention partial */
+
+/* the query heads [h0, h1) of device d: whole KV groups when D <= KV heads, else a contiguous
+ * range of query heads (empty for some devices when D > heads) */
+static void head_range(const tp_llama_config *c, int D, int d, int64_t *h0, int64_t *h1)
+{
+    int64_t G = c->heads / c->kv_heads;
+    if (D <= c->kv_heads) {
+        *h0 = lo(c->kv_heads, D, d) * G;
+        *h1 = lo(c->kv_heads, D, d + 1) * G;
+    } else {
+        *h0 = lo(c->heads, D, d);
+        *h1 = lo(c->heads, D, d + 1);
+    }
+}
+
+/* SCATTER: the pieces a block of `rows` rows is cut into (piece j on device j) */
+static int npieces(int D, int64_t rows)
+{
+    return rows < D ? (int)rows : D;
+}
+
 static int chunks_for(uint64_t bytes, uint64_t limit)
 {
     uint64_t c = limit ? (bytes + limit - 1) / limit : 1;
@@ -358,11 +384,67 @@ static void gather_sum(B *b, uint32_t *x, const uint32_t *partb, uint32_t *tmp, 
         int q = (int)(qq % NB);
         int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
         blk(bl, sizeof bl, S, qq / NB, q);
-        tmp[0] = x[qq];
+        uint32_t n = 0;
+        tmp[n++] = x[qq];
         for (int d = 0; d < D; d++)
-            tmp[1 + d] = d ? X(b, 0, partb[qq * D + d], nm(b, "L%lld.%s.%s.d%d@d0", l, part, bl, d)) : partb[qq * D];
-        x[qq] = K(b, 0, nm(b, "L%lld.%s.%s", l, sum, bl), "sum", (uint32_t)D + 1, tmp, rows, H, NULL, (double)rows * H * D);
+            if (partb[qq * D + d] != NOV)
+                tmp[n++] = d ? X(b, 0, partb[qq * D + d], nm(b, "L%lld.%s.%s.d%d@d0", l, part, bl, d)) : partb[qq * D];
+        x[qq] = K(b, 0, nm(b, "L%lld.%s.%s", l, sum, bl), "sum", n, tmp, rows, H, NULL, (double)rows * H * (n - 1));
     }
+}
+
+/* SCATTER, the reduce-scatter: piece j of block qq (on device j) += piece j of every device's
+ * partial (a row slice "<part>.bl.dD.pJ" on device d, moved to j by a transfer) into
+ * "<sum>.bl.pJ" */
+static void scatter_sum(B *b, uint32_t *xs, const uint32_t *partb, int D, int64_t S, int NB, int64_t T, int64_t H, long long l,
+                        const char *part, const char *sum)
+{
+    char bl[48], attrs[96];
+    uint32_t tmp[TP_MAX_DEVICES + 1];
+    for (int64_t qq = 0; qq < S * NB && !b->st; qq++) {
+        int q = (int)(qq % NB);
+        int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
+        int P = npieces(D, rows);
+        blk(bl, sizeof bl, S, qq / NB, q);
+        for (int j = 0; j < P && !b->st; j++) {
+            int64_t r0 = lo(rows, P, j), nr = lo(rows, P, j + 1) - r0;
+            uint32_t n = 0;
+            tmp[n++] = xs[qq * D + j];
+            snprintf(attrs, sizeof attrs, "{\"axis\":0,\"start\":%lld,\"length\":%lld}", (long long)r0, (long long)nr);
+            for (int d = 0; d < D; d++) {
+                uint32_t pc = partb[qq * D + d];
+                if (pc == NOV) continue;
+                if (P > 1) pc = K(b, d, nm(b, "L%lld.%s.%s.d%d.p%d", l, part, bl, d, j), "slice", 1, &pc, nr, H, attrs, 0);
+                if (d != j) pc = X(b, j, pc, nm(b, "L%lld.%s.%s.d%d.p%d@d%d", l, part, bl, d, j, j));
+                tmp[n++] = pc;
+            }
+            xs[qq * D + j] = K(b, j, nm(b, "L%lld.%s.%s.p%d", l, sum, bl, j), "sum", n, tmp, nr, H, NULL, (double)nr * H * (n - 1));
+        }
+    }
+}
+
+/* SCATTER, the all-gather: the normed rows of block qq on device d, "<tag>.bl.dD": the pieces
+ * (normed where they live, "<norm>.bl.pJ", made once per block by the first device that asks)
+ * moved to d and joined */
+static uint32_t scatter_norm(B *b, const uint32_t *xs, uint32_t *hnp, int64_t qq, int D, int64_t rows, int d, const char *wname,
+                             long long l, const char *norm, const char *tag, const char *bl)
+{
+    const tp_llama_config *c = b->c;
+    int P = npieces(D, rows);
+    char attrs[64];
+    uint32_t parts[TP_MAX_DEVICES];
+    snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
+    if (hnp[qq * D] == NOV)
+        for (int j = 0; j < P && !b->st; j++) {
+            int64_t nr = lo(rows, P, j + 1) - lo(rows, P, j);
+            uint32_t nin[2] = {xs[qq * D + j], vec(b, j, wname, c->hidden)};
+            hnp[qq * D + j] = K(b, j, nm(b, "L%lld.%s.%s.p%d", l, norm, bl, j), "rmsnorm", 2, nin, nr, c->hidden, attrs, 4.0 * nr * c->hidden);
+        }
+    for (int j = 0; j < P && !b->st; j++)
+        parts[j] = j == d ? hnp[qq * D + j] : X(b, d, hnp[qq * D + j], nm(b, "L%lld.%s.%s.p%d@d%d", l, norm, bl, j, d));
+    if (b->st) return 0;
+    if (P == 1) return parts[0];
+    return K(b, d, nm(b, "L%lld.%s.%s.d%d", l, tag, bl, d), "concat", (uint32_t)P, parts, rows, c->hidden, "{\"axis\":0}", 0);
 }
 
 /* the ranges tp_llama_config_read checks, for configs made in code */
@@ -412,9 +494,11 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
     int D = o->devices, NB = o->blocks;
     int64_t T = o->seq, S = o->batch, H = c->hidden, hd = c->hidden / c->heads, G = c->heads / c->kv_heads, V = c->vocab,
             F = c->intermediate;
-    if (D < 1 || D > TP_MAX_DEVICES || T < 1 || T > TP_LLAMA_MAX_SEQ || NB < 1 || NB > T || c->kv_heads < D)
-        return tp__fail(err, TP_ERR_ARG, "llama: need 1 <= devices <= KV heads (%lld), 1 <= blocks <= tokens <= 2^31-1",
-                        (long long)c->kv_heads);
+    if (D < 1 || D > TP_MAX_DEVICES || T < 1 || T > TP_LLAMA_MAX_SEQ || NB < 1 || NB > T)
+        return tp__fail(err, TP_ERR_ARG, "llama: need 1 <= devices <= %d, 1 <= blocks <= tokens <= 2^31-1", TP_MAX_DEVICES);
+    if (o->residual != TP_LLAMA_GATHER && o->residual != TP_LLAMA_SCATTER)
+        return tp__fail(err, TP_ERR_ARG, "llama: residual %d is not gather (0) or scatter (1)", o->residual);
+    int SC = o->residual == TP_LLAMA_SCATTER;
     if (S < 1 || S > TP_LLAMA_MAX_BATCH || T > TP_LLAMA_MAX_SEQ / S) /* S x T without computing it */
         return tp__fail(err, TP_ERR_ARG, "llama: batch %lld of %lld tokens: need 1 <= batch <= 2^20 and batch x tokens <= 2^31-1",
                         (long long)S, (long long)T);
@@ -432,11 +516,15 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
     size_t hcap = (size_t)c->heads + (size_t)D * (size_t)VC + (size_t)D + 4 + (size_t)NBt;
     uint32_t *heads = malloc(sizeof(uint32_t) * hcap);
     uint32_t *partb = malloc(sizeof(uint32_t) * (size_t)NBt * (size_t)D);
-    if (!x || !KK || !heads || !partb) {
+    /* SCATTER: the residual's pieces (block qq, piece j at qq x D + j) and their norms, the
+     * latter made once per layer half by the first device that needs them (NOV: not yet) */
+    uint32_t *xs = SC ? malloc(sizeof(uint32_t) * (size_t)NBt * (size_t)D * 2) : NULL, *hnp = SC ? xs + NBt * D : NULL;
+    if (!x || !KK || !heads || !partb || (SC && !xs)) {
         free(x);
         free(KK);
         free(heads);
         free(partb);
+        free(xs);
         tp_graph_free(b->g);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
@@ -471,56 +559,81 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                      (long long)(r1 - r0));
             x[qq] = K(b, 0, nm(b, "x0.%s", blk(bl, sizeof bl, S, qq / NB, q)), "slice", 1, &emb, r1 - r0, H, attrs, 0);
         }
+        for (int j = 0, P = npieces(D, r1 - r0); SC && j < P && !b->st; j++) { /* the block's pieces, sliced from it */
+            int64_t p0 = lo(r1 - r0, P, j), np = lo(r1 - r0, P, j + 1) - p0;
+            uint32_t pc = x[qq];
+            blk(bl, sizeof bl, S, qq / NB, q);
+            if (P > 1) {
+                snprintf(attrs, sizeof attrs, "{\"axis\":0,\"start\":%lld,\"length\":%lld}", (long long)p0, (long long)np);
+                pc = K(b, 0, nm(b, "x0.%s.p%d", bl, j), "slice", 1, &pc, np, H, attrs, 0);
+            }
+            xs[qq * D + j] = j ? X(b, j, pc, nm(b, "x0.%s.p%d@d%d", bl, j, j)) : pc;
+        }
     }
     double scale = 1.0 / sqrt((double)hd);
     char pre[96];
     for (int64_t l = 0; l < c->layers && !b->st; l++) {
         snprintf(pre, sizeof pre, "model.layers.%lld.", (long long)l);
-        char wn[160];
+        char wn[160], lnn[160];
         /* attention: per device, per sequence, per block; a sequence's keys and values grow
          * block by block (its own only: no attention across sequences) */
+        if (SC)
+            for (int64_t k = 0; k < NBt * D; k++) hnp[k] = NOV;
         for (int d = 0; d < D && !b->st; d++) {
-            int64_t g0 = lo(c->kv_heads, D, d), g1 = lo(c->kv_heads, D, d + 1);
-            snprintf(wn, sizeof wn, "%sinput_layernorm.weight", pre);
-            uint32_t lnw = vec(b, d, wn, H);
+            int64_t h0, h1;
+            head_range(c, D, d, &h0, &h1);
+            /* the groups it touches; a group split over devices gets ".dD" in its vertex ids */
+            int64_t g0 = h0 / G, g1 = h1 > h0 ? (h1 - 1) / G + 1 : g0;
+            int rep = D > c->kv_heads;
+            char gs[16] = "";
+            if (rep) snprintf(gs, sizeof gs, ".d%d", d);
+            snprintf(lnn, sizeof lnn, "%sinput_layernorm.weight", pre);
+            uint32_t lnw = h1 > h0 && !SC ? vec(b, d, lnn, H) : 0;
             for (int64_t qq = 0; qq < NBt && !b->st; qq++) {
                 int q = (int)(qq % NB), last = q == NB - 1;
                 int64_t sq = qq / NB, r0 = lo(T, NB, q), r1 = lo(T, NB, q + 1), rows = r1 - r0;
+                partb[qq * D + d] = NOV;
+                if (h1 == h0) continue; /* no heads: no attention partial */
                 blk(bl, sizeof bl, S, sq, q);
-                uint32_t xin = d ? X(b, d, x[qq], nm(b, "L%lld.x.%s@d%d", (long long)l, bl, d)) : x[qq];
-                uint32_t nin[2] = {xin, lnw};
-                snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
-                uint32_t hn = K(b, d, nm(b, "L%lld.attn_norm.%s.d%d", (long long)l, bl, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
+                uint32_t hn;
+                if (SC) hn = scatter_norm(b, xs, hnp, qq, D, rows, d, lnn, (long long)l, "attn_norm", "attn_in", bl);
+                else {
+                    uint32_t xin = d ? X(b, d, x[qq], nm(b, "L%lld.x.%s@d%d", (long long)l, bl, d)) : x[qq];
+                    uint32_t nin[2] = {xin, lnw};
+                    snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
+                    hn = K(b, d, nm(b, "L%lld.attn_norm.%s.d%d", (long long)l, bl, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
+                }
                 int nh = 0;
                 for (int64_t g = g0; g < g1 && !b->st; g++) {
                     /* the prompt's whole keys and values of a group, with kv_out: outputs named
                      * "kv.L.k.bS.gG" and "kv.L.v.bS.gG" (the last block's rope or concat) */
                     char kid[96], vid[96];
-                    int kvo = o->kv_out && last;
+                    int kvo = o->kv_out && last && g * G >= h0; /* the group's first device names its outputs */
                     snprintf(kid, sizeof kid, "kv.%lld.k.b%lld.g%lld", (long long)l, (long long)sq, (long long)g);
                     snprintf(vid, sizeof vid, "kv.%lld.v.b%lld.g%lld", (long long)l, (long long)sq, (long long)g);
                     snprintf(wn, sizeof wn, "%sself_attn.k_proj.weight", pre);
                     uint32_t wk = W(b, d, wn, 'r', g * hd, (g + 1) * hd, hd, H);
                     snprintf(wn, sizeof wn, "%sself_attn.v_proj.weight", pre);
                     uint32_t wv = W(b, d, wn, 'r', g * hd, (g + 1) * hd, hd, H);
-                    uint32_t k = mm(b, d, nm(b, "L%lld.k.g%lld.%s", (long long)l, (long long)g, bl), hn, wk, rows, hd, H);
+                    uint32_t k = mm(b, d, nm(b, "L%lld.k.g%lld%s.%s", (long long)l, (long long)g, gs, bl), hn, wk, rows, hd, H);
                     snprintf(attrs, sizeof attrs, "{\"theta\":%.17g,\"pos_offset\":%lld}", c->theta, (long long)r0);
-                    k = K(b, d, kvo && q == 0 ? kid : nm(b, "L%lld.k_rope.g%lld.%s", (long long)l, (long long)g, bl), "rope", 1, &k, rows, hd,
-                          attrs, 6.0 * rows * hd);
-                    uint32_t v = mm(b, d, kvo && q == 0 ? vid : nm(b, "L%lld.v.g%lld.%s", (long long)l, (long long)g, bl), hn, wv, rows, hd, H);
+                    k = K(b, d, kvo && q == 0 ? kid : nm(b, "L%lld.k_rope.g%lld%s.%s", (long long)l, (long long)g, gs, bl), "rope", 1, &k, rows,
+                          hd, attrs, 6.0 * rows * hd);
+                    uint32_t v = mm(b, d, kvo && q == 0 ? vid : nm(b, "L%lld.v.g%lld%s.%s", (long long)l, (long long)g, gs, bl), hn, wv, rows, hd,
+                                    H);
                     if (q == 0) {
                         KK[g] = k;
                         VV[g] = v;
                     } else {
                         uint32_t kc[2] = {KK[g], k}, vc[2] = {VV[g], v};
-                        KK[g] = K(b, d, kvo ? kid : nm(b, "L%lld.K.g%lld.%s", (long long)l, (long long)g, bl), "concat", 2, kc, r1, hd,
-                                  "{\"axis\":0}", 0);
-                        VV[g] = K(b, d, kvo ? vid : nm(b, "L%lld.V.g%lld.%s", (long long)l, (long long)g, bl), "concat", 2, vc, r1, hd,
-                                  "{\"axis\":0}", 0);
+                        KK[g] = K(b, d, kvo ? kid : nm(b, "L%lld.K.g%lld%s.%s", (long long)l, (long long)g, gs, bl), "concat", 2, kc, r1,
+                                  hd, "{\"axis\":0}", 0);
+                        VV[g] = K(b, d, kvo ? vid : nm(b, "L%lld.V.g%lld%s.%s", (long long)l, (long long)g, gs, bl), "concat", 2, vc, r1,
+                                  hd, "{\"axis\":0}", 0);
                     }
                     if (kvo && !b->st) b->st = tp_graph_add_output(b->g, KK[g], err);
                     if (kvo && !b->st) b->st = tp_graph_add_output(b->g, VV[g], err);
-                    for (int64_t h = g * G; h < (g + 1) * G && !b->st; h++) {
+                    for (int64_t h = g * G > h0 ? g * G : h0; h < (g + 1) * G && h < h1 && !b->st; h++) {
                         snprintf(wn, sizeof wn, "%sself_attn.q_proj.weight", pre);
                         uint32_t wq = W(b, d, wn, 'r', h * hd, (h + 1) * hd, hd, H);
                         uint32_t qh = mm(b, d, nm(b, "L%lld.q.h%lld.%s", (long long)l, (long long)h, bl), hn, wq, rows, hd, H);
@@ -542,24 +655,31 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                 uint32_t att = heads[0];
                 if (nh > 1) att = K(b, d, nm(b, "L%lld.heads.%s.d%d", (long long)l, bl, d), "concat", (uint32_t)nh, heads, rows, nh * hd, "{\"axis\":1}", 0);
                 snprintf(wn, sizeof wn, "%sself_attn.o_proj.weight", pre);
-                uint32_t wo = W(b, d, wn, 'c', g0 * G * hd, g1 * G * hd, H, (g1 - g0) * G * hd);
+                uint32_t wo = W(b, d, wn, 'c', h0 * hd, h1 * hd, H, (h1 - h0) * hd);
                 partb[qq * D + d] = mm(b, d, nm(b, "L%lld.o.%s.d%d", (long long)l, bl, d), att, wo, rows, H, nh * hd);
             }
         }
-        gather_sum(b, x, partb, heads, D, S, NB, T, H, (long long)l, "o", "h");
+        if (SC) scatter_sum(b, xs, partb, D, S, NB, T, H, (long long)l, "o", "h");
+        else gather_sum(b, x, partb, heads, D, S, NB, T, H, (long long)l, "o", "h");
+        if (SC)
+            for (int64_t k = 0; k < NBt * D; k++) hnp[k] = NOV;
         /* MLP: each device's columns in MC chunks, partial outputs accumulated in a chain */
         for (int d = 0; d < D && !b->st; d++) {
             int64_t f0 = lo(F, D, d), f1 = lo(F, D, d + 1);
-            snprintf(wn, sizeof wn, "%spost_attention_layernorm.weight", pre);
-            uint32_t lnw = vec(b, d, wn, H);
+            snprintf(lnn, sizeof lnn, "%spost_attention_layernorm.weight", pre);
+            uint32_t lnw = SC ? 0 : vec(b, d, lnn, H);
             for (int64_t qq = 0; qq < NBt && !b->st; qq++) {
                 int q = (int)(qq % NB);
                 int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
                 blk(bl, sizeof bl, S, qq / NB, q);
-                uint32_t xin = d ? X(b, d, x[qq], nm(b, "L%lld.h.%s@d%d", (long long)l, bl, d)) : x[qq];
-                uint32_t nin[2] = {xin, lnw};
-                snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
-                uint32_t hn = K(b, d, nm(b, "L%lld.mlp_norm.%s.d%d", (long long)l, bl, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
+                uint32_t hn;
+                if (SC) hn = scatter_norm(b, xs, hnp, qq, D, rows, d, lnn, (long long)l, "mlp_norm", "mlp_in", bl);
+                else {
+                    uint32_t xin = d ? X(b, d, x[qq], nm(b, "L%lld.h.%s@d%d", (long long)l, bl, d)) : x[qq];
+                    uint32_t nin[2] = {xin, lnw};
+                    snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
+                    hn = K(b, d, nm(b, "L%lld.mlp_norm.%s.d%d", (long long)l, bl, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
+                }
                 uint32_t acc = 0;
                 for (int k = 0; k < MC && !b->st; k++) {
                     int64_t c0 = f0 + lo(f1 - f0, MC, k), c1 = f0 + lo(f1 - f0, MC, k + 1), fd = c1 - c0;
@@ -584,7 +704,19 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                 partb[qq * D + d] = acc;
             }
         }
-        gather_sum(b, x, partb, heads, D, S, NB, T, H, (long long)l, "down", "out");
+        if (SC) scatter_sum(b, xs, partb, D, S, NB, T, H, (long long)l, "down", "out");
+        else gather_sum(b, x, partb, heads, D, S, NB, T, H, (long long)l, "down", "out");
+    }
+    /* SCATTER: the blocks the final part reads, their pieces joined on device 0 */
+    for (int64_t qq = 0; SC && qq < NBt && !b->st; qq++) {
+        int q = (int)(qq % NB);
+        if (!o->all_logits && q != NB - 1) continue;
+        int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
+        int P = npieces(D, rows);
+        uint32_t parts[TP_MAX_DEVICES];
+        blk(bl, sizeof bl, S, qq / NB, q);
+        for (int j = 0; j < P; j++) parts[j] = j ? X(b, 0, xs[qq * D + j], nm(b, "final_x.%s.p%d@d0", bl, j)) : xs[qq * D];
+        x[qq] = P > 1 ? K(b, 0, nm(b, "final_x.%s", bl), "concat", (uint32_t)P, parts, rows, H, "{\"axis\":0}", 0) : parts[0];
     }
     /* final norm and lm_head, vocabulary split over devices */
     uint32_t normw = vec(b, 0, "model.norm.weight", H), outv = 0;
@@ -626,6 +758,7 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
     free(KK);
     free(heads);
     free(partb);
+    free(xs);
     if (!b->st) b->st = tp_graph_add_output(b->g, outv, err);
     if (!b->st) b->st = tp_graph_finalize(b->g, err);
     if (b->st) {
@@ -643,20 +776,36 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
     memset(e, 0, sizeof *e);
     int Di = o->devices < 1 ? 1 : o->devices > TP_MAX_DEVICES ? TP_MAX_DEVICES : o->devices;
     if (c->heads < 1 || c->kv_heads < 1 || c->layers < 1) return;
-    double D = Di, NB = o->blocks < 1 ? 1 : o->blocks, T = (double)o->seq, Hh = (double)c->heads, KV = (double)c->kv_heads,
+    double D = Di, NB = o->blocks < 1 ? 1 : o->blocks, T = (double)o->seq, Hh = (double)c->heads,
            L = (double)c->layers, H = (double)c->hidden, V = (double)c->vocab, es = (double)tp_dtype_size(c->dtype);
     double VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1, MC = o->mlp_chunks > 0 ? o->mlp_chunks : 1;
     double S = o->batch < 1 ? 1 : (double)o->batch, NBt = S * NB; /* row blocks of the batch */
     int AL = o->all_logits;
-    /* per layer, the devices whose heads are concatenated (more than one) and the heads they join */
-    double cdev = 0, cin = 0, G = (double)(c->heads / c->kv_heads);
+    /* per layer, per device: its query heads and the KV groups they touch (a group shared by
+     * devices counts on each); the devices with heads, and those of them after device 0; the
+     * devices whose heads are concatenated (more than one) and the heads they join */
+    double cdev = 0, cin = 0, KVs = 0, na = 0, na1 = 0, G = (double)(c->heads / c->kv_heads);
+    uint8_t has[TP_MAX_DEVICES];
     for (int d = 0; d < Di; d++) {
-        double nh = (double)(lo(c->kv_heads, Di, d + 1) - lo(c->kv_heads, Di, d)) * G;
+        int64_t h0, h1;
+        head_range(c, Di, d, &h0, &h1);
+        double nh = (double)(h1 - h0);
+        has[d] = h1 > h0;
+        KVs += h1 > h0 ? (double)((h1 - 1) / (int64_t)G - h0 / (int64_t)G + 1) : 0;
+        na += has[d];
+        na1 += d && has[d];
         if (nh > 1) cdev += 1, cin += nh;
     }
-    /* inputs: ids, the embedding table, per layer 2 norms, q, k, v rows, o columns and 3 MLP
-     * matrices per chunk, the final norm and lm_head (shared with a tied embedding on one device) */
-    double inputs = 1 + VC + L * (3 * D + 2 * KV + Hh + 3 * D * MC) + 1 + (c->tie_embeddings && Di == 1 ? 0 : D * VC);
+    int SC = o->residual == TP_LLAMA_SCATTER;
+    /* SCATTER: the two block sizes (T / NB rows, and one more for T mod NB blocks of each
+     * sequence), their pieces, and the most pieces of any block (devices holding norm weights) */
+    double rsm = floor(T / NB), nbig = T - rsm * NB;
+    int Psm = npieces(Di, (int64_t)rsm), Pbig = npieces(Di, (int64_t)rsm + 1), Pmax = nbig > 0 ? Pbig : Psm;
+    /* inputs: ids, the embedding table, per layer 2 norms per device (SCATTER: per piece), q,
+     * k, v rows, o columns of the devices with heads and 3 MLP matrices per chunk, the final
+     * norm and lm_head (shared with a tied embedding on one device) */
+    double norms = SC ? 2.0 * Pmax : na + D;
+    double inputs = 1 + VC + L * (norms + na + 2 * KVs + Hh + 3 * D * MC) + 1 + (c->tie_embeddings && Di == 1 ? 0 : D * VC);
     double np = D * VC;
     /* lm_head over one block of rows: transfers of the normed rows, chunk matmuls, their
      * transfers back, the join (vertices; edges) */
@@ -665,15 +814,38 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
      * last block normed and its last row sliced; or each sequence's last row sliced, joined, normed */
     double fk = AL ? NBt * (1 + lmk) + (NBt > 1 ? 1 : 0) : S == 1 ? 2 + lmk : S + 2 + lmk;
     double fe = AL ? NBt * (2 + lme) + (NBt > 1 ? NBt : 0) : S == 1 ? 3 + lme : 2 * S + 2 + lme;
-    double kern = (VC == 1 ? 1 : 2 * VC - 1) + (NBt > 1 ? NBt : 0) +
-                  L * (NBt * (D - 1) + NBt * D + 3 * KV * NBt + 2 * KV * S * (NB - 1) + 5 * Hh * NBt + NBt * cdev + D * NBt /* attention */
-                       + NBt * D                                                                                      /* sum */
-                       + NBt * (D - 1) + NBt * D + D * NBt * (6 * MC - 1)                                             /* MLP */
-                       + NBt * D) +                                                                                   /* sum */
+    /* the residual's way between the halves of a layer, per layer (kernels; edges) */
+    double rk = 0, re = 0;
+    if (!SC) { /* the block to each device (with heads), normed there; partials back, summed */
+        rk = NBt * na1 + NBt * na + NBt * na1 + NBt /* attention */ + NBt * (D - 1) + NBt * D + NBt * (D - 1) + NBt /* MLP */;
+        re = NBt * na1 + 2 * NBt * na + NBt * (na1 + 1 + na) /* attention */ + NBt * (D - 1) + 2 * NBt * D + NBt * (2 * D) /* MLP */;
+    } else
+        for (int cls = 0; cls < 2; cls++) { /* per block: norms, all-gather, reduce-scatter */
+            double nbl = S * (cls ? nbig : NB - nbig);
+            int P = cls ? Pbig : Psm;
+            for (int half = 0; half < 2; half++) {
+                double n = half ? D : na, cP = 0; /* devices with partials; those of them that own a piece */
+                for (int j = 0; j < P; j++) cP += half ? 1 : has[j];
+                double moves = n * P - cP, slices = P > 1 ? n * P : 0, joins = P > 1 ? n : 0;
+                rk += nbl * (P + moves + joins + slices + moves + P);
+                re += nbl * (2 * P + moves + joins * P + slices + moves + P * (1 + n));
+            }
+        }
+    /* SCATTER: each block cut into its pieces at the start, the final part's blocks joined on device 0 */
+    double xk = 0, xe = 0;
+    for (int cls = 0; SC && cls < 2; cls++) {
+        double nbl = S * (cls ? nbig : NB - nbig), P = cls ? Pbig : Psm;
+        double last = (cls ? nbig > 0 : nbig == 0) ? S : 0; /* the last block of each sequence is of this size */
+        double fin = AL ? nbl : last;
+        xk += nbl * ((P > 1 ? P : 0) + P - 1) + fin * (P - 1 + (P > 1 ? 1 : 0));
+        xe += nbl * ((P > 1 ? P : 0) + P - 1) + fin * (P - 1 + (P > 1 ? P : 0));
+    }
+    double kern = (VC == 1 ? 1 : 2 * VC - 1) + (NBt > 1 ? NBt : 0) + xk +
+                  L * (rk + 3 * KVs * NBt + 2 * KVs * S * (NB - 1) + 5 * Hh * NBt + NBt * cdev + na * NBt /* attention */
+                       + D * NBt * (6 * MC - 1)) +                                                       /* MLP */
                   fk;
-    double edges = (VC == 1 ? 2 : 4 * VC - 2) + (NBt > 1 ? NBt : 0) +
-                   L * (NBt * (D - 1) + 2 * NBt * D + 5 * KV * NBt + 4 * KV * S * (NB - 1) + 8 * Hh * NBt + NBt * cin + 2 * D * NBt +
-                        NBt * (2 * D) + NBt * (D - 1) + 2 * NBt * D + D * NBt * (11 * MC - 2) + NBt * (2 * D)) +
+    double edges = (VC == 1 ? 2 : 4 * VC - 2) + (NBt > 1 ? NBt : 0) + xe +
+                   L * (re + 5 * KVs * NBt + 4 * KVs * S * (NB - 1) + 8 * Hh * NBt + NBt * cin + 2 * na * NBt + D * NBt * (11 * MC - 2)) +
                    fe;
     e->vertices = inputs + kern;
     e->edges = edges;
