@@ -73,9 +73,9 @@ expect 0 "tiny,a100x8,2,64" cat "$D/s.csv"
 expect 0 "OOM" "$T" llama --preset tiny --devices 1 --backend sim --machine a100x8 --sweep-seq 64 --sweep-mem 64KiB --csv "$D/s2.csv"
 
 # one option parser: the same messages for every command
-expect 2 "order must be any, fixed or random: sideways" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --order sideways
-expect 2 "order must be any, fixed or random: sideways" "$T" sim "$SRC/examples/transformer.json" --machine a100x8 --order sideways
-expect 2 "order must be any, fixed or random: sideways" "$T" llama --preset tiny --seq-len 4 --device-mem 1MiB --order sideways
+expect 2 "order must be any, fixed, random or priority: sideways" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --order sideways
+expect 2 "order must be any, fixed, random or priority: sideways" "$T" sim "$SRC/examples/transformer.json" --machine a100x8 --order sideways
+expect 2 "order must be any, fixed, random or priority: sideways" "$T" llama --preset tiny --seq-len 4 --device-mem 1MiB --order sideways
 expect 2 "plan-order must be topo, dfs or greedy: x" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --plan-order x
 expect 2 "streams needs an integer in 1..64: 0" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --streams 0
 expect 2 "seed needs an integer >= 0: -1" "$T" sim "$SRC/examples/transformer.json" --machine a100x8 --seed -1

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Random TaskGraphs of real ops over 1-3 devices with transfers, run by `turnip run` under
-caps that force offloads: under the fixed order and 10 seeded random orders with copy jitter,
+caps that force offloads: under the fixed and priority orders and 10 seeded random orders with copy jitter,
 the outputs must be bit-identical to the unconstrained run, and close to a numpy evaluation.
 With BACKEND cuda the runs are on the GPU (no copy jitter there: the GPU brings its own
 timing noise), and the unconstrained run must also agree with the cpu backend's.
@@ -149,7 +149,7 @@ for seed in range(first, first + count):
                 failures += 1
     cap = min_cap(tg)
     offloads = 0
-    runs = [("fixed", 0)] + [("random", s) for s in range(1, 11)]
+    runs = [("fixed", 0), ("priority", 0)] + [("random", s) for s in range(1, 11)]
     for k, (order, s) in enumerate(runs):
         c = cap if k % 2 == 0 else cap + cap // 2
         out = os.path.join(tmp, f"o{seed}_{k}.st")
@@ -164,7 +164,7 @@ for seed in range(first, first + count):
                 print(f"FAIL seed {seed}: output {o} under order {order} seed {s} cap {c} is not bit-identical")
                 failures += 1
     print(f"seed {seed}: {tg['devices']} devices, {len(tg['vertices'])} vertices, {dtype}, cap {cap} B, "
-          f"{offloads} offloads+drops over 11 runs")
+          f"{offloads} offloads+drops over {len(runs)} runs")
     evicting += offloads > 0
 if evicting < (count + 1) // 2:
     print(f"FAIL: only {evicting} of {count} graphs evicted anything; the caps are too loose to test offload")

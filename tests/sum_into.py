@@ -2,7 +2,7 @@
 """Sum-into (issue 13) end to end: random TaskGraphs of real ops over 1-3 devices whose sums of
 3-8 partials (from different subtrees and devices, through transfers; some sums of sums) are
 marked "accumulate": true, run by `turnip run` on the cpu backend at caps that force offloads,
-under the fixed order and seeded random orders with copy jitter and 1-2 streams.
+under the fixed and priority orders and seeded random orders with copy jitter and 1-2 streams.
 
 - With --deterministic every run is bit-identical to the unconstrained one, and a sum of input
   tensors (its partials known exactly) equals numpy's fold in argument order, rounding to the
@@ -161,7 +161,8 @@ for seed in range(first, first + count):
     # below the unlowered minimum by half the gap (an open group's region also holds its bytes
     # while the next partial's subtree runs, so some of these caps are infeasible: skipped)
     cs = [",".join(str(l + (u - l) // 4) for u, l in zip(unl, low)), ",".join(map(str, unl))]
-    runs = [("fixed", 0, True)] + [("random", s, True) for s in range(1, 6)] + [("random", s, False) for s in range(6, 10)]
+    runs = [("fixed", 0, True), ("priority", 0, True)] + [("random", s, True) for s in range(1, 6)] + \
+           [("random", s, False) for s in range(6, 10)]
     for k, (order, s, det) in enumerate(runs):
         c = cs[k % 2]
         out = os.path.join(tmp, f"o{seed}_{k}.st")

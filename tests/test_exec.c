@@ -1,5 +1,6 @@
 /* test_exec.c - the executor and cpu backend: same results in every order, races visible when
  * a memory dependency is removed, faults that stop the run cleanly naming the vertex. */
+#include <math.h>
 #include <string.h>
 #include <time.h>
 #include "turnip/turnip.h"
@@ -116,7 +117,7 @@ TEST(exec_same_result_every_policy)
     co.jitter = 1.0;
     co.link_latency_us = 30;
     for (int k = 0; k < 12; k++) {
-        ro.policy = k == 0 ? "fixed" : k % 3 == 1 ? "any" : "random";
+        ro.policy = k == 0 ? "fixed" : tp_policy_name(k % tp_policy_count()); /* priority too: every policy */
         ro.seed = (uint64_t)k;
         ro.streams = 1 + k % 3;
         uint8_t *o = run_once(mg, &ro, &co, &st, &e);
@@ -278,7 +279,7 @@ TEST(exec_random_opaque_graphs_complete)
         CHECK(tp_backend_cpu_new(NULL, &be, NULL) == TP_OK);
         tp_run_opts ro;
         tp_run_opts_init(&ro);
-        ro.policy = tp_policy_name(i % 3);
+        ro.policy = tp_policy_name(i % tp_policy_count());
         ro.seed = (uint64_t)i;
         ro.streams = 1 + i % 2;
         tp_exec *x;
@@ -1114,4 +1115,200 @@ TEST(exec_idle_run_burns_no_core)
     free(got);
     tp_memgraph_free(mg);
     tp_graph_free(g);
+}
+
+/* ---- the priority policy (critical path first) -------------------------------------------- */
+
+/* Two independent chains on device 0 with one compute stream: short s1 -> s2, and long l1 ->
+ * transfer to device 1 -> l2. Every kernel does 1e9 flops (1 ms at 1 TFLOP/s, memory free),
+ * the transfer moves 4 MB at 1 GB/s (4 ms). The short chain comes first in the TaskGraph. */
+static tp_graph *two_chains(uint32_t *l1, uint32_t *s1)
+{
+    tp_graph *g = tp_graph_new(2);
+    tp_error e;
+    uint32_t s2, t, l2;
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "s1", 0, "opaque", 0, NULL, TP_DT_NONE, -1, NULL, 8, NULL, 1e9, s1, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "s2", 0, "opaque", 1, s1, TP_DT_NONE, -1, NULL, 8, NULL, 1e9, &s2, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "l1", 0, "opaque", 0, NULL, TP_DT_NONE, -1, NULL, 4000000, NULL, 1e9, l1, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_transfer(g, "t", 1, *l1, &t, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "l2", 1, "opaque", 1, &t, TP_DT_NONE, -1, NULL, 8, NULL, 1e9, &l2, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_output(g, s2, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_output(g, l2, &e), e);
+    ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+    return g;
+}
+
+/* the MemGraph vertex of TaskGraph kernel `task` */
+static uint32_t kernel_vertex(const tp_memgraph *mg, uint32_t task)
+{
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind == TP_M_KERNEL && v.task == task) return i;
+    }
+    CHECKF(0, "no kernel vertex for task %u", task);
+    return 0;
+}
+
+/* runs mg once under `policy` with one stream; the makespan, and the start and end of two
+ * vertices from the run record */
+static double run_two(const tp_memgraph *mg, tp_backend *be, const char *policy, uint32_t a, uint32_t b, double *t0, double *t1)
+{
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    ro.policy = policy;
+    tp_error e;
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+    tp_run_summary sum;
+    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+    tp__run_record rr;
+    CHECK(tp__exec_record(x, &rr));
+    t0[0] = rr.v[a].t0 - rr.start, t1[0] = rr.v[a].t1 - rr.start;
+    t0[1] = rr.v[b].t0 - rr.start, t1[1] = rr.v[b].t1 - rr.start;
+    tp_exec_free(x);
+    return sum.makespan;
+}
+
+/* On the sim backend (its own cost model) the long chain's l1 starts first, at 0, and s1 when
+ * it ends: the makespan is l1 + transfer + l2 = 6 ms exactly, where the plan's order (fixed,
+ * and any's first come first served) starts s1 first and ends later. On the cpu backend (no
+ * cost model: the executor's generic estimate) l1 also starts first. */
+TEST(exec_priority_starts_the_longer_critical_path_first)
+{
+    uint32_t l1t, s1t;
+    tp_graph *g = two_chains(&l1t, &s1t);
+    tp_memgraph *mg = plan_at(g, 1 << 30);
+    uint32_t l1 = kernel_vertex(mg, l1t), s1 = kernel_vertex(mg, s1t);
+    CHECKF(s1 < l1, "the plan puts s1 (%u) after l1 (%u): the test wants the short chain first in plan order", s1, l1);
+    tp_sim_profile p = test_sim_profile("two-chains", 2, 1, 1e30, 0, 1e9, 1e9);
+    tp_backend *be = NULL;
+    tp_error e;
+    ASSERT_OK_ERR(tp_backend_sim_new(&p, 0, &be, &e), e);
+    double t0[2], t1[2];
+    double ms = run_two(mg, be, "priority", l1, s1, t0, t1);
+    const double k = 1e9 / p.peak_flops, copy = 4e6 / p.peer_bw;
+    CHECKF(t0[0] == 0 && t0[1] == t1[0], "l1 runs [%g, %g], s1 [%g, %g]: l1 should start first", t0[0], t1[0], t0[1], t1[1]);
+    CHECKF(fabs(ms - (k + copy + k)) <= 1e-12, "priority makespan %.12g, wanted l1 + transfer + l2 = %.12g", ms, k + copy + k);
+    double fixed = run_two(mg, be, "fixed", l1, s1, t0, t1), any = run_two(mg, be, "any", l1, s1, t0, t1);
+    printf("makespan: priority %.3f ms, fixed %.3f ms, any %.3f ms\n", ms * 1e3, fixed * 1e3, any * 1e3);
+    CHECKF(fixed > ms + 0.5 * k && any > ms + 0.5 * k, "fixed %.9g and any %.9g should start s1 first and end later", fixed, any);
+    tp_backend_free(be);
+    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+    run_two(mg, be, "priority", l1, s1, t0, t1);
+    CHECKF(t1[0] <= t0[1], "cpu backend: l1 runs [%g, %g], s1 [%g, %g]: l1 should run first", t0[0], t1[0], t0[1], t1[1]);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* the priority policy only reorders: on the cpu backend with copy jitter, at caps that force
+ * offloads, every stream count gives outputs bit-identical to the fixed order's */
+TEST(exec_priority_same_result_as_fixed)
+{
+    tp_graph *g = mlp_chain(12, 3, 24);
+    tp_error e;
+    tp_cpu_opts co;
+    tp_cpu_opts_init(&co);
+    co.jitter = 1.0;
+    co.link_latency_us = 30;
+    const uint64_t caps[] = {4 * 24 * 24 * 4, 6 * 24 * 24 * 4, 1 << 20};
+    for (int c = 0; c < 3; c++) {
+        tp_memgraph *mg = plan_at(g, caps[c]);
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        ro.policy = "fixed";
+        tp_status st;
+        uint8_t *ref = run_once(mg, &ro, &co, &st, &e);
+        CHECKF(st == TP_OK, "%s", e.msg);
+        for (int streams = 1; streams <= 3; streams++) {
+            ro.policy = "priority";
+            ro.streams = streams;
+            ro.seed = (uint64_t)(c * 3 + streams); /* the copy jitter's */
+            uint8_t *o = run_once(mg, &ro, &co, &st, &e);
+            CHECKF(st == TP_OK, "%s", e.msg);
+            CHECKF(!memcmp(o, ref, out_bytes(mg)), "cap %llu, %d streams: priority's output differs from fixed's",
+                   (unsigned long long)caps[c], streams);
+            free(o);
+        }
+        free(ref);
+        tp_memgraph_free(mg);
+    }
+    tp_graph_free(g);
+}
+
+/* The random graphs of the property tests (every family; sums lowered into groups), planned at
+ * the smallest caps (offloads forced), complete under priority on the sim backend (with and
+ * without --deterministic, 1-3 streams, jitter, wake-ups) and on the cpu backend: no deadlock;
+ * in the sim's record every vertex starts after each of its deps ended; two sim runs agree,
+ * and neither beats the lower bound. */
+TEST(exec_priority_never_deadlocks_on_random_graphs)
+{
+    tp_sim_profile p = test_sim_profile("prio-random", 4, 0.5, 1e11, 3e-6, 1e9, 2e9);
+    p.wake_s = 2e-5;
+    p.wake_after_s = 1e-5;
+    p.copy_latency_s = 5e-6;
+    int offloading = 0;
+    for (int i = 0; i < 2 * GEN_NFAMILIES * 3; i++) {
+        tp_graph *g = gen_graph((uint64_t)i + 700, i % GEN_NFAMILIES);
+        uint64_t minf[TP_MAX_DEVICES];
+        tp_error e;
+        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_DFS, minf, NULL, &e), e);
+        tp_plan_opts po;
+        tp_plan_opts_init(&po, tp_graph_devices(g), 0);
+        memcpy(po.device_mem, minf, sizeof minf);
+        tp_memgraph *mg;
+        ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+        uint32_t n = tp_memgraph_size(mg);
+        for (uint32_t v = 0; v < n; v++) {
+            tp_mvertex mv;
+            tp_memgraph_vertex(mg, v, &mv);
+            if (mv.kind == TP_M_OFFLOAD) {
+                offloading++;
+                break;
+            }
+        }
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        ro.policy = "priority";
+        ro.streams = 1 + i % 3;
+        ro.deterministic = (i / GEN_NFAMILIES) % 2;
+        ro.seed = (uint64_t)i;
+        tp_backend *be = NULL;
+        tp_exec *x;
+        double makespan[2] = {0, 0};
+        for (int rep = 0; rep < 2; rep++) { /* two runs, each on a fresh backend: the same */
+            ASSERT_OK_ERR(tp_backend_sim_new(&p, 0.3, &be, &e), e);
+            ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+            tp_run_summary a;
+            ASSERT_OK_ERR(tp_exec_run(x, &a, &e), e);
+            CHECKF(a.makespan >= a.lower_bound * (1 - 1e-9), "graph %d, %d streams: makespan %.17g below the bound %.17g", i,
+                   ro.streams, a.makespan, a.lower_bound);
+            makespan[rep] = a.makespan;
+            tp__run_record rr;
+            CHECK(tp__exec_record(x, &rr));
+            for (uint32_t v = 0; v < n && !rep; v++) {
+                tp_mvertex mv;
+                tp_memgraph_vertex(mg, v, &mv);
+                for (uint32_t k = 0; k < mv.ndeps; k++)
+                    CHECKF(rr.v[v].t0 >= rr.v[mv.deps[k]].t1, "graph %d: vertex %u starts at %g before its dep %u ends at %g", i,
+                           v, rr.v[v].t0, mv.deps[k], rr.v[mv.deps[k]].t1);
+            }
+            tp_exec_free(x);
+            tp_backend_free(be);
+        }
+        CHECKF(makespan[0] == makespan[1], "graph %d: two runs, makespans %.17g and %.17g", i, makespan[0], makespan[1]);
+        ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+        ro.streams = 1 + i % 2;
+        ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+        tp_run_summary c;
+        ASSERT_OK_ERR(tp_exec_run(x, &c, &e), e);
+        ASSERT_EQ(c.vertices, (uint64_t)n);
+        tp_exec_free(x);
+        tp_backend_free(be);
+        tp_memgraph_free(mg);
+        tp_graph_free(g);
+    }
+    printf("%d of %d plans offload\n", offloading, 2 * GEN_NFAMILIES * 3);
+    ASSERT_GE(offloading, GEN_NFAMILIES);
 }

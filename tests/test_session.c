@@ -155,8 +155,8 @@ TEST(session_random_sequences_match_fresh_runs)
                 tp_memgraph_vertex(mg, i, &v);
                 inplace_plans += v.inplace >= 0 && r == 0;
             }
-            static const char *pol[] = {"fixed", "any", "random"};
-            ro.policy = pol[(seed + (uint64_t)r) % 3];
+            static const char *pol[] = {"fixed", "any", "random", "priority"};
+            ro.policy = pol[(seed + (uint64_t)r) % 4];
             ro.seed = seed * 10 + (uint64_t)r;
             ro.streams = 1 + r % 2;
             ASSERT_OK_ERR(tp_exec_new_in(ss, mg, &ro, &x, &e), e);

@@ -1,9 +1,12 @@
 /* test_sim.c - the sim backend: a chain on one device takes exactly its summed kernel time
- * (which is also its lower bound); copies sharing a link or the host bus slow each other by
- * their fair share; runs are a function of the seed. */
+ * (which is also its lower bound, both its resource part and its critical path); copies
+ * sharing a link or the host bus slow each other by their fair share; runs are a function of
+ * the seed; the critical path counts a load that must precede the first kernel, and no run of
+ * a random graph beats the bound. */
 #include <math.h>
 #include <string.h>
 #include "turnip/turnip.h"
+#include "gen.h"
 #include "harness.h"
 #include "sim_profile.h"
 
@@ -57,6 +60,9 @@ TEST(sim_chain_equals_summed_kernel_time)
     double got = simulate(g, &p, 0, 1, &s);
     CHECKF(fabs(got - want) <= 1e-15 * want, "makespan %.17g, summed kernel time %.17g", got, want);
     CHECKF(s.lower_bound == got, "bound %.17g vs makespan %.17g", s.lower_bound, got);
+    CHECKF(s.bound_resources == got, "resource bound %.17g vs makespan %.17g", s.bound_resources, got);
+    CHECKF(s.bound_critical_path == got, "critical path %.17g vs makespan %.17g (the sum of the chain's times)",
+           s.bound_critical_path, got);
     tp_graph_free(g);
 }
 
@@ -192,4 +198,92 @@ TEST(sim_wake_ups_are_charged_where_threads_sleep)
     t = simulate(g, &p, 0, 1, &s);
     CHECKF(fabs(t - want) < 1e-12, "load-kernel-load-kernel: makespan %.12g, wanted %.12g", t, want);
     tp_graph_free(g);
+}
+
+/* A weight load must precede the first kernel: the resources alone bound the run by the larger
+ * of the load and the kernel, the critical path by their sum, which is the makespan exactly. */
+TEST(sim_critical_path_counts_the_load_before_the_kernel)
+{
+    tp_sim_profile p = prof();
+    p.copy_latency_s = 2e-5;
+    uint64_t B = 1u << 20;
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    uint32_t w, k;
+    ASSERT_OK_ERR(tp_graph_add_input(g, "w", 0, TP_DT_NONE, -1, NULL, B, &w, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "k", 0, "opaque", 1, &w, TP_DT_NONE, -1, NULL, 8, NULL, 1e9, &k, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_output(g, k, &e), e);
+    ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+    tp_run_summary s;
+    double t = simulate(g, &p, 0, 1, &s);
+    double load = (double)B / p.h2d_bw + p.copy_latency_s;
+    double c = 1e9 / (p.peak_flops * p.efficiency), m = (double)(B + 8) / p.mem_bw, kern = p.launch_s + (c > m ? c : m);
+    double res = kern > (double)B / p.h2d_bw ? kern : (double)B / p.h2d_bw;
+    ASSERT_NEAR(s.bound_resources, res, 1e-12 * res);
+    ASSERT_NEAR(s.bound_critical_path, load + kern, 1e-12 * (load + kern));
+    CHECKF(s.lower_bound == s.bound_critical_path && s.lower_bound > s.bound_resources,
+           "bound %.12g: critical path %.12g should beat the resources' %.12g", s.lower_bound, s.bound_critical_path,
+           s.bound_resources);
+    CHECKF(t >= s.lower_bound * (1 - 1e-12) && fabs(t - s.lower_bound) <= 1e-12 * t, "makespan %.15g, bound %.15g", t,
+           s.lower_bound);
+    tp_graph_free(g);
+}
+
+/* Property: the random graphs of every family, planned at the smallest caps (offloads forced),
+ * on a machine with copy latency, a host bus and wake-ups, its links as slow as the test's
+ * profile or 100x faster (kernels then dominate), with and without jitter, under every policy
+ * and 1-3 streams, with and without --deterministic: the makespan is never below the bound
+ * (1e-9 relative: the sim ends a copy whose bytes left are within rounding), and the bound is
+ * the larger of its two parts. */
+TEST(sim_makespan_is_never_below_the_bound)
+{
+    tp_sim_profile p = prof();
+    p.copy_latency_s = 5e-6;
+    p.host_bus_bw = 1.5e9;
+    p.wake_s = 2e-5;
+    p.wake_after_s = 1e-5;
+    int runs = 0, cp_wins = 0;
+    double worst = INFINITY;
+    for (int i = 0; i < 4 * GEN_NFAMILIES; i++) {
+        tp_graph *g = gen_graph((uint64_t)i + 4242, i % GEN_NFAMILIES);
+        uint64_t minf[TP_MAX_DEVICES];
+        tp_error e;
+        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_DFS, minf, NULL, &e), e);
+        tp_plan_opts po;
+        tp_plan_opts_init(&po, tp_graph_devices(g), 0);
+        memcpy(po.device_mem, minf, sizeof minf);
+        tp_memgraph *mg;
+        ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+        for (int pol = 0; pol < 2 * tp_policy_count(); pol++) {
+            tp_sim_profile q = p;
+            if (pol % 2) q.h2d_bw = q.d2h_bw = q.peer_bw = q.host_bus_bw = 100 * p.h2d_bw;
+            tp_backend *be = NULL;
+            ASSERT_OK_ERR(tp_backend_sim_new(&q, i % 2 ? 0.3 : 0, &be, &e), e);
+            tp_run_opts ro;
+            tp_run_opts_init(&ro);
+            ro.policy = tp_policy_name(pol / 2);
+            ro.seed = (uint64_t)i;
+            ro.streams = 1 + (i + pol / 2) % 3;
+            ro.deterministic = (i / GEN_NFAMILIES) % 2;
+            tp_exec *x;
+            ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+            tp_run_summary s;
+            ASSERT_OK_ERR(tp_exec_run(x, &s, &e), e);
+            double hi = s.bound_resources > s.bound_critical_path ? s.bound_resources : s.bound_critical_path;
+            CHECKF(s.lower_bound == hi, "bound %.17g is not the larger of its parts %.17g, %.17g", s.lower_bound, s.bound_resources,
+                   s.bound_critical_path);
+            CHECKF(s.makespan >= s.lower_bound * (1 - 1e-9), "graph %d (%s), order %s: makespan %.17g below the bound %.17g", i,
+                   gen_family_name[i % GEN_NFAMILIES], ro.policy, s.makespan, s.lower_bound);
+            CHECK(s.bound_critical_path > 0 && s.bound_resources > 0);
+            if (s.lower_bound > 0 && s.makespan / s.lower_bound < worst) worst = s.makespan / s.lower_bound;
+            cp_wins += s.bound_critical_path > s.bound_resources;
+            runs++;
+            tp_exec_free(x);
+            tp_backend_free(be);
+        }
+        tp_memgraph_free(mg);
+        tp_graph_free(g);
+    }
+    printf("%d runs: the critical path is the bound in %d; smallest makespan / bound %.6f\n", runs, cp_wins, worst);
+    ASSERT_GT(cp_wins, 0);
 }

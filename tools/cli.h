@@ -169,7 +169,8 @@ typedef struct cli_exec_flags {
 #define CLI_O_POLICY(S, F)                                                                                    \
     CLI_O_CHOICE("--order", "POLICY", S, F.order, cli_policy_names,                                          \
                  "any (default): whatever is ready; fixed: each engine in plan order;\nrandom: seeded random " \
-                 "choice among the ready (--seed)")
+                 "choice among the ready (--seed);\npriority: the ready vertex with the longest estimated path to " \
+                 "the end first")
 #define CLI_O_SEED(S, F) CLI_O_INT("--seed", "N", S, F.seed, 0, LLONG_MAX, "seed of the random order and the jitter (default 0)")
 #define CLI_O_STREAMS(S, F) CLI_O_INT("--streams", "N", S, F.streams, 1, 64, "compute streams per device (default 1)")
 #define CLI_O_TRACE(S, F) CLI_O_STR("--trace", "FILE", S, F.trace, "Chrome trace-event JSON of the run (open in Perfetto)")

@@ -51,7 +51,7 @@ static void help(FILE *f)
 {
     cli_print_help(f,
                    "usage: turnip run TASKGRAPH --device-mem SIZE[,SIZE...] --inputs IN.safetensors --out OUT.safetensors\n"
-                   "                  [--host-mem SIZE] [--plan MEMGRAPH] [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N]\n"
+                   "                  [--host-mem SIZE] [--plan MEMGRAPH] [--plan-order topo|dfs|greedy] [--order any|fixed|random|priority] [--seed N]\n"
                    "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F]\n"
                    "                  [--trace FILE] [--no-verify] [--repeat N] [--backend cpu|cuda] [--completion callback|poll]\n"
                    "                  [--matmul fast|exact] [--no-sum-into] [--deterministic]\n"

@@ -29,14 +29,16 @@ static void help(FILE *f)
 {
     cli_print_help(f,
                    "usage: turnip sim TASKGRAPH --machine NAME|FILE [--device-mem SIZE[,..]] [--host-mem SIZE]\n"
-                   "                  [--plan-order topo|dfs|greedy] [--order any|fixed|random] [--seed N] [--jitter F]\n"
+                   "                  [--plan-order topo|dfs|greedy] [--order any|fixed|random|priority] [--seed N] [--jitter F]\n"
                    "                  [--streams N] [--trace FILE] [--no-sum-into] [--deterministic]\n"
                    "                  [--weight-offload greedy|greedy-star|l2l]\n"
                    "\n"
                    "Plans TASKGRAPH (capacities default to the machine's memory) and runs the plan on the sim\n"
                    "backend: virtual time from the profile's cost model (profiles/NAME.json: a100x8, p100x4, h100),\n"
                    "the same executor and policies as the real backends. Prints the run summary with the makespan\n"
-                   "over the lower bound (busiest device's kernel time or busiest link's bytes / bandwidth).\n"
+                   "over the lower bound, the larger of resources (busiest device's kernel time over its streams,\n"
+                   "or busiest link's bytes / bandwidth) and the critical path (longest chain of dependencies,\n"
+                   "each vertex at its time in this run without contention).\n"
                    "\n",
                    opts, NULL);
 }

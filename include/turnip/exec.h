@@ -35,7 +35,10 @@ extern "C" {
 
 /* Dispatch policies, a table (src/exec/policy.c; one file per policy): `any` (the default:
  * whatever is ready, first come first served), `fixed` (each engine runs its vertices in the
- * plan's order: the paper's ablation), `random` (a seeded choice among the ready, for tests).
+ * plan's order: the paper's ablation), `random` (a seeded choice among the ready, for tests),
+ * `priority` (the ready vertex with the longest estimated path to the end of the MemGraph
+ * first, each vertex weighted by the backend's cost model or a generic estimate; ties to the
+ * smaller vertex id).
  *
  * Sum-into groups (TP_M_ACCUMULATE, TP_M_JOIN): a group's members run one at a time: a member
  * whose deps are done starts only when its group's lock is free, else it waits in the group's
@@ -45,8 +48,8 @@ extern "C" {
 int tp_policy_count(void);
 const char *tp_policy_name(int i);  /* NULL past the end */
 const char *tp_policy_help(int i);  /* one line */
-/* TP_OK if a policy of that name exists, TP_ERR_ARG with "--order must be any, fixed or random"
- * style text in err otherwise (err may be NULL). */
+/* TP_OK if a policy of that name exists, TP_ERR_ARG with "--order must be any, fixed, random or
+ * priority" style text in err otherwise (err may be NULL). */
 tp_status tp_policy_check(const char *name, tp_error *err);
 
 typedef struct tp_run_opts {
@@ -76,7 +79,14 @@ typedef struct tp_run_summary {
     uint64_t vertices;
     double makespan;     /* seconds from the first launch to the last completion (virtual seconds
                             on a simulating backend) */
-    double lower_bound;  /* the backend's lower bound on the makespan, 0 if it has none */
+    double lower_bound;  /* the backend's lower bound on the makespan, 0 if it has none: the larger
+                            of the two parts below */
+    double bound_resources;     /* its part from resources (sim: the busiest device's summed kernel
+                                   time over its compute streams, or the busiest link's bytes over
+                                   its bandwidth), 0 if none */
+    double bound_critical_path; /* its part from dependencies (sim: the longest path through the
+                                   MemGraph, data and memory edges, each vertex weighted by its
+                                   time in this run without contention), 0 if none */
     double loop_seconds; /* executor's own time handling completions and launching */
     uint64_t bytes_moved; /* by every copy engine of every device in this run (each run of an
                              executor counts its own, as every field here does) */

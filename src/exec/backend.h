@@ -66,6 +66,8 @@ typedef struct tp__plan_info {
     const int16_t *device;     /* per MemGraph vertex: device whose engine runs it */
     int session;               /* 1: the executor runs in the session open on the backend
                                   (tp_exec_new_in): its memory is the session's */
+    const uint32_t *succ_off, *succ; /* CSR of every vertex's successors (data and memory edges),
+                                        the executor's: valid while the backend is prepared */
 } tp__plan_info;
 
 typedef struct tp__backend_ops {
@@ -112,8 +114,15 @@ typedef struct tp__backend_ops {
      * 0: the executor asks this after handling completions, so a kernel launched while
      * completions keep coming is not left waiting for a pause in them. */
     int (*help)(tp_backend *be, int run);
-    /* lower bound of the last run's makespan, 0 if the backend cannot tell */
-    double (*bound)(tp_backend *be);
+    /* lower bound of the last run's makespan, 0 if the backend cannot tell; its two parts into
+     * *resources (what the busiest resource had to do) and *critical (the longest path of
+     * dependencies), 0 for a part the backend cannot tell; the bound is the larger */
+    double (*bound)(tp_backend *be, double *resources, double *critical);
+    /* Optional (NULL: the executor estimates from the MemGraph, exec.c generic_cost). Seconds
+     * vertex v of mg (a vertex that runs on an engine) takes on this backend alone: no jitter,
+     * no contention, no wake-ups. For the policies that rank by duration (tp__policy.needs_cost);
+     * tp_exec_new calls it before prepare(), so it reads only the backend's own model and mg. */
+    double (*cost)(tp_backend *be, const tp_memgraph *mg, uint32_t v);
 } tp__backend_ops;
 
 struct tp_backend {

@@ -5,7 +5,9 @@
  * backend's own table (exec/backend.h). A queue whose state changed (a vertex became ready, a
  * unit became free) is marked dirty; dispatch looks only at dirty queues, so launching is
  * O(1) per vertex and nothing rescans the ready set. Which ready vertex starts is the dispatch
- * policy's choice (exec/policy.h: a table; one file per policy).
+ * policy's choice (exec/policy.h: a table; one file per policy); a policy that ranks vertices by
+ * their duration (needs_cost) gets an estimate per vertex, the backend's cost model or the
+ * generic one below, computed in tp_exec_new only for it.
  *
  * A run goes in named phases, like libuv's uv_run: start (reset, inputs done, first ready
  * vertices), then per turn dispatch (launch from dirty queues), wait (advance a simulating
@@ -18,6 +20,7 @@
  * Sum-into groups: a member whose deps are done waits for its group's lock (a FIFO of waiting
  * members, or in member order when `ordered`) before it enters its engine's queue; it holds the
  * lock until it completes. A join runs on no engine: it completes when its deps are done. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "exec/exec_internal.h"
@@ -56,6 +59,7 @@ struct tp_exec {
     uint32_t *succ_off, *succ;
     uint8_t *succ_data; /* edge is a data edge */
     uint32_t *ndeps, *ndata;
+    double *cost; /* estimated seconds per vertex, for a policy with needs_cost (else NULL) */
     /* sum-into groups: per vertex, its group if a member (else -1) and whether it is a join;
      * per group its members in ascending index (CSR); `ordered`: the lock serves them so */
     int32_t *grp;
@@ -101,6 +105,7 @@ void tp_exec_free(tp_exec *x)
     free(x->succ_data);
     free(x->ndeps);
     free(x->ndata);
+    free(x->cost);
     free(x->qsize);
     free(x->units);
     free(x->nfree);
@@ -255,6 +260,50 @@ static tp_status index_vertices(tp_exec *x, tp_error *err)
     return TP_OK;
 }
 
+/* The generic cost model, for backends without one (cpu, cuda): a device of 1e12 FLOP/s (a
+ * TFLOP/s-class accelerator) and 1e11 B/s of memory bandwidth (100 GB/s), the two added rather
+ * than overlapped; a link of 1e10 B/s (10 GB/s, PCIe-class) and 1e-5 s (10 us) of fixed cost per
+ * copy. Only the ratios matter to a policy that ranks by it: kernels by their work, copies by
+ * their bytes. */
+#define TP__GENERIC_FLOPS 1e12
+#define TP__GENERIC_MEM_BW 1e11
+#define TP__GENERIC_LINK_BW 1e10
+#define TP__GENERIC_COPY_S 1e-5
+
+/* v's estimated seconds from the MemGraph alone: a kernel's flops (an accumulate's: one per
+ * element) and the bytes it touches (its write and every region it reads), a copy's bytes */
+static double generic_cost(const tp_exec *x, uint32_t v)
+{
+    tp_mvertex mv;
+    tp_memgraph_vertex(x->mg, v, &mv);
+    if (mv.kind == TP_M_KERNEL || mv.kind == TP_M_ACCUMULATE) {
+        const tp_vertex *t = tp_graph_vertex(x->g, mv.task);
+        double bytes = (double)mv.write.bytes;
+        for (uint32_t k = 0; k < mv.nreads; k++) bytes += (double)x->bytes[mv.reads[k]];
+        unsigned es = tp_dtype_size(t->dtype);
+        double flops = mv.kind == TP_M_ACCUMULATE ? (double)mv.write.bytes / (es ? es : 4) : t->flops;
+        return flops / TP__GENERIC_FLOPS + bytes / TP__GENERIC_MEM_BW;
+    }
+    if (mv.kind == TP_M_TRANSFER || mv.kind == TP_M_OFFLOAD || mv.kind == TP_M_RELOAD)
+        return (double)mv.write.bytes / TP__GENERIC_LINK_BW + TP__GENERIC_COPY_S;
+    return 0;
+}
+
+/* every vertex's estimated seconds for the policy: the backend's model (tp__backend_ops.cost)
+ * or the generic one; 0 for what runs on no engine and for a model's answer that is not a
+ * finite number >= 0 */
+static tp_status estimate_costs(tp_exec *x, tp_error *err)
+{
+    x->cost = malloc(((size_t)x->n + 1) * sizeof *x->cost);
+    if (!x->cost) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    for (uint32_t v = 0; v < x->n; v++) {
+        double c = 0;
+        if (x->engine[v] != TP__NO_ENGINE) c = x->be->ops->cost ? x->be->ops->cost(x->be, x->mg, v) : generic_cost(x, v);
+        x->cost[v] = c >= 0 && c < INFINITY ? c : 0;
+    }
+    return TP_OK;
+}
+
 tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *o, tp_exec **holder, tp_exec **out,
                        tp_error *err)
 {
@@ -323,7 +372,8 @@ tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts 
         goto fail;
     }
     x->ordered = o->deterministic || pol->ordered_locks;
-    tp__policy_env env = {n, x->succ_off, x->succ, x->ndeps, x->queue, nq, x->qsize, x->gnext_member};
+    if (pol->needs_cost && (s = estimate_costs(x, err))) goto fail;
+    tp__policy_env env = {n, x->succ_off, x->succ, x->ndeps, x->queue, nq, x->qsize, x->gnext_member, x->cost};
     if ((s = pol->init(&env, &x->pstate, err))) goto fail;
     /* the sink's contract: one slot per unit that may have a completion outstanding */
     if (!tp__sink_init(&x->sink, units)) {
@@ -331,7 +381,7 @@ tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts 
         goto fail;
     }
     x->sink_ok = 1;
-    tp__plan_info pi = {mg, &x->o, &x->sink, x->ne, x->eng, x->engine, x->device, holder != NULL};
+    tp__plan_info pi = {mg, &x->o, &x->sink, x->ne, x->eng, x->engine, x->device, holder != NULL, x->succ_off, x->succ};
     if ((s = be->ops->prepare(be, &pi, err))) goto fail;
     x->prepared = 1;
     if (holder) *holder = x;
@@ -720,7 +770,7 @@ tp_status tp_exec_run(tp_exec *x, tp_run_summary *sum, tp_error *err)
         r.loop += tp__now() - tl;
     }
     sum->makespan = run_clock(&r) - x->start;
-    sum->lower_bound = x->be->ops->bound ? x->be->ops->bound(x->be) : 0;
+    sum->lower_bound = x->be->ops->bound ? x->be->ops->bound(x->be, &sum->bound_resources, &sum->bound_critical_path) : 0;
     sum->loop_seconds = r.loop;
     x->ran = 1;
     if (r.inflight) x->broken = 1; /* left the loop with vertices running (contract broken) */
@@ -741,7 +791,8 @@ void tp_run_summary_print(const tp_run_summary *s, FILE *f)
     fprintf(f, "run: %llu vertices, makespan %.3f ms (executor loop %.3f ms)", (unsigned long long)s->vertices,
             s->makespan * 1e3, s->loop_seconds * 1e3);
     if (s->lower_bound > 0)
-        fprintf(f, "; lower bound %.3f ms, makespan / bound %.3f", s->lower_bound * 1e3, s->makespan / s->lower_bound);
+        fprintf(f, "; lower bound %.3f ms (resources %.3f ms, critical path %.3f ms), makespan / bound %.3f", s->lower_bound * 1e3,
+                s->bound_resources * 1e3, s->bound_critical_path * 1e3, s->makespan / s->lower_bound);
     fputc('\n', f);
     fprintf(f, "%-6s %8s %11s %11s", "device", "kernels", "busy ms", "mem-stall");
     for (int e = 0; e < s->nengines; e++)

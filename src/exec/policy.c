@@ -5,9 +5,9 @@
 #include "exec/policy.h"
 #include "io/util.h"
 
-extern const tp__policy tp__policy_any, tp__policy_fixed, tp__policy_random;
+extern const tp__policy tp__policy_any, tp__policy_fixed, tp__policy_random, tp__policy_priority;
 
-static const tp__policy *const policies[] = {&tp__policy_any, &tp__policy_fixed, &tp__policy_random};
+static const tp__policy *const policies[] = {&tp__policy_any, &tp__policy_fixed, &tp__policy_random, &tp__policy_priority};
 enum { NPOLICIES = sizeof policies / sizeof policies[0] };
 
 int tp_policy_count(void)

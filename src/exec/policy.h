@@ -25,6 +25,9 @@ typedef struct tp__policy_env {
     const uint32_t *qsize;          /* per queue: vertices that ever enter it */
     const uint32_t *group_next;     /* per vertex: the next member (ascending index) of its sum-into
                                        group, TP__NONE for the last member and every other vertex */
+    const double *cost;             /* per vertex: estimated seconds it runs, alone (the backend's
+                                       cost model, or the executor's generic estimate; 0 for what
+                                       runs on no engine); NULL unless the policy has needs_cost */
 } tp__policy_env;
 
 typedef struct tp__policy {
@@ -43,6 +46,8 @@ typedef struct tp__policy {
      * is fixed in advance puts the members in that order: a lock served otherwise could wait
      * on a member the policy will only start later) */
     int ordered_locks;
+    /* 1: init wants tp__policy_env.cost (the executor computes it only then) */
+    int needs_cost;
 } tp__policy;
 
 /* The policy of that name (NULL or "": the default), or NULL. */

@@ -23,13 +23,23 @@
  * copy workers do: copies the executor queues behind it (copy_depth) wait their turn. Jitter
  * stretches kernel times and copy sizes by exp(jitter x N(0,1)).
  *
- * Lower bound of a run: the larger of the busiest device's summed kernel time and the busiest
- * link's bytes over its bandwidth. */
+ * Lower bound of a run, the larger of two parts. Resources: the busiest device's summed kernel
+ * time over its compute streams (they overlap kernels without slowing them), or the busiest
+ * link's bytes over its bandwidth. The critical path: the longest path through the MemGraph
+ * (data and memory edges), each vertex weighted by what this run charged it: a kernel its time
+ * (jitter and wake-up included), a copy its bytes at its links' full rate (as if it had them to
+ * itself) plus its latency and engine wake-up. A vertex starts after its dependencies complete
+ * and takes at least its weight, so no run is shorter; the path is one forward pass over a
+ * topological order made at prepare (linear).
+ *
+ * Cost model for the `priority` policy (sim_cost): the same kernel and copy times without
+ * jitter, contention or wake-ups (kernel_time, copy_time: one model for both). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "backend/common.h"
 #include "io/heap.h"
+#include "io/topo.h"
 #include "io/util.h"
 #include "turnip/io.h"
 
@@ -44,6 +54,7 @@ typedef struct {
     double remaining, bytes; /* bytes */
     int link[2];             /* -1: unused */
     double extra;            /* seconds after its bytes: latency, and wake_s if its engine slept */
+    double alone;            /* its rate with its links to itself (bytes/s) */
 } flow;
 
 #define QDEPTH 8 /* copies queued behind a copy engine's active one */
@@ -77,6 +88,10 @@ typedef struct sim {
     double idle_since[TP_MAX_DEVICES][MAXSTREAMS]; /* per compute stream: when it last went idle */
     double kern[TP_MAX_DEVICES];
     double *link_bytes;
+    /* the critical path: per vertex its weight in this run (0 until launched), the finish times
+     * of the pass, and a topological order of the plan (nordered vertices; fewer on a cycle) */
+    double *cp_w, *cp_f;
+    uint32_t *order, nordered;
     uint32_t inflight;
     double last_act;  /* when the executor last handled a completion or launched */
     double wake_at;   /* > 0: the executor is waking up; completions are held until then */
@@ -121,6 +136,61 @@ static double rate(const sim *s, const flow *f)
     return r;
 }
 
+/* the kernels that run at the vector rate (everything but matmul) */
+static int vector_op(const tp_vertex *tv)
+{
+    return tv->kind == TP_V_KERNEL && strcmp(tv->op, "matmul") != 0;
+}
+
+/* kernel or accumulate mv of mg (TaskGraph g) with no jitter and no wake-up: launch + max(flops
+ * / (rate x efficiency), bytes touched / memory bandwidth), the rate the matmul peak or, for
+ * `vector` ops, the vector rate; an accumulate is an elementwise add of its bytes (one flop per
+ * element, its region read and written, its partial read). Its flops into *flops. */
+static double kernel_time(const tp_sim_profile *p, const tp_graph *g, const tp_memgraph *mg, const tp_mvertex *mv, int vector,
+                          double *flops)
+{
+    const tp_vertex *t = tp_graph_vertex(g, mv->task);
+    double bytes = (double)mv->write.bytes;
+    for (uint32_t k = 0; k < mv->nreads; k++) {
+        tp_mvertex src;
+        tp_memgraph_vertex(mg, mv->reads[k], &src);
+        bytes += (double)src.write.bytes;
+    }
+    size_t es = tp_dtype_size(t->dtype);
+    *flops = mv->kind == TP_M_ACCUMULATE ? (double)mv->write.bytes / (double)(es ? es : 4) : t->flops;
+    double r = vector && p->vector_flops > 0 ? p->vector_flops : p->peak_flops;
+    double compute = *flops / (r * p->efficiency), memory = bytes / p->mem_bw;
+    return p->launch_s + (compute > memory ? compute : memory);
+}
+
+/* bandwidth of a device's link of kind L_* (prepare gives each link its own) */
+static double link_bw(const tp_sim_profile *p, int kind)
+{
+    return kind == L_H2D ? p->h2d_bw : kind == L_D2H ? p->d2h_bw : p->peer_bw;
+}
+
+/* whether a copy of kind k crosses the host bus (everything but transfers, on a machine with one) */
+static int on_bus(const tp_sim_profile *p, tp_mkind k)
+{
+    return k != TP_M_TRANSFER && p->host_bus_bw > 0;
+}
+
+/* the rate of a copy of kind k with its links to itself: the smaller of its own link's
+ * bandwidth and the bus's when it crosses it (its engine follows from its kind: reloads h2d,
+ * offloads d2h, transfers peer-in) */
+static double alone_rate(const tp_sim_profile *p, tp_mkind k)
+{
+    double r = link_bw(p, k == TP_M_RELOAD ? L_H2D : k == TP_M_OFFLOAD ? L_D2H : L_PEER);
+    return on_bus(p, k) && p->host_bus_bw < r ? p->host_bus_bw : r;
+}
+
+/* a copy of kind k and `bytes` with its links to itself, no jitter and no wake-up: its bytes at
+ * that rate, then its latency */
+static double copy_time(const tp_sim_profile *p, tp_mkind k, double bytes)
+{
+    return bytes / alone_rate(p, k) + p->copy_latency_s;
+}
+
 static double jit(const sim *s, uint32_t v)
 {
     return s->jitter > 0 ? exp(s->jitter * tp__normal(s->pc.ro.seed * 1000003ull + v)) : 1.0;
@@ -146,6 +216,7 @@ static void start_flow(sim *s, flow f)
     s->t0[f.v] = s->now;
     f.extra = s->p.copy_latency_s;
     if (s->p.wake_s > 0 && s->now - s->eng[f.link[0]].idle_since > s->p.wake_after_s) f.extra += s->p.wake_s;
+    s->cp_w[f.v] = f.bytes / f.alone + f.extra; /* at least what it takes from now on */
     for (int k = 0; k < 2; k++)
         if (f.link[k] >= 0) s->active[f.link[k]]++;
     s->flows[s->nflows++] = f;
@@ -161,19 +232,8 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
     s->unit_of[v] = (int16_t)unit;
     s->inflight++;
     if (mv.kind == TP_M_KERNEL || mv.kind == TP_M_ACCUMULATE) {
-        const tp_vertex *t = tp_graph_vertex(s->pc.g, mv.task);
-        double bytes = (double)mv.write.bytes;
-        for (uint32_t k = 0; k < mv.nreads; k++) {
-            tp_mvertex src;
-            tp_memgraph_vertex(s->pc.pi.mg, mv.reads[k], &src);
-            bytes += (double)src.write.bytes;
-        }
-        /* an accumulate is an elementwise add of its bytes: one flop per element, R read and written, a_i read */
-        size_t es = tp_dtype_size(t->dtype);
-        double flops = mv.kind == TP_M_ACCUMULATE ? (double)mv.write.bytes / (double)(es ? es : 4) : t->flops;
-        double rate = s->vector_op[mv.task] && s->p.vector_flops > 0 ? s->p.vector_flops : s->p.peak_flops;
-        double compute = flops / (rate * s->p.efficiency), memory = bytes / s->p.mem_bw;
-        double dur = (s->p.launch_s + (compute > memory ? compute : memory)) * jit(s, v);
+        double flops = 0;
+        double dur = kernel_time(&s->p, s->pc.g, s->pc.pi.mg, &mv, s->vector_op[mv.task], &flops) * jit(s, v);
         if (s->p.wake_s > 0 && unit < MAXSTREAMS && s->now - s->idle_since[mv.device][unit] > s->p.wake_after_s) dur += s->p.wake_s;
         if (!(dur >= 0 && s->now + dur < INFINITY)) { /* NaN or inf would stall the clock: fail, never hang */
             char why[256];
@@ -183,14 +243,15 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
             return;
         }
         s->kern[mv.device] += dur;
+        s->cp_w[v] = dur;
         if (!push(s, s->now + dur, v)) fail_now(s, v, TP_ERR_NOMEM, "out of memory");
         return;
     }
     double b = (double)mv.write.bytes * jit(s, v);
-    flow f = {v, b, b, {engine_of(s, v), -1}, 0};
-    if (mv.kind != TP_M_TRANSFER && s->p.host_bus_bw > 0) f.link[1] = 3 * s->nd;
-    double alone = b / s->bw[f.link[0]] + s->p.copy_latency_s + s->p.wake_s; /* its time with its links to itself */
-    if (!(alone >= 0 && s->now + alone < INFINITY)) {
+    flow f = {v, b, b, {engine_of(s, v), -1}, 0, alone_rate(&s->p, mv.kind)};
+    if (on_bus(&s->p, mv.kind)) f.link[1] = 3 * s->nd;
+    double longest = copy_time(&s->p, mv.kind, b) + s->p.wake_s; /* its time with its links to itself, if its engine slept */
+    if (!(longest >= 0 && s->now + longest < INFINITY)) {
         char why[256];
         snprintf(why, sizeof why, "its copy time is not a finite number (%g bytes at %g B/s, at %g s; machine '%s')", b,
                  s->bw[f.link[0]], s->now, s->p.name);
@@ -326,15 +387,52 @@ static double sim_now(tp_backend *be)
     return ((sim *)be)->now;
 }
 
-static double sim_bound(tp_backend *be)
+/* the longest path of the last run's weights: finish times in one pass over the order */
+static double critical_path(sim *s)
+{
+    const uint32_t *off = s->pc.pi.succ_off, *succ = s->pc.pi.succ;
+    uint32_t n = tp_memgraph_size(s->pc.pi.mg);
+    double cp = 0;
+    if (!s->order || !off) return 0;
+    memset(s->cp_f, 0, (size_t)n * sizeof *s->cp_f); /* the latest finish of each one's deps so far */
+    for (uint32_t i = 0; i < s->nordered; i++) {
+        uint32_t v = s->order[i];
+        double f = s->cp_f[v] + s->cp_w[v];
+        if (f > cp) cp = f;
+        for (uint32_t k = off[v]; k < off[v + 1]; k++)
+            if (f > s->cp_f[succ[k]]) s->cp_f[succ[k]] = f;
+    }
+    return cp;
+}
+
+static double sim_bound(tp_backend *be, double *resources, double *critical)
 {
     sim *s = (sim *)be;
-    double b = 0;
-    for (int d = 0; d < s->nd; d++)
-        if (s->kern[d] > b) b = s->kern[d];
+    double b = 0, streams = s->pc.pi.engines ? s->pc.pi.engines[TP__ENG_COMPUTE].units : 1;
+    for (int d = 0; d < s->nd; d++) /* its streams run kernels side by side, each at full speed */
+        if (s->kern[d] / streams > b) b = s->kern[d] / streams;
     for (int l = 0; l < s->nlinks; l++)
         if (s->link_bytes[l] / s->bw[l] > b) b = s->link_bytes[l] / s->bw[l];
-    return b;
+    double cp = critical_path(s);
+    *resources = b;
+    *critical = cp;
+    return cp > b ? cp : b;
+}
+
+/* the model of kernel_time and copy_time, for the `priority` policy; before prepare */
+static double sim_cost(tp_backend *be, const tp_memgraph *mg, uint32_t v)
+{
+    const sim *s = (const sim *)be;
+    tp_mvertex mv;
+    tp_memgraph_vertex(mg, v, &mv);
+    if (mv.kind == TP_M_KERNEL || mv.kind == TP_M_ACCUMULATE) {
+        const tp_graph *g = tp_memgraph_taskgraph(mg);
+        double flops = 0;
+        return kernel_time(&s->p, g, mg, &mv, vector_op(tp_graph_vertex(g, mv.task)), &flops);
+    }
+    if (mv.kind == TP_M_TRANSFER || mv.kind == TP_M_OFFLOAD || mv.kind == TP_M_RELOAD)
+        return copy_time(&s->p, mv.kind, (double)mv.write.bytes);
+    return 0;
 }
 
 static void sim_release(tp_backend *be)
@@ -353,6 +451,12 @@ static void sim_release(tp_backend *be)
     s->nheld = s->capheld = 0;
     s->wake_at = 0;
     free(s->link_bytes);
+    free(s->cp_w);
+    free(s->cp_f);
+    free(s->order);
+    s->cp_w = s->cp_f = NULL;
+    s->order = NULL;
+    s->nordered = 0;
     tp__mem_release(&s->mem);
     free(s->vector_op);
     s->vector_op = NULL;
@@ -397,26 +501,25 @@ static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     uint32_t nt = tp_graph_size(s->pc.g);
     s->vector_op = malloc(nt + 1);
     if (!s->vector_op) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-    for (uint32_t t = 0; t < nt; t++) {
-        const tp_vertex *tv = tp_graph_vertex(s->pc.g, t);
-        s->vector_op[t] = tv->kind == TP_V_KERNEL && strcmp(tv->op, "matmul") != 0;
-    }
+    for (uint32_t t = 0; t < nt; t++) s->vector_op[t] = (uint8_t)vector_op(tp_graph_vertex(s->pc.g, t));
     s->nlinks = 3 * s->nd + 1;
     s->active = calloc((size_t)s->nlinks, sizeof *s->active);
     s->eng = calloc((size_t)s->nlinks, sizeof *s->eng);
     s->bw = calloc((size_t)s->nlinks, sizeof *s->bw);
     s->link_bytes = calloc((size_t)s->nlinks, sizeof *s->link_bytes);
-    s->t0 = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->t0);
-    s->unit_of = calloc(tp_memgraph_size(pi->mg) + 1, sizeof *s->unit_of);
-    if (!s->active || !s->eng || !s->bw || !s->link_bytes || !s->t0 || !s->unit_of) {
+    uint32_t n = tp_memgraph_size(pi->mg);
+    s->t0 = calloc(n + 1, sizeof *s->t0);
+    s->unit_of = calloc(n + 1, sizeof *s->unit_of);
+    s->cp_w = calloc(n + 1, sizeof *s->cp_w);
+    s->cp_f = calloc(n + 1, sizeof *s->cp_f);
+    s->order = malloc((n + 1) * sizeof *s->order);
+    if (!s->active || !s->eng || !s->bw || !s->link_bytes || !s->t0 || !s->unit_of || !s->cp_w || !s->cp_f || !s->order ||
+        (pi->succ_off && tp__topo_sort(n, pi->succ_off, pi->succ, NULL, TP__TOPO_FIFO, s->order, &s->nordered))) {
         sim_release(be);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
-    for (int d = 0; d < s->nd; d++) {
-        s->bw[L_H2D * s->nd + d] = s->p.h2d_bw;
-        s->bw[L_D2H * s->nd + d] = s->p.d2h_bw;
-        s->bw[L_PEER * s->nd + d] = s->p.peer_bw;
-    }
+    for (int d = 0; d < s->nd; d++)
+        for (int k = L_H2D; k <= L_PEER; k++) s->bw[k * s->nd + d] = link_bw(&s->p, k);
     s->bw[3 * s->nd] = s->p.host_bus_bw > 0 ? s->p.host_bus_bw : 1;
     s->now = 0;
     s->seq = 0;
@@ -452,12 +555,13 @@ static void sim_close(tp_backend *be)
     tp__mem_close(&((sim *)be)->mem);
 }
 
-/* a run starts: the lower bound sums only this run's kernels and copies */
+/* a run starts: the lower bound sums only this run's kernels and copies, and weighs only them */
 static void sim_begin(tp_backend *be)
 {
     sim *s = (sim *)be;
     memset(s->kern, 0, sizeof s->kern);
     if (s->link_bytes) memset(s->link_bytes, 0, (size_t)s->nlinks * sizeof *s->link_bytes);
+    if (s->cp_w) memset(s->cp_w, 0, tp_memgraph_size(s->pc.pi.mg) * sizeof *s->cp_w);
 }
 
 static void sim_destroy(tp_backend *be)
@@ -485,6 +589,7 @@ static const tp__backend_ops sim_ops = {
     .now = sim_now,
     .advance = sim_advance,
     .bound = sim_bound,
+    .cost = sim_cost,
     .open = sim_open,
     .close = sim_close,
     .begin = sim_begin,
