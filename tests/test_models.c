@@ -150,6 +150,50 @@ TEST(models_llama_batch_refuses_out_of_range)
     CHECK(est.vertices > 1e18 && est.vertex_bytes > 1e18);
 }
 
+TEST(models_llama_residual_options)
+{
+    tp_llama_config c = tiny(4, 2, 0);
+    tp_llama_opts o;
+    tp_error e;
+    tp_graph *g = NULL;
+    /* scatter raises the blocks to min(devices, ceil(T / 1024)), never lowers them, never past T */
+    static const struct { int D; int64_t T; int blocks, want; } cases[] = {
+        {8, 4096, 1, 4}, {8, 16384, 1, 8}, {4, 1025, 1, 2}, {4, 1024, 1, 1}, {8, 4096, 6, 6}, {5, 3, 1, 1}, {1, 99999, 1, 1}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        tp_llama_opts_default(&o, &c, cases[k].D, cases[k].T, UINT64_MAX);
+        o.blocks = cases[k].blocks;
+        tp_llama_opts_residual(&o, TP_LLAMA_SCATTER);
+        CHECKF(o.blocks == cases[k].want && o.residual == TP_LLAMA_SCATTER, "D %d T %lld blocks %d: %d, wanted %d", cases[k].D,
+               (long long)cases[k].T, cases[k].blocks, o.blocks, cases[k].want);
+        tp_llama_opts_residual(&o, TP_LLAMA_GATHER); /* gather leaves them */
+        ASSERT_EQ(o.blocks, cases[k].want);
+    }
+    /* the residual must be one of the two */
+    tp_llama_opts_default(&o, &c, 2, 4, UINT64_MAX);
+    o.residual = 2;
+    ASSERT_STATUS(tp_llama_build(&c, &o, &g, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "residual 2") != NULL, "%s", e.msg);
+    CHECK(g == NULL);
+    /* scatter: block 0's rows in min(D, rows) pieces, piece j on device j, each the sum of its
+     * residual and one row slice per device (attention: devices with heads only) */
+    tp_llama_opts_default(&o, &c, 5, 3, UINT64_MAX); /* 5 devices, 3 rows: 3 pieces of a row; device 0 has no heads */
+    o.residual = TP_LLAMA_SCATTER;
+    ASSERT_OK_ERR(tp_llama_build(&c, &o, &g, &e), e);
+    for (int j = 0; j < 3; j++) {
+        char id[64];
+        snprintf(id, sizeof id, "L0.h.b0.p%d", j);
+        const tp_vertex *h = find(g, id);
+        shape_is(h, 2, 1, 64, 0, 0);
+        ASSERT_EQ(h->device, j);
+        ASSERT_EQ(h->ninputs, 1 + 4); /* the piece and the partials of the 4 devices with heads */
+        snprintf(id, sizeof id, "L0.out.b0.p%d", j);
+        ASSERT_EQ(find(g, id)->ninputs, 1 + 5);
+    }
+    CHECK(tp_graph_find(g, "L0.h.b0.p3") < 0);
+    CHECK(tp_graph_find(g, "L0.o.b0.d0") < 0); /* lo(4 heads, 5, 1) = 0: device 0 has none */
+    tp_graph_free(g);
+}
+
 static tp_llama_decode_opts dopts(int64_t B, int64_t pos, int64_t max_len)
 {
     tp_llama_decode_opts o = {2, 1, 1, B, pos, max_len, 1};

@@ -42,6 +42,7 @@ static const cli_opt opts[] = {
     CLI_O_SWITCH("--all-logits", flags, all_logits, "logits of every position, not just the last"),
     CLI_O_TRACE(flags, x),
     CLI_O_POLICY(flags, x),
+    CLI_O_PLAN_ORDER("--plan-order", flags, p),
     CLI_O_DETERMINISTIC(flags, x),
     CLI_O_NO_SUM_INTO(flags, p),
     CLI_O_STREAMS(flags, x),
@@ -170,7 +171,7 @@ static int sweep(const flags *fl, const char *label)
             tp_llama_opts lo;
             char what[64];
             tp_llama_opts_default(&lo, &c, (int)fl->devices, seqs[k], mem);
-            lo.residual = cli_residual(fl->residual);
+            tp_llama_opts_residual(&lo, cli_residual(fl->residual));
             snprintf(what, sizeof what, "--sweep-seq %lld: ", (long long)seqs[k]);
             int r = check_build(&c, &lo, UINT64_MAX, what); /* a cap too small is a point of the sweep (OOM) */
             if (r) {
@@ -301,19 +302,21 @@ static int run(int argc, char **argv)
     for (int d = 1; d < o.ndevices; d++) mincap = o.device_mem[d] < mincap ? o.device_mem[d] : mincap;
     tp_llama_opts lo;
     tp_llama_opts_default(&lo, &c, o.ndevices, T, mincap);
+    tp_llama_opts_residual(&lo, cli_residual(fl.residual));
+    if (lo.residual == TP_LLAMA_SCATTER && !fl.p.order) o.order = TP_ORDER_TOPO; /* tp_llama_opts_residual */
     if (fl.blocks) lo.blocks = (int)(fl.blocks > T ? T : fl.blocks);
     if (fl.mlp_chunks) lo.mlp_chunks = (int)fl.mlp_chunks;
     if (fl.vocab_chunks) lo.vocab_chunks = (int)fl.vocab_chunks;
     lo.all_logits = fl.all_logits;
-    lo.residual = cli_residual(fl.residual);
     if ((rc = check_build(&c, &lo, o.device_mem[0], ""))) goto done;
     if (!ids && !(ids = malloc(sizeof *ids * (size_t)T))) rc = cli_errorf("llama", 3, "out of memory");
     else if (!fl.prompt_ids && (s = tp_llama_random_prompt((uint64_t)fl.x.seed, T, c.vocab, ids, &e))) rc = cli_fail("llama", s, &e);
     if (rc) goto done;
     printf("model: %s; %lld layers, hidden %lld, %lld heads (%lld KV), vocab %lld, %s weights; prompt %lld tokens; "
-           "%d devices, %d query blocks, %d MLP and %d vocabulary chunks per device\n",
+           "%d devices (residual %s), %d query blocks, %d MLP and %d vocabulary chunks per device\n",
            label, (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads, (long long)c.vocab,
-           tp_dtype_name(c.dtype), (long long)T, o.ndevices, lo.blocks, lo.mlp_chunks, lo.vocab_chunks);
+           tp_dtype_name(c.dtype), (long long)T, o.ndevices, cli_residual_names[lo.residual], lo.blocks, lo.mlp_chunks,
+           lo.vocab_chunks);
     if (fl.print_prompt) {
         printf("prompt ids:");
         for (int64_t k = 0; k < T; k++) printf("%s%d", k ? "," : " ", (int)ids[k]);

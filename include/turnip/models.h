@@ -84,6 +84,13 @@ enum tp_llama_residual { TP_LLAMA_GATHER = 0, TP_LLAMA_SCATTER = 1 };
  * weight chunk is at most cap/8. */
 void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devices, int64_t seq, uint64_t cap);
 
+/* Sets o->residual; for TP_LLAMA_SCATTER also raises o->blocks to min(devices, ceil(seq / 1024))
+ * (capped at seq): the devices' pieces then pipeline across blocks while no block gets so short
+ * that its matmuls turn memory-bound (docs/simulation.md, "Paper-scale schedules"). Plan such
+ * graphs in the builder's order (TP_ORDER_TOPO): depth-first runs one block through every
+ * layer before the next and keeps every block's keys and values live meanwhile. */
+void tp_llama_opts_residual(tp_llama_opts *o, int residual);
+
 /* Builds the prefill TaskGraph (finalized). Weight inputs are named after Hugging Face tensors,
  * with a slice and a device suffix where split: "NAME", "NAME#rA:B" (rows A..B-1), "NAME#cA:B"
  * (columns), then "@dN" for copies on device N > 0; one input per weight slice, shared by every

@@ -17,12 +17,13 @@ static tp_status point(const tp_sweep_opts *o, FILE *csv, int64_t T, uint64_t me
 {
     tp_llama_opts lo;
     tp_llama_opts_default(&lo, o->config, o->devices, T, mem);
-    lo.residual = o->residual;
+    tp_llama_opts_residual(&lo, o->residual);
     tp_graph *g;
     tp_status s = tp_llama_build(o->config, &lo, &g, e);
     if (s) return s;
     tp_plan_opts po;
     tp_plan_opts_init(&po, o->devices, mem);
+    if (lo.residual == TP_LLAMA_SCATTER) po.order = TP_ORDER_TOPO; /* tp_llama_opts_residual */
     tp_memgraph *mg;
     s = tp_plan(g, &po, &mg, e);
     if (s == TP_ERR_INFEASIBLE) {

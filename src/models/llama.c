@@ -364,6 +364,16 @@ void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devic
     o->vocab_chunks = chunks_for((uint64_t)(c->vocab / devices) * (uint64_t)c->hidden * es, cap / 8);
 }
 
+void tp_llama_opts_residual(tp_llama_opts *o, int residual)
+{
+    o->residual = residual;
+    if (residual != TP_LLAMA_SCATTER || o->seq < 1) return;
+    int64_t want = (o->seq - 1) / 1024 + 1;
+    if (want > o->devices) want = o->devices;
+    if (want > o->seq) want = o->seq;
+    if (o->blocks < want) o->blocks = (int)want;
+}
+
 /* the label of row block q of sequence s in vertex ids: "bQ" for one sequence (the ids of a
  * single prompt are those of a batch of one), "sS.bQ" in a batch */
 static const char *blk(char *buf, size_t len, int64_t S, int64_t s, int q)
