@@ -7,7 +7,8 @@ makespan / bound), then SEEDS runs with jitter J (kernel times and copy sizes x 
 seeded): makespan / bound as min / median / max and mean. Then the any-versus-fixed ablation
 on the same runs: makespan(any) / makespan(fixed) per seed. Writes a CSV of every run.
 usage: bench/paper_schedules.py [--turnip build/turnip] [--seeds 20] [--jitter 0.3] [--csv FILE]
-       [--points a100x8:8:65b:4096,...] [--residual gather,scatter] [--policies any,fixed,priority]"""
+       [--points a100x8:8:65b:4096,...] [--residual gather,scatter] [--policies any,fixed,priority]
+       bench/paper_schedules.py --from-csv A.csv[,B.csv]   (the tables again, from earlier runs)"""
 import argparse, csv, os, platform, re, statistics, subprocess, sys, tempfile, time
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -19,10 +20,14 @@ ap.add_argument("--points", default="a100x8:8:65b:4096,a100x8:8:65b:16384,a100x8
                                     "p100x4:4:65b:4096,p100x4:4:65b:16384,p100x4:4:65b:32768,p100x4:4:7b:16384")
 ap.add_argument("--residual", default="gather,scatter")
 ap.add_argument("--policies", default=None, help="default: every policy of `turnip llama --help` but random")
+ap.add_argument("--from-csv", default=None, help="FILE[,FILE..]: print the tables of earlier runs (their CSVs) instead of running")
 a = ap.parse_args()
 
-helptext = subprocess.run([a.turnip, "llama", "--help"], capture_output=True, text=True).stdout
-policies = a.policies.split(",") if a.policies else [p for p in ("any", "fixed", "priority") if p + ":" in helptext or p + " (default)" in helptext]
+if a.from_csv:
+    policies = a.policies.split(",") if a.policies else None
+else:
+    helptext = subprocess.run([a.turnip, "llama", "--help"], capture_output=True, text=True).stdout
+    policies = a.policies.split(",") if a.policies else [p for p in ("any", "fixed", "priority") if p + ":" in helptext or p + " (default)" in helptext]
 RUN = re.compile(r"makespan ([0-9.]+) ms .*lower bound ([0-9.]+) ms")
 PARTS = re.compile(r"resources ([0-9.]+) ms, critical path ([0-9.]+) ms")
 
@@ -39,25 +44,36 @@ def sim(machine, D, model, T, res, pol, seed, jitter):
     return float(m.group(1)) / 1e3, float(m.group(2)) / 1e3, (float(p.group(1)) / 1e3, float(p.group(2)) / 1e3) if p else (None, None)
 
 
-blas = os.environ.get("OPENBLAS_CORETYPE", "(unset)")
-print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, {os.cpu_count()} cores; simulated (no BLAS involved); "
-      f"seeds 1-{a.seeds}, jitter {a.jitter}; policies {', '.join(policies)}")
 rows = []
-t0 = time.time()
-points = [p.split(":") for p in a.points.split(",")]
-for machine, D, model, T in points:
-    for res in a.residual.split(","):
-        for pol in policies:
-            lat, bnd, parts = sim(machine, D, model, T, res, pol, 0, 0)
-            rows.append(dict(machine=machine, devices=D, model=model, seq=T, residual=res, policy=pol, seed=0, jitter=0, makespan=lat,
-                             bound=bnd, resources=parts[0], critical=parts[1]))
-            for s in range(1, a.seeds + 1):
-                m, b, parts = sim(machine, D, model, T, res, pol, s, a.jitter)
-                rows.append(dict(machine=machine, devices=D, model=model, seq=T, residual=res, policy=pol, seed=s, jitter=a.jitter,
-                                 makespan=m, bound=b, resources=parts[0], critical=parts[1]))
-            print(f"#   {model} {machine} {T} {res} {pol} done ({time.time() - t0:.0f} s)", file=sys.stderr)
+if a.from_csv:
+    num = ("makespan", "bound", "resources", "critical", "jitter")
+    for path in a.from_csv.split(","):
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                r.update({k: float(r[k]) if r[k] not in ("", "None") else None for k in num})
+                r["seed"] = int(r["seed"])
+                rows.append(r)
+    points = list(dict.fromkeys((r["machine"], r["devices"], r["model"], r["seq"]) for r in rows))
+    policies = policies or list(dict.fromkeys(r["policy"] for r in rows))
+    print(f"# from {a.from_csv}: seeds 1-{max(r['seed'] for r in rows)}, jitter {max(r['jitter'] for r in rows)}; policies {', '.join(policies)}")
+else:
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, {os.cpu_count()} cores; simulated (no BLAS involved); "
+          f"seeds 1-{a.seeds}, jitter {a.jitter}; policies {', '.join(policies)}")
+    t0 = time.time()
+    points = [tuple(p.split(":")) for p in a.points.split(",")]
+    for machine, D, model, T in points:
+        for res in a.residual.split(","):
+            for pol in policies:
+                lat, bnd, parts = sim(machine, D, model, T, res, pol, 0, 0)
+                rows.append(dict(machine=machine, devices=D, model=model, seq=T, residual=res, policy=pol, seed=0, jitter=0, makespan=lat,
+                                 bound=bnd, resources=parts[0], critical=parts[1]))
+                for s in range(1, a.seeds + 1):
+                    m, b, parts = sim(machine, D, model, T, res, pol, s, a.jitter)
+                    rows.append(dict(machine=machine, devices=D, model=model, seq=T, residual=res, policy=pol, seed=s, jitter=a.jitter,
+                                     makespan=m, bound=b, resources=parts[0], critical=parts[1]))
+                print(f"#   {model} {machine} {T} {res} {pol} done ({time.time() - t0:.0f} s)", file=sys.stderr)
 
-if a.csv:
+if a.csv and not a.from_csv:
     tmp = a.csv + ".tmp"
     with open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -79,7 +95,10 @@ print("|---|---|---|---:|---:|---:|---:|")
 for machine, D, model, T in points:
     for res in a.residual.split(","):
         for pol in policies:
-            base = sel(machine=machine, model=model, seq=T, residual=res, policy=pol, seed=0)[0]
+            base = sel(machine=machine, model=model, seq=T, residual=res, policy=pol, seed=0)
+            if not base:
+                continue
+            base = base[0]
             js = [r["makespan"] / r["bound"] for r in sel(machine=machine, model=model, seq=T, residual=res, policy=pol) if r["seed"] > 0]
             extra = ""
             if base["critical"] is not None:
@@ -87,14 +106,16 @@ for machine, D, model, T in points:
             print(f"| {model} {machine} {int(T) // 1024}K | {res} | {pol} | {base['makespan']:.3f} | {base['makespan'] / base['bound']:.3f}{extra} | "
                   f"{fmt(js) if js else '-'} | {statistics.mean(js) if js else 0:.3f} |")
 
-if "any" in policies and "fixed" in policies and a.seeds:
+if "any" in policies and "fixed" in policies and any(r["seed"] > 0 for r in rows):
     print(f"\nablation: makespan(any) / makespan(fixed), jitter {a.jitter}, seeds 1-{a.seeds}")
     print("| point | residual | mean | sd | min | median | max | any faster by |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for machine, D, model, T in points:
         for res in a.residual.split(","):
+            if not sel(machine=machine, model=model, seq=T, residual=res, policy="fixed"):
+                continue
             q = [sel(machine=machine, model=model, seq=T, residual=res, policy="any", seed=s)[0]["makespan"] /
                  sel(machine=machine, model=model, seq=T, residual=res, policy="fixed", seed=s)[0]["makespan"] for s in range(1, a.seeds + 1)]
             sd = statistics.stdev(q) if len(q) > 1 else 0
             print(f"| {model} {machine} {int(T) // 1024}K | {res} | {statistics.mean(q):.4f} | {sd:.4f} | {min(q):.4f} | "
-                  f"{statistics.median(q):.4f} | {max(q):.4f} | {(1 - statistics.mean(q)) * 100:.1f}% |")
+                  f"{statistics.median(q):.4f} | {max(q):.4f} | {(1 / statistics.mean(q) - 1) * 100:.1f}% |")

@@ -74,11 +74,27 @@ for heads, kv in [(4, 1), (6, 2), (8, 4)]:
                   f"(allowed {tol:.2e}) over {len(runs)} orders, bit-identical; {moved} offloads+drops")
             failures += not ok
 
+# blocks shorter than the devices (7 tokens in blocks of 2, 2 and 3 rows over 4-5 devices:
+# fewer pieces than devices) and the last position only (only the last block is joined on
+# device 0): the last logits against the reference's
+d = os.path.join(tmp, "h4kv1")
+cfg = make(d, seed=4, layers=2, hidden=64, heads=4, kv_heads=1, intermediate=128, vocab=256)
+ref = llama_ref.reference(torch, llama_ref.load_weights(torch, d, cfg), cfg, ids[:7])[-1]
+for D in (4, 5):
+    for res in ("gather", "scatter"):
+        out = os.path.join(tmp, "last.st")
+        p = subprocess.run([turnip, "llama", "--model", d, "--prompt-ids", ",".join(map(str, ids[:7])), "--devices", str(D), "--residual",
+                            res, "--device-mem", "1MiB", "--blocks", "3", "--out", out] + CHUNKS, capture_output=True, text=True)
+        err = float(np.abs(read_st(out)[0]["logits"][-1] - ref).max()) if p.returncode == 0 else float("inf")
+        ok = err <= 1e-3 * float(np.abs(ref).max())
+        print(f"{'ok  ' if ok else 'FAIL'} 7 tokens, 3 blocks, D={D} {res}, last position: max |logits - torch| = {err:.2e} {p.stderr.strip()[:200]}")
+        failures += not ok
+
 # the builder's limits: more devices than MLP columns is refused with exit 2, naming the cause
 d = os.path.join(tmp, "h4kv1")
 p = subprocess.run([turnip, "llama", "--model", d, "--seq-len", "8", "--devices", "8", "--mlp-chunks", "17", "--device-mem", "1MiB"],
                    capture_output=True, text=True)
-ok = p.returncode == 2 and "chunks" in p.stderr
+ok = p.returncode == 2 and "devices x MLP chunks (8 x 17)" in p.stderr
 print(f"{'ok  ' if ok else 'FAIL'} 8 devices x 17 MLP chunks > 128 columns: exit {p.returncode}: {p.stderr.strip()[:120]}")
 failures += not ok
 

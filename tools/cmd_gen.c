@@ -88,7 +88,8 @@ static void help(FILE *f)
     cli_print_help(f,
                    "\n"
                    "usage: turnip gen llama (--model DIR | --preset NAME) --seq T [--batch B] [--kv-out] [--all-logits]\n"
-                   "                        [--devices D] [--blocks N] [--mlp-chunks C] [--vocab-chunks C] [-o TASKGRAPH]\n"
+                   "                        [--devices D] [--blocks N] [--mlp-chunks C] [--vocab-chunks C]\n"
+                   "                        [--residual gather|scatter] [-o TASKGRAPH]\n"
                    "       turnip gen decode (--model DIR | --preset NAME) [--layer L | --head] [--batch B] [--pos P]\n"
                    "                         [--max-len M] [--vocab-chunks C] [--devices D] [--device N] [-o TASKGRAPH]\n"
                    "\n"

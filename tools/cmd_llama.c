@@ -37,7 +37,9 @@ static const cli_opt opts[] = {
     CLI_O_CHOICE("--residual", "gather|scatter", flags, residual, cli_residual_names,
               "where the residual stream lives: gather (default: on device 0, the devices'\n"
               "partial sums gathered there) or scatter (row slices on every device: partial\n"
-              "sums reduce-scattered, normed rows all-gathered; no link carries O(D) blocks)"),
+              "sums reduce-scattered, normed rows all-gathered; no link carries O(D) blocks).\n"
+              "scatter also raises the blocks to min(D, tokens / 1024) unless --blocks is given,\n"
+              "and plans in the builder's order (topo) unless --plan-order is given"),
     CLI_O_STR("--out", "FILE", flags, out, "write the logits there (safetensors)"),
     CLI_O_SWITCH("--all-logits", flags, all_logits, "logits of every position, not just the last"),
     CLI_O_TRACE(flags, x),
@@ -77,13 +79,14 @@ static void help(FILE *f)
         "                    [--host-mem SIZE]\n"
         "                    [--out logits.safetensors] [--all-logits] [--trace FILE] [--order POLICY]\n"
         "                    [--streams N] [--link-bandwidth GB/s] [--jitter F] [--no-data] [--repeat N] [--print-prompt]\n"
-        "                    [--deterministic] [--no-sum-into]\n"
-        "       turnip llama (--model DIR | --preset NAME) --backend sim [--machine NAME] [--devices D]\n"
+        "                    [--deterministic] [--no-sum-into] [--residual gather|scatter] [--plan-order topo|dfs|greedy]\n"
+        "       turnip llama (--model DIR | --preset NAME) --backend sim [--machine NAME] [--devices D] [--residual R]\n"
         "                    --sweep-seq 1024,2048,.. [--sweep-mem SIZE,..] --csv FILE [--png FILE]\n"
         "\n"
         "Builds the prefill TaskGraph of a LLaMA model (Hugging Face semantics: RMSNorm, RoPE,\n"
         "grouped-query causal attention, SwiGLU MLP) for the prompt, split over D devices (KV groups,\n"
-        "MLP columns and vocabulary per device), with attention in B query blocks; plans it under the\n"
+        "or query heads when D exceeds them, MLP columns and vocabulary per device), with attention in\n"
+        "B query blocks; plans it under the\n"
         "cap and runs it on the cpu backend (or --backend cuda: NVIDIA GPUs). Prints plan statistics,\n"
         "the run summary and the top-5 next-token ids.\n"
         "\n",

@@ -515,7 +515,10 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
     if (o->kv_out != 0 && o->kv_out != 1) return tp__fail(err, TP_ERR_ARG, "llama: kv_out %d is not 0 or 1", o->kv_out);
     int VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1, MC = o->mlp_chunks > 0 ? o->mlp_chunks : 1;
     if ((int64_t)VC * D > V || (int64_t)MC * D > F)
-        return tp__fail(err, TP_ERR_ARG, "llama: more chunks than vocabulary rows or MLP columns");
+        return tp__fail(err, TP_ERR_ARG,
+                        "llama: devices x MLP chunks (%d x %d) must not exceed the MLP columns (%lld), nor devices x vocabulary "
+                        "chunks (%d x %d) the vocabulary (%lld)",
+                        D, MC, (long long)F, D, VC, (long long)V);
     int64_t NBt = S * NB; /* row blocks of the whole batch, sequence-major; at most S x T < 2^31 */
     B b0 = {tp_graph_new(D), err, TP_OK, c, {0}}, *b = &b0;
     if (!b->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
@@ -528,7 +531,7 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
     uint32_t *partb = malloc(sizeof(uint32_t) * (size_t)NBt * (size_t)D);
     /* SCATTER: the residual's pieces (block qq, piece j at qq x D + j) and their norms, the
      * latter made once per layer half by the first device that needs them (NOV: not yet) */
-    uint32_t *xs = SC ? malloc(sizeof(uint32_t) * (size_t)NBt * (size_t)D * 2) : NULL, *hnp = SC ? xs + NBt * D : NULL;
+    uint32_t *xs = SC ? malloc(sizeof(uint32_t) * (size_t)NBt * (size_t)D * 2) : NULL, *hnp = NULL;
     if (!x || !KK || !heads || !partb || (SC && !xs)) {
         free(x);
         free(KK);
@@ -538,6 +541,7 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
         tp_graph_free(b->g);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
+    if (SC) hnp = xs + NBt * D;
     char attrs[128], bl[48];
     int64_t ids_shape[1] = {S * T};
     uint32_t ids = 0, emb = 0;
@@ -592,7 +596,8 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
         for (int d = 0; d < D && !b->st; d++) {
             int64_t h0, h1;
             head_range(c, D, d, &h0, &h1);
-            /* the groups it touches; a group split over devices gets ".dD" in its vertex ids */
+            /* the groups it touches; with D > KV heads every group's vertex ids get ".dD" (one
+             * may be computed on several devices) */
             int64_t g0 = h0 / G, g1 = h1 > h0 ? (h1 - 1) / G + 1 : g0;
             int rep = D > c->kv_heads;
             char gs[16] = "";
@@ -809,8 +814,9 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
     int SC = o->residual == TP_LLAMA_SCATTER;
     /* SCATTER: the two block sizes (T / NB rows, and one more for T mod NB blocks of each
      * sequence), their pieces, and the most pieces of any block (devices holding norm weights) */
-    double rsm = floor(T / NB), nbig = T - rsm * NB;
-    int Psm = npieces(Di, (int64_t)rsm), Pbig = npieces(Di, (int64_t)rsm + 1), Pmax = nbig > 0 ? Pbig : Psm;
+    int64_t Ti = o->seq < 1 ? 1 : o->seq, NBi = o->blocks < 1 ? 1 : o->blocks;
+    double nbig = (double)(Ti % NBi);
+    int Psm = SC ? npieces(Di, Ti / NBi) : 0, Pbig = SC ? npieces(Di, Ti / NBi + 1) : 0, Pmax = nbig > 0 ? Pbig : Psm;
     /* inputs: ids, the embedding table, per layer 2 norms per device (SCATTER: per piece), q,
      * k, v rows, o columns of the devices with heads and 3 MLP matrices per chunk, the final
      * norm and lm_head (shared with a tied embedding on one device) */
@@ -859,7 +865,7 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
                    fe;
     e->vertices = inputs + kern;
     e->edges = edges;
-    tp__estimate_bytes(e, S * T * 4 + NBt * 4 * (D + 1) + (Hh + np + D + NBt) * 4);
+    tp__estimate_bytes(e, S * T * 4 + NBt * 4 * (D + 1) + (Hh + np + D + NBt) * 4 + (SC ? 8.0 * NBt * D : 0));
     /* the first embedding: its table (or first row chunk), the ids and its [S x T, hidden] f32 output */
     e->vertex = VC == 1 ? "embed" : "embed.v0";
     e->vertex_bytes = (o->vocab_chunks > 1 ? floor(V / o->vocab_chunks) : V) * H * es + S * T * 4 + S * T * H * 4;
