@@ -216,3 +216,14 @@ tp_graph *gen_graph_opt(uint64_t seed, int family, int accumulate)
     CHECKF(tp_graph_finalize(c.g, &e) == TP_OK, "%s", e.msg);
     return c.g;
 }
+
+tp_status gen_plan_min(const tp_graph *g, tp_memgraph **mg, tp_error *e)
+{
+    uint64_t minf[TP_MAX_DEVICES];
+    tp_status s = tp_plan_bounds(g, TP_ORDER_DFS, minf, NULL, e);
+    if (s) return s;
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, tp_graph_devices(g), 0);
+    memcpy(po.device_mem, minf, sizeof minf);
+    return tp_plan(g, &po, mg, e);
+}

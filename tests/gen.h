@@ -21,4 +21,7 @@ tp_graph *gen_graph(uint64_t seed, int family);
  * transfers, some read elsewhere too, some sums of sums), most marked "accumulate": true, a few
  * with a repeated input (not lowerable). gen_graph(seed, GEN_ACCUM) has it on. */
 tp_graph *gen_graph_opt(uint64_t seed, int family, int accumulate);
+/* Plans g with every device at its smallest feasible capacity along the default order (dfs):
+ * the tightest plan, offloading wherever anything must move. Caller frees *mg. */
+tp_status gen_plan_min(const tp_graph *g, tp_memgraph **mg, tp_error *e);
 #endif

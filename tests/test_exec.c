@@ -1251,14 +1251,9 @@ TEST(exec_priority_never_deadlocks_on_random_graphs)
     int offloading = 0;
     for (int i = 0; i < 2 * GEN_NFAMILIES * 3; i++) {
         tp_graph *g = gen_graph((uint64_t)i + 700, i % GEN_NFAMILIES);
-        uint64_t minf[TP_MAX_DEVICES];
         tp_error e;
-        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_DFS, minf, NULL, &e), e);
-        tp_plan_opts po;
-        tp_plan_opts_init(&po, tp_graph_devices(g), 0);
-        memcpy(po.device_mem, minf, sizeof minf);
         tp_memgraph *mg;
-        ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+        ASSERT_OK_ERR(gen_plan_min(g, &mg, &e), e);
         uint32_t n = tp_memgraph_size(mg);
         for (uint32_t v = 0; v < n; v++) {
             tp_mvertex mv;

@@ -246,14 +246,9 @@ TEST(sim_makespan_is_never_below_the_bound)
     double worst = INFINITY;
     for (int i = 0; i < 4 * GEN_NFAMILIES; i++) {
         tp_graph *g = gen_graph((uint64_t)i + 4242, i % GEN_NFAMILIES);
-        uint64_t minf[TP_MAX_DEVICES];
         tp_error e;
-        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_DFS, minf, NULL, &e), e);
-        tp_plan_opts po;
-        tp_plan_opts_init(&po, tp_graph_devices(g), 0);
-        memcpy(po.device_mem, minf, sizeof minf);
         tp_memgraph *mg;
-        ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+        ASSERT_OK_ERR(gen_plan_min(g, &mg, &e), e);
         for (int pol = 0; pol < 2 * tp_policy_count(); pol++) {
             tp_sim_profile q = p;
             if (pol % 2) q.h2d_bw = q.d2h_bw = q.peer_bw = q.host_bus_bw = 100 * p.h2d_bw;

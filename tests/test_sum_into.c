@@ -250,14 +250,9 @@ TEST(exec_sum_into_random_graphs_complete_every_policy)
     int grouped = 0;
     for (int i = 0; i < 30; i++) {
         tp_graph *g = gen_graph((uint64_t)i + 900, GEN_ACCUM);
-        uint64_t minf[TP_MAX_DEVICES];
         tp_error e;
-        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_DFS, minf, NULL, &e), e);
-        tp_plan_opts po;
-        tp_plan_opts_init(&po, tp_graph_devices(g), 0);
-        memcpy(po.device_mem, minf, sizeof minf);
         tp_memgraph *mg;
-        ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+        ASSERT_OK_ERR(gen_plan_min(g, &mg, &e), e);
         grouped += groups(mg) > 0;
         for (int pol = 0; pol < tp_policy_count(); pol++)
             for (int det = 0; det < 2; det++) {

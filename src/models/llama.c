@@ -433,6 +433,17 @@ static void scatter_sum(B *b, uint32_t *xs, const uint32_t *partb, int D, int64_
     }
 }
 
+/* GATHER: the block x (on device 0) normed on device d: moved there ("<xtag>.bl@dD"), then
+ * "<norm>.bl.dD" */
+static uint32_t gather_norm(B *b, uint32_t x, uint32_t lnw, int d, int64_t rows, long long l, const char *xtag, const char *norm,
+                            const char *bl)
+{
+    char attrs[64];
+    uint32_t nin[2] = {d ? X(b, d, x, nm(b, "L%lld.%s.%s@d%d", l, xtag, bl, d)) : x, lnw};
+    snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", b->c->eps);
+    return K(b, d, nm(b, "L%lld.%s.%s.d%d", l, norm, bl, d), "rmsnorm", 2, nin, rows, b->c->hidden, attrs, 4.0 * rows * b->c->hidden);
+}
+
 /* SCATTER, the all-gather: the normed rows of block qq on device d, "<tag>.bl.dD": the pieces
  * (normed where they live, "<norm>.bl.pJ", made once per block by the first device that asks)
  * moved to d and joined */
@@ -610,14 +621,8 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                 partb[qq * D + d] = NOV;
                 if (h1 == h0) continue; /* no heads: no attention partial */
                 blk(bl, sizeof bl, S, sq, q);
-                uint32_t hn;
-                if (SC) hn = scatter_norm(b, xs, hnp, qq, D, rows, d, lnn, (long long)l, "attn_norm", "attn_in", bl);
-                else {
-                    uint32_t xin = d ? X(b, d, x[qq], nm(b, "L%lld.x.%s@d%d", (long long)l, bl, d)) : x[qq];
-                    uint32_t nin[2] = {xin, lnw};
-                    snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
-                    hn = K(b, d, nm(b, "L%lld.attn_norm.%s.d%d", (long long)l, bl, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
-                }
+                uint32_t hn = SC ? scatter_norm(b, xs, hnp, qq, D, rows, d, lnn, (long long)l, "attn_norm", "attn_in", bl)
+                                 : gather_norm(b, x[qq], lnw, d, rows, (long long)l, "x", "attn_norm", bl);
                 int nh = 0;
                 for (int64_t g = g0; g < g1 && !b->st; g++) {
                     /* the prompt's whole keys and values of a group, with kv_out: outputs named
@@ -687,14 +692,8 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                 int q = (int)(qq % NB);
                 int64_t rows = lo(T, NB, q + 1) - lo(T, NB, q);
                 blk(bl, sizeof bl, S, qq / NB, q);
-                uint32_t hn;
-                if (SC) hn = scatter_norm(b, xs, hnp, qq, D, rows, d, lnn, (long long)l, "mlp_norm", "mlp_in", bl);
-                else {
-                    uint32_t xin = d ? X(b, d, x[qq], nm(b, "L%lld.h.%s@d%d", (long long)l, bl, d)) : x[qq];
-                    uint32_t nin[2] = {xin, lnw};
-                    snprintf(attrs, sizeof attrs, "{\"eps\":%.17g}", c->eps);
-                    hn = K(b, d, nm(b, "L%lld.mlp_norm.%s.d%d", (long long)l, bl, d), "rmsnorm", 2, nin, rows, H, attrs, 4.0 * rows * H);
-                }
+                uint32_t hn = SC ? scatter_norm(b, xs, hnp, qq, D, rows, d, lnn, (long long)l, "mlp_norm", "mlp_in", bl)
+                                 : gather_norm(b, x[qq], lnw, d, rows, (long long)l, "h", "mlp_norm", bl);
                 uint32_t acc = 0;
                 for (int k = 0; k < MC && !b->st; k++) {
                     int64_t c0 = f0 + lo(f1 - f0, MC, k), c1 = f0 + lo(f1 - f0, MC, k + 1), fd = c1 - c0;
