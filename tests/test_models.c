@@ -165,8 +165,10 @@ TEST(models_llama_residual_options)
         tp_llama_opts_residual(&o, TP_LLAMA_SCATTER);
         CHECKF(o.blocks == cases[k].want && o.residual == TP_LLAMA_SCATTER, "D %d T %lld blocks %d: %d, wanted %d", cases[k].D,
                (long long)cases[k].T, cases[k].blocks, o.blocks, cases[k].want);
+        ASSERT_EQ(tp_llama_plan_order(&o), TP_ORDER_TOPO); /* the builder's order */
         tp_llama_opts_residual(&o, TP_LLAMA_GATHER); /* gather leaves them */
         ASSERT_EQ(o.blocks, cases[k].want);
+        ASSERT_EQ(tp_llama_plan_order(&o), TP_ORDER_DEFAULT);
     }
     /* the residual must be one of the two */
     tp_llama_opts_default(&o, &c, 2, 4, UINT64_MAX);

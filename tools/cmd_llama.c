@@ -306,7 +306,7 @@ static int run(int argc, char **argv)
     tp_llama_opts lo;
     tp_llama_opts_default(&lo, &c, o.ndevices, T, mincap);
     tp_llama_opts_residual(&lo, cli_residual(fl.residual));
-    if (lo.residual == TP_LLAMA_SCATTER && !fl.p.order) o.order = TP_ORDER_TOPO; /* tp_llama_opts_residual */
+    if (!fl.p.order) o.order = tp_llama_plan_order(&lo);
     if (fl.blocks) lo.blocks = (int)(fl.blocks > T ? T : fl.blocks);
     if (fl.mlp_chunks) lo.mlp_chunks = (int)fl.mlp_chunks;
     if (fl.vocab_chunks) lo.vocab_chunks = (int)fl.vocab_chunks;

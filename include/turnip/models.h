@@ -86,10 +86,13 @@ void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devic
 
 /* Sets o->residual; for TP_LLAMA_SCATTER also raises o->blocks to min(devices, ceil(seq / 1024))
  * (capped at seq): the devices' pieces then pipeline across blocks while no block gets so short
- * that its matmuls turn memory-bound (docs/simulation.md, "Paper-scale schedules"). Plan such
- * graphs in the builder's order (TP_ORDER_TOPO): depth-first runs one block through every
- * layer before the next and keeps every block's keys and values live meanwhile. */
+ * that its matmuls turn memory-bound (docs/simulation.md, "Paper-scale schedules"). */
 void tp_llama_opts_residual(tp_llama_opts *o, int residual);
+
+/* The planner's serial order for the graph of o: the builder's (TP_ORDER_TOPO) for SCATTER,
+ * where depth-first would run one block through every layer before the next and keep every
+ * block's keys and values live meanwhile; TP_ORDER_DEFAULT otherwise. */
+tp_order tp_llama_plan_order(const tp_llama_opts *o);
 
 /* Builds the prefill TaskGraph (finalized). Weight inputs are named after Hugging Face tensors,
  * with a slice and a device suffix where split: "NAME", "NAME#rA:B" (rows A..B-1), "NAME#cA:B"

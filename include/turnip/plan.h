@@ -97,6 +97,10 @@ void tp_memgraph_free(tp_memgraph *mg);
 uint32_t tp_memgraph_size(const tp_memgraph *mg);
 const tp_graph *tp_memgraph_taskgraph(const tp_memgraph *mg);
 void tp_memgraph_vertex(const tp_memgraph *mg, uint32_t i, tp_mvertex *out);
+/* The work of kernel or accumulate vertex i, what cost models weigh: its flops (the TaskGraph
+ * kernel's; an accumulate, an elementwise add, one per element) into *flops, and the bytes it
+ * touches (its write and every region it reads) into *bytes. Both 0 for other kinds. */
+void tp_memgraph_work(const tp_memgraph *mg, uint32_t i, double *flops, double *bytes);
 uint64_t tp_memgraph_host_bytes(const tp_memgraph *mg);
 uint64_t tp_memgraph_device_capacity(const tp_memgraph *mg, int device);
 /* Where each TaskGraph output can be read when the run ends: the MemGraph vertex whose write

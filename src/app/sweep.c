@@ -23,7 +23,7 @@ static tp_status point(const tp_sweep_opts *o, FILE *csv, int64_t T, uint64_t me
     if (s) return s;
     tp_plan_opts po;
     tp_plan_opts_init(&po, o->devices, mem);
-    if (lo.residual == TP_LLAMA_SCATTER) po.order = TP_ORDER_TOPO; /* tp_llama_opts_residual */
+    po.order = tp_llama_plan_order(&lo);
     tp_memgraph *mg;
     s = tp_plan(g, &po, &mg, e);
     if (s == TP_ERR_INFEASIBLE) {

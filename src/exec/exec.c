@@ -59,7 +59,6 @@ struct tp_exec {
     uint32_t *succ_off, *succ;
     uint8_t *succ_data; /* edge is a data edge */
     uint32_t *ndeps, *ndata;
-    double *cost; /* estimated seconds per vertex, for a policy with needs_cost (else NULL) */
     /* sum-into groups: per vertex, its group if a member (else -1) and whether it is a join;
      * per group its members in ascending index (CSR); `ordered`: the lock serves them so */
     int32_t *grp;
@@ -105,7 +104,6 @@ void tp_exec_free(tp_exec *x)
     free(x->succ_data);
     free(x->ndeps);
     free(x->ndata);
-    free(x->cost);
     free(x->qsize);
     free(x->units);
     free(x->nfree);
@@ -270,18 +268,14 @@ static tp_status index_vertices(tp_exec *x, tp_error *err)
 #define TP__GENERIC_LINK_BW 1e10
 #define TP__GENERIC_COPY_S 1e-5
 
-/* v's estimated seconds from the MemGraph alone: a kernel's flops (an accumulate's: one per
- * element) and the bytes it touches (its write and every region it reads), a copy's bytes */
+/* v's estimated seconds from the MemGraph alone: a kernel's work (tp_memgraph_work), a copy's bytes */
 static double generic_cost(const tp_exec *x, uint32_t v)
 {
     tp_mvertex mv;
     tp_memgraph_vertex(x->mg, v, &mv);
     if (mv.kind == TP_M_KERNEL || mv.kind == TP_M_ACCUMULATE) {
-        const tp_vertex *t = tp_graph_vertex(x->g, mv.task);
-        double bytes = (double)mv.write.bytes;
-        for (uint32_t k = 0; k < mv.nreads; k++) bytes += (double)x->bytes[mv.reads[k]];
-        unsigned es = tp_dtype_size(t->dtype);
-        double flops = mv.kind == TP_M_ACCUMULATE ? (double)mv.write.bytes / (es ? es : 4) : t->flops;
+        double flops, bytes;
+        tp_memgraph_work(x->mg, v, &flops, &bytes);
         return flops / TP__GENERIC_FLOPS + bytes / TP__GENERIC_MEM_BW;
     }
     if (mv.kind == TP_M_TRANSFER || mv.kind == TP_M_OFFLOAD || mv.kind == TP_M_RELOAD)
@@ -289,18 +283,19 @@ static double generic_cost(const tp_exec *x, uint32_t v)
     return 0;
 }
 
-/* every vertex's estimated seconds for the policy: the backend's model (tp__backend_ops.cost)
- * or the generic one; 0 for what runs on no engine and for a model's answer that is not a
- * finite number >= 0 */
-static tp_status estimate_costs(tp_exec *x, tp_error *err)
+/* every vertex's estimated seconds for the policy's init, into *out (malloc'd; the caller
+ * frees it once init has run): the backend's model (tp__backend_ops.cost) or the generic one;
+ * 0 for what runs on no engine and for a model's answer that is not a finite number >= 0 */
+static tp_status estimate_costs(const tp_exec *x, double **out, tp_error *err)
 {
-    x->cost = malloc(((size_t)x->n + 1) * sizeof *x->cost);
-    if (!x->cost) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    double *cost = malloc(((size_t)x->n + 1) * sizeof *cost);
+    if (!cost) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     for (uint32_t v = 0; v < x->n; v++) {
         double c = 0;
         if (x->engine[v] != TP__NO_ENGINE) c = x->be->ops->cost ? x->be->ops->cost(x->be, x->mg, v) : generic_cost(x, v);
-        x->cost[v] = c >= 0 && c < INFINITY ? c : 0;
+        cost[v] = c >= 0 && c < INFINITY ? c : 0;
     }
+    *out = cost;
     return TP_OK;
 }
 
@@ -372,9 +367,12 @@ tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts 
         goto fail;
     }
     x->ordered = o->deterministic || pol->ordered_locks;
-    if (pol->needs_cost && (s = estimate_costs(x, err))) goto fail;
-    tp__policy_env env = {n, x->succ_off, x->succ, x->ndeps, x->queue, nq, x->qsize, x->gnext_member, x->cost};
-    if ((s = pol->init(&env, &x->pstate, err))) goto fail;
+    double *cost = NULL; /* only the policy's init reads it */
+    if (pol->needs_cost && (s = estimate_costs(x, &cost, err))) goto fail;
+    tp__policy_env env = {n, x->succ_off, x->succ, x->ndeps, x->queue, nq, x->qsize, x->gnext_member, cost};
+    s = pol->init(&env, &x->pstate, err);
+    free(cost);
+    if (s) goto fail;
     /* the sink's contract: one slot per unit that may have a completion outstanding */
     if (!tp__sink_init(&x->sink, units)) {
         s = tp__fail(err, TP_ERR_NOMEM, "out of memory");

@@ -27,7 +27,8 @@ typedef struct tp__policy_env {
                                        group, TP__NONE for the last member and every other vertex */
     const double *cost;             /* per vertex: estimated seconds it runs, alone (the backend's
                                        cost model, or the executor's generic estimate; 0 for what
-                                       runs on no engine); NULL unless the policy has needs_cost */
+                                       runs on no engine); NULL unless the policy has needs_cost;
+                                       valid during init only */
 } tp__policy_env;
 
 typedef struct tp__policy {

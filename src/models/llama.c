@@ -374,6 +374,11 @@ void tp_llama_opts_residual(tp_llama_opts *o, int residual)
     if (o->blocks < want) o->blocks = (int)want;
 }
 
+tp_order tp_llama_plan_order(const tp_llama_opts *o)
+{
+    return o->residual == TP_LLAMA_SCATTER ? TP_ORDER_TOPO : TP_ORDER_DEFAULT;
+}
+
 /* the label of row block q of sequence s in vertex ids: "bQ" for one sequence (the ids of a
  * single prompt are those of a batch of one), "sS.bQ" in a batch */
 static const char *blk(char *buf, size_t len, int64_t S, int64_t s, int q)

@@ -37,6 +37,18 @@ const tp_graph *tp_memgraph_taskgraph(const tp_memgraph *mg)
     return mg->g;
 }
 
+void tp_memgraph_work(const tp_memgraph *mg, uint32_t i, double *flops, double *bytes)
+{
+    const tp__mv *m = &mg->v[i];
+    *flops = *bytes = 0;
+    if (m->kind != TP_M_KERNEL && m->kind != TP_M_ACCUMULATE) return;
+    *bytes = (double)m->bytes;
+    for (uint32_t k = 0; k < m->nreads; k++) *bytes += (double)mg->v[mg->reads[m->reads_off + k]].bytes;
+    const tp_vertex *t = tp_graph_vertex(mg->g, m->task);
+    size_t es = tp_dtype_size(t->dtype);
+    *flops = m->kind == TP_M_ACCUMULATE ? (double)m->bytes / (double)(es ? es : 4) : t->flops;
+}
+
 void tp_memgraph_vertex(const tp_memgraph *mg, uint32_t i, tp_mvertex *out)
 {
     const tp__mv *m = &mg->v[i];

@@ -142,22 +142,13 @@ static int vector_op(const tp_vertex *tv)
     return tv->kind == TP_V_KERNEL && strcmp(tv->op, "matmul") != 0;
 }
 
-/* kernel or accumulate mv of mg (TaskGraph g) with no jitter and no wake-up: launch + max(flops
- * / (rate x efficiency), bytes touched / memory bandwidth), the rate the matmul peak or, for
- * `vector` ops, the vector rate; an accumulate is an elementwise add of its bytes (one flop per
- * element, its region read and written, its partial read). Its flops into *flops. */
-static double kernel_time(const tp_sim_profile *p, const tp_graph *g, const tp_memgraph *mg, const tp_mvertex *mv, int vector,
-                          double *flops)
+/* kernel or accumulate v of mg with no jitter and no wake-up: launch + max(flops / (rate x
+ * efficiency), bytes touched / memory bandwidth) of its work (tp_memgraph_work), the rate the
+ * matmul peak or, for `vector` ops, the vector rate. Its flops into *flops. */
+static double kernel_time(const tp_sim_profile *p, const tp_memgraph *mg, uint32_t v, int vector, double *flops)
 {
-    const tp_vertex *t = tp_graph_vertex(g, mv->task);
-    double bytes = (double)mv->write.bytes;
-    for (uint32_t k = 0; k < mv->nreads; k++) {
-        tp_mvertex src;
-        tp_memgraph_vertex(mg, mv->reads[k], &src);
-        bytes += (double)src.write.bytes;
-    }
-    size_t es = tp_dtype_size(t->dtype);
-    *flops = mv->kind == TP_M_ACCUMULATE ? (double)mv->write.bytes / (double)(es ? es : 4) : t->flops;
+    double bytes;
+    tp_memgraph_work(mg, v, flops, &bytes);
     double r = vector && p->vector_flops > 0 ? p->vector_flops : p->peak_flops;
     double compute = *flops / (r * p->efficiency), memory = bytes / p->mem_bw;
     return p->launch_s + (compute > memory ? compute : memory);
@@ -233,7 +224,7 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
     s->inflight++;
     if (mv.kind == TP_M_KERNEL || mv.kind == TP_M_ACCUMULATE) {
         double flops = 0;
-        double dur = kernel_time(&s->p, s->pc.g, s->pc.pi.mg, &mv, s->vector_op[mv.task], &flops) * jit(s, v);
+        double dur = kernel_time(&s->p, s->pc.pi.mg, v, s->vector_op[mv.task], &flops) * jit(s, v);
         if (s->p.wake_s > 0 && unit < MAXSTREAMS && s->now - s->idle_since[mv.device][unit] > s->p.wake_after_s) dur += s->p.wake_s;
         if (!(dur >= 0 && s->now + dur < INFINITY)) { /* NaN or inf would stall the clock: fail, never hang */
             char why[256];
@@ -428,7 +419,7 @@ static double sim_cost(tp_backend *be, const tp_memgraph *mg, uint32_t v)
     if (mv.kind == TP_M_KERNEL || mv.kind == TP_M_ACCUMULATE) {
         const tp_graph *g = tp_memgraph_taskgraph(mg);
         double flops = 0;
-        return kernel_time(&s->p, g, mg, &mv, vector_op(tp_graph_vertex(g, mv.task)), &flops);
+        return kernel_time(&s->p, mg, v, vector_op(tp_graph_vertex(g, mv.task)), &flops);
     }
     if (mv.kind == TP_M_TRANSFER || mv.kind == TP_M_OFFLOAD || mv.kind == TP_M_RELOAD)
         return copy_time(&s->p, mv.kind, (double)mv.write.bytes);
