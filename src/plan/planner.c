@@ -439,7 +439,10 @@ static int evict_window(planner *P, int d, uint64_t size, uint32_t pin, uint64_t
 static int alloc_for(planner *P, int d, uint32_t p, uint64_t size, int forced, uint64_t *addr)
 {
     if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
-    if (!forced && P->dev[d].cap - P->dev[d].used + dying(P, d, p) >= size) return 0;
+    uint64_t avail = P->dev[d].cap - P->dev[d].used;
+    /* With directed evictions (a strategy that budgeted the memory), free bytes that only lack
+     * a window open one now: waiting would stall the reload behind the bytes dying later. */
+    if (!forced && avail + dying(P, d, p) >= size && !(P->dir_off && avail >= size)) return 0;
     if (!P->ending && P->nkeep_in) { /* first a window of free bytes and dead kept inputs only: as if freed */
         P->only_dead = 1;
         int got = evict_window(P, d, size, p, addr);
@@ -889,6 +892,10 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
                             reads != 1 ? "also another of its arguments" : P->is_out[x] ? "an output" : "read after it");
         }
     }
+    if (opts->nevictions) {
+        tp_status st = setup_directed(P, opts);
+        if (st) return st;
+    }
     /* bytes dying at each position, per device (a value dies after its last use) */
     P->dies = calloc((size_t)P->nd * (P->npos + 1), sizeof *P->dies);
     if (!P->dies) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
@@ -897,6 +904,17 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         if (!nu || P->is_out[x] || P->pin[x]) continue; /* kept inputs: droppable once dead, as good as freed */
         uint32_t last = P->use_pos[P->use_off[x + 1] - 1];
         if (last + 1 <= P->npos) P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + last + 1] += V_(P, x)->bytes;
+    }
+    /* a directed eviction frees its bytes after its vertex, as a death does (unless dead by then) */
+    for (uint32_t t = 0; t < n && P->dir_off; t++) {
+        uint32_t q = P->pos[t];
+        if (q == UINT32_MAX || q + 1 > P->npos) continue;
+        for (uint32_t i = P->dir_off[t]; i < P->dir_off[t + 1]; i++) {
+            uint32_t x = P->dir_val[i];
+            int used_after = P->use_off[x + 1] > P->use_off[x] && P->use_pos[P->use_off[x + 1] - 1] > q;
+            if (P->pin[x] || (!used_after && !P->is_out[x] && !P->keep[x])) continue; /* dead by then: not evicted */
+            P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + q + 1] += V_(P, x)->bytes;
+        }
     }
     for (int d = 0; d < P->nd; d++)
         for (uint32_t q = 1; q <= P->npos; q++) P->dies[(size_t)d * (P->npos + 1) + q] += P->dies[(size_t)d * (P->npos + 1) + q - 1];
@@ -916,7 +934,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         if (rd != wd) P->L[rd][P->nL[rd]++] = p;
     }
     P->host_cap = opts->host_mem ? opts->host_mem : UINT64_MAX / 4;
-    return opts->nevictions ? setup_directed(P, opts) : TP_OK;
+    return TP_OK;
 }
 
 static int res_cmp(const void *a, const void *b)
