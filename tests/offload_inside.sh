@@ -101,6 +101,8 @@ n = sum(o["op"] in ("offload", "delete") for o in s["ops"])
 ok &= re.search(r"^directed evictions: (\d+) ", open(d + "/run-greedy.txt").read(), re.M).group(1) == str(n) and n > 0
 sys.exit(0 if ok else 1)
 PY
+# a plan file of the chain graph (turnip plan --weight-offload) runs in a session too
+expect 0 "outputs:" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --plan "$D/sm.json"
 # the opaque wait: at --opaque-rate R a kernel of F flops takes at least F / R (its slice in the
 # trace) and not much more (a loose bound: the machine may be busy); without the flag no time
 expect 0 "outputs:" "$T" run "$D/sg.json" --device-mem 200000 --plan-order topo --zero-inputs --weight-offload greedy \
@@ -147,6 +149,7 @@ expect 2 "--inputs and --zero-inputs exclude each other" "$T" run "$D/sg.json" -
 expect 2 "input 'a' is resident with dtype f32" "$T" run "$D/res.json" --device-mem 1KiB --inputs "$D/res.st"
 expect 2 "opaque-rate needs a number in" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --opaque-rate 0
 expect 2 "opaque-rate needs a number in" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --opaque-rate 1e19
+expect 2 "opaque-rate needs a number in" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --opaque-rate nan
 expect 2 "--opaque-rate is for --backend cpu" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --opaque-rate 1e9 --backend cuda
 expect 2 "vertex 'X4' (opaque, 1e+09 flops) would take 1e+09 s at --opaque-rate 1" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --opaque-rate 1
 check "no TaskGraph written by a refused command" test ! -e "$D/x.json"

@@ -145,7 +145,7 @@ typedef struct cli_backend_flags {
     CLI_O_NUM("--link-latency", "us", S, F.link_latency_us, 0, TP_CPU_LATENCY_US_MAX, "add a fixed latency to every copy")
 #define CLI_O_OPAQUE_RATE(S, F)                                                                                       \
     CLI_O_NUM("--opaque-rate", "FLOPS/s", S, F.opaque_rate, TP_CPU_OPAQUE_RATE_MIN, TP_CPU_OPAQUE_RATE_MAX,         \
-              "cpu: an opaque kernel of F flops takes F / R seconds (it sleeps; default:\nno time, as it touches no data)")
+              "cpu: an opaque kernel of F flops takes F / FLOPS seconds, asleep on its\nstream's worker (default: no time: opaque kernels touch no data)")
 
 /* Every backend the command line makes is made here, by name through the registry
  * (turnip/backend.h), the flags above passed as the options of the backends that take them

@@ -47,7 +47,7 @@ static const cli_opt opts[] = {
               "prints the bytes it moved; the outputs are the last run's"),
     CLI_O_STR("--backend", "cpu|cuda", flags, b.name,
               "cuda: run on GPUs: MemGraph device d on GPU d mod (GPUs visible); the link\n"
-              "and jitter flags are cpu-backend only"),
+              "and jitter flags and --opaque-rate are cpu-backend only"),
     CLI_O_CHOICE("--completion", "MODE", flags, b.completion, cli_completion_names,
                  "cuda: how completions reach the executor: callback (cudaLaunchHostFunc)\n"
                  "or poll (a thread polling events, the default: it also reports GPU faults)"),
