@@ -184,7 +184,7 @@ static const struct {
     const char *flag, *key;
 } backend_flags[] = {{"--link-bandwidth", "link-bandwidth"}, {"--link-latency", "link-latency"},
                      {"--jitter", "jitter"},                 {"--completion", "completion"},
-                     {"--matmul", "matmul"}};
+                     {"--matmul", "matmul"},                 {"--opaque-rate", "opaque-rate"}};
 enum { NBFLAGS = sizeof backend_flags / sizeof backend_flags[0] };
 
 static int accepts(const tp_backend_info *bi, const char *key)
@@ -219,6 +219,7 @@ static int backend_opts(const char *cmd, const cli_backend_flags *f, const tp_ba
     if (f->jitter > 0) given[2] = (snprintf(num[2], 32, "%.17g", f->jitter), num[2]);
     given[3] = f->completion;
     given[4] = f->matmul;
+    if (f->opaque_rate > 0) given[5] = (snprintf(num[5], 32, "%.17g", f->opaque_rate), num[5]);
     *n = 0;
     for (int k = 0; k < NBFLAGS; k++) {
         if (!given[k]) continue;
@@ -323,24 +324,7 @@ int cli_sim_run(const char *cmd, const tp_memgraph *mg, const tp_sim_profile *pr
     tp_error e;
     tp_run_summary sum;
     double t0 = tp_now_seconds();
-    int resident = 0; /* a plan that starts with inputs on a device runs in a session (sizes only on sim) */
-    for (uint32_t i = 0; i < tp_memgraph_size(mg) && !resident; i++) {
-        tp_mvertex v;
-        tp_memgraph_vertex(mg, i, &v);
-        resident = v.kind == TP_M_RESIDENT;
-    }
-    tp_status s = TP_OK;
-    if (resident) {
-        int nd = tp_graph_devices(tp_memgraph_taskgraph(mg));
-        uint64_t cap[TP_MAX_DEVICES];
-        for (int d = 0; d < nd; d++) cap[d] = tp_memgraph_device_capacity(mg, d);
-        tp_run_opts ro;
-        cli_run_opts(xf, &ro);
-        s = tp_session_new(be, nd, cap, tp_memgraph_host_bytes(mg), &sess, &e);
-        if (!s) s = tp_exec_new_in(sess, mg, &ro, &x, &e);
-    } else {
-        s = cli_exec_new(mg, be, xf, &x, &e);
-    }
+    tp_status s = cli_exec_open(mg, be, xf, &sess, &x, &e); /* a session when mg has resident inputs */
     if (!s) s = cli_exec_run(x, xf, &sum, &e);
     if (!s) {
         printf("simulated on %s (%.2f s of real time):\n", prof->name, tp_now_seconds() - t0);

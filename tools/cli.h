@@ -129,6 +129,7 @@ typedef struct cli_backend_flags {
     double link_gbps;               /* cpu: --link-bandwidth */
     double link_latency_us;         /* cpu: --link-latency */
     double jitter;                  /* cpu and sim: --jitter */
+    double opaque_rate;             /* cpu: --opaque-rate (flops/s of opaque kernels), 0: not given */
     const char *completion;         /* cuda: --completion callback|poll */
     const char *matmul;             /* cuda: --matmul fast|exact */
 } cli_backend_flags;
@@ -142,6 +143,9 @@ typedef struct cli_backend_flags {
               "cpu: copy times (F at most 4), sim: kernel times and copy sizes\nx exp(F x N(0,1))")
 #define CLI_O_LINK_LATENCY(S, F) \
     CLI_O_NUM("--link-latency", "us", S, F.link_latency_us, 0, TP_CPU_LATENCY_US_MAX, "add a fixed latency to every copy")
+#define CLI_O_OPAQUE_RATE(S, F)                                                                                       \
+    CLI_O_NUM("--opaque-rate", "FLOPS/s", S, F.opaque_rate, TP_CPU_OPAQUE_RATE_MIN, TP_CPU_OPAQUE_RATE_MAX,         \
+              "cpu: an opaque kernel of F flops takes F / FLOPS seconds, asleep on its\nstream's worker (default: no time: opaque kernels touch no data)")
 
 /* Every backend the command line makes is made here, by name through the registry
  * (turnip/backend.h), the flags above passed as the options of the backends that take them
@@ -193,6 +197,14 @@ tp_status cli_exec_run(tp_exec *x, const cli_exec_flags *f, tp_run_summary *sum,
 tp_status cli_verify(const tp_memgraph *mg, const tp_graph *g, tp_error *e);
 /* Loads a run's inputs into x (the checkpoint, a safetensors file, random weights). */
 typedef tp_status (*cli_load_fn)(tp_exec *x, void *ctx, tp_error *e);
+/* 1 when mg starts with inputs on a device (TP_M_RESIDENT), which only a session runs. */
+int cli_has_resident(const tp_memgraph *mg);
+/* Prepares an executor for mg on be under f: when mg has resident inputs, in a new session of
+ * mg's own sizes (its device capacities and host bytes) into *sess, zeroed (so each resident
+ * input holds zeros; nothing is written into it); else as cli_exec_new, *sess NULL. The
+ * caller frees *x, then *sess (both NULL or partly made on failure). */
+tp_status cli_exec_open(const tp_memgraph *mg, tp_backend *be, const cli_exec_flags *f, tp_session **sess, tp_exec **x,
+                        tp_error *e);
 /* Declares every input of g "keep" (before planning the first of repeated runs); 0, or exit
  * code 2 after saying why when g declares resident inputs itself (run 1 starts empty). */
 int cli_keep_inputs(const char *cmd, tp_graph *g);

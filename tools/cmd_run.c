@@ -1,4 +1,10 @@
-/* cmd_run.c - turnip run: plan, verify and execute a TaskGraph on the cpu or cuda backend. */
+/* cmd_run.c - turnip run: plan, verify and execute a TaskGraph on the cpu or cuda backend.
+ *
+ * A plan with resident inputs (a chain graph of turnip offload-plan --taskgraph) runs in a
+ * session of its own sizes, as turnip sim runs it (cli_exec_open); the session is zeroed, so a
+ * resident input holds zeros. That is exact for sized-only inputs (no dtype: no kernel but
+ * `opaque` reads them, and opaque reads nothing); a resident input with a dtype is refused
+ * with --inputs (the file's values would not reach it) and allowed with --zero-inputs. */
 #include <stdlib.h>
 #include "cli.h"
 
@@ -7,13 +13,16 @@ typedef struct {
     cli_exec_flags x;
     cli_backend_flags b;
     const char *inputs, *out, *plan;
-    int no_verify;
+    int no_verify, zero_inputs;
 } flags;
 
 static const cli_opt opts[] = {
     CLI_O_DEVICE_MEM(flags, p, "device capacity (required): one size for all devices, or one per device"),
-    CLI_O_STR("--inputs", "FILE", flags, inputs, "safetensors holding every TaskGraph input, by id (dtype, shape checked;\nrequired)"),
-    CLI_O_STR("--out", "FILE", flags, out, "safetensors the outputs go to, by output id (required)"),
+    CLI_O_STR("--inputs", "FILE", flags, inputs,
+              "safetensors holding every TaskGraph input, by id (dtype, shape checked;\nrequired unless --zero-inputs)"),
+    CLI_O_SWITCH("--zero-inputs", flags, zero_inputs,
+                 "every input holds zeros, no --inputs file (timing runs of sized-only graphs:\nturnip gen, offload-plan --taskgraph)"),
+    CLI_O_STR("--out", "FILE", flags, out, "safetensors the outputs go to, by output id (default: not written)"),
     CLI_O_HOST_MEM(flags, p),
     CLI_O_STR("--plan", "MEMGRAPH", flags, plan,
               "run this plan (turnip plan -o, JSON or binary) instead of planning: it must be\n"
@@ -21,6 +30,7 @@ static const cli_opt opts[] = {
               "--plan-order and --no-sum-into then change nothing"),
     CLI_O_PLAN_ORDER("--plan-order", flags, p),
     CLI_O_NO_SUM_INTO(flags, p),
+    CLI_O_WEIGHT_OFFLOAD(flags, p),
     CLI_O_POLICY(flags, x),
     CLI_O_DETERMINISTIC(flags, x),
     CLI_O_SEED(flags, x),
@@ -28,6 +38,7 @@ static const cli_opt opts[] = {
     CLI_O_LINK_BANDWIDTH(flags, b, "throttle host-device and peer copies (default: unthrottled memcpy)"),
     CLI_O_LINK_LATENCY(flags, b),
     CLI_O_NUM("--jitter", "F", flags, b.jitter, 0, TP_CPU_JITTER_MAX, "copy time x exp(F x N(0,1)), seeded by --seed and the vertex"),
+    CLI_O_OPAQUE_RATE(flags, b),
     CLI_O_TRACE(flags, x),
     CLI_O_SWITCH("--no-verify", flags, no_verify, "skip the independent check of the plan"),
     CLI_O_INT("--repeat", "N", flags, x.repeat, 0, 1000000,
@@ -36,7 +47,7 @@ static const cli_opt opts[] = {
               "prints the bytes it moved; the outputs are the last run's"),
     CLI_O_STR("--backend", "cpu|cuda", flags, b.name,
               "cuda: run on GPUs: MemGraph device d on GPU d mod (GPUs visible); the link\n"
-              "and jitter flags are cpu-backend only"),
+              "and jitter flags and --opaque-rate are cpu-backend only"),
     CLI_O_CHOICE("--completion", "MODE", flags, b.completion, cli_completion_names,
                  "cuda: how completions reach the executor: callback (cudaLaunchHostFunc)\n"
                  "or poll (a thread polling events, the default: it also reports GPU faults)"),
@@ -50,16 +61,18 @@ static const cli_opt opts[] = {
 static void help(FILE *f)
 {
     cli_print_help(f,
-                   "usage: turnip run TASKGRAPH --device-mem SIZE[,SIZE...] --inputs IN.safetensors --out OUT.safetensors\n"
-                   "                  [--host-mem SIZE] [--plan MEMGRAPH] [--plan-order topo|dfs|greedy] [--order any|fixed|random|priority] [--seed N]\n"
-                   "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F]\n"
+                   "usage: turnip run TASKGRAPH --device-mem SIZE[,SIZE...] (--inputs IN.safetensors | --zero-inputs)\n"
+                   "                  [--out OUT.safetensors] [--host-mem SIZE] [--plan MEMGRAPH] [--plan-order topo|dfs|greedy]\n"
+                   "                  [--order any|fixed|random|priority] [--seed N]\n"
+                   "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F] [--opaque-rate FLOPS/s]\n"
                    "                  [--trace FILE] [--no-verify] [--repeat N] [--backend cpu|cuda] [--completion callback|poll]\n"
-                   "                  [--matmul fast|exact] [--no-sum-into] [--deterministic]\n"
+                   "                  [--matmul fast|exact] [--no-sum-into] [--deterministic] [--weight-offload greedy|greedy-star|l2l]\n"
                    "\n"
                    "Plans TASKGRAPH under the caps (or loads --plan), verifies the plan (unless --no-verify), runs it on the cpu\n"
                    "backend (emulated GPUs: memory arenas of exactly the cap, worker threads for compute streams\n"
                    "and copy engines) or on NVIDIA GPUs (--backend cuda) and writes the outputs, named by output\n"
-                   "id, to OUT.\n"
+                   "id, to OUT. A plan with resident inputs (a chain graph) runs in a session of its sizes, where\n"
+                   "each resident input holds zeros.\n"
                    "\n",
                    opts, "exit: 0 ok, 2 unusable input (a --plan file that fails verification too), infeasible plan, failed vertex\n(named) or no usable GPU\n");
 }
@@ -67,6 +80,45 @@ static void help(FILE *f)
 static tp_status load_file(tp_exec *x, void *path, tp_error *e)
 {
     return tp_exec_load_inputs(x, path, e);
+}
+
+/* --zero-inputs: zeros into every input's host region (a fresh executor's host memory need
+ * not be zeroed; a session's is, and its resident inputs are left as they are) */
+static tp_status load_zeros(tp_exec *x, void *ctx, tp_error *e)
+{
+    (void)ctx;
+    const tp_memgraph *mg = tp_exec_memgraph(x);
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind == TP_M_INPUT && v.write.bytes > most) most = v.write.bytes;
+    }
+    if (!most) return TP_OK;
+    void *z = most <= SIZE_MAX ? calloc(1, (size_t)most) : NULL;
+    if (!z) return cli_set_error(e, TP_ERR_NOMEM, "out of memory (%llu bytes of zeros)", (unsigned long long)most);
+    tp_status s = TP_OK;
+    for (uint32_t i = 0; i < tp_memgraph_size(mg) && !s; i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind == TP_M_INPUT) s = tp_exec_write(x, &v.write, z, e);
+    }
+    free(z);
+    return s;
+}
+
+/* With --inputs, a resident input must be sized only: the session starts it at zeros, which
+ * carry no meaning only when no kernel reads values from it; 0, or 2 after saying why */
+static int check_resident(const tp_graph *g)
+{
+    const tp_vertex *gv = tp_graph_vertices(g);
+    for (uint32_t v = 0; v < tp_graph_size(g); v++)
+        if (gv[v].kind == TP_V_INPUT && gv[v].dtype != TP_DT_NONE && tp_graph_resident(g, v, NULL, NULL))
+            return cli_errorf("run", 2,
+                              "input '%s' is resident with dtype %s: run starts resident inputs at zeros and loads no "
+                              "values into them (--inputs cannot reach it); give --zero-inputs, or declare no input resident",
+                              gv[v].id, tp_dtype_name(gv[v].dtype));
+    return 0;
 }
 
 /* --plan FILE: a plan for g under exactly o's caps; 0, or 2 after printing why not */
@@ -98,9 +150,11 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     if (!npos) return cli_usage_error("run", "no TaskGraph given", NULL);
     if (!fl.p.device_mem.n) return cli_usage_error("run", "--device-mem is required", NULL);
-    if (!fl.inputs) return cli_usage_error("run", "--inputs is required", NULL);
-    if (!fl.out) return cli_usage_error("run", "--out is required", NULL);
+    if (!fl.inputs && !fl.zero_inputs) return cli_usage_error("run", "--inputs is required (or --zero-inputs)", NULL);
+    if (fl.inputs && fl.zero_inputs) return cli_usage_error("run", "--inputs and --zero-inputs exclude each other", NULL);
     if (fl.plan && fl.x.repeat > 1) return cli_usage_error("run", "--plan does not combine with --repeat (each later run plans again)", NULL);
+    if (fl.plan && fl.p.weight_offload)
+        return cli_usage_error("run", "--weight-offload plans; --plan runs a plan as it is (plan with turnip plan --weight-offload)", NULL);
     tp_backend *be = cli_backend("run", &fl.b, &rc); /* first: a missing GPU is reported before any work */
     if (!be) return rc;
     tp_error e;
@@ -115,10 +169,14 @@ static int run(int argc, char **argv)
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
     tp_session *sess = NULL;
+    tp_plan_evict *ev = NULL;
+    cli_load_fn load = fl.zero_inputs ? load_zeros : load_file;
     if ((rc = cli_plan_opts("run", &fl.p, o.ndevices, &o))) goto done;
+    if ((rc = cli_plan_evictions("run", &fl.p, g, &o, &ev))) goto done;
     double t0 = tp_now_seconds();
     int session = fl.x.repeat > 1;
     if (session && (rc = cli_keep_inputs("run", g))) goto done;
+    if (fl.inputs && (rc = check_resident(g))) goto done;
     if (fl.plan) {
         if ((rc = load_plan(fl.plan, g, &o, &mg))) goto done;
     } else {
@@ -142,19 +200,20 @@ static int run(int argc, char **argv)
                o.ndevices > 1 ? "s" : "", fl.x.streams, fl.x.streams > 1 ? "s" : "", fl.x.order ? fl.x.order : "any");
         fflush(stdout);
         if (session) {
-            s = cli_session_runs(g, &mg, &o, be, &fl.x, !fl.no_verify, load_file, (void *)fl.inputs, &sess, &x, &sum, &e);
+            s = cli_session_runs(g, &mg, &o, be, &fl.x, !fl.no_verify, load, (void *)fl.inputs, &sess, &x, &sum, &e);
             if (s == TP_ERR_CHECK) rc = 3;
         } else {
-            s = cli_exec_new(mg, be, &fl.x, &x, &e);
-            if (!s) s = load_file(x, (void *)fl.inputs, &e);
+            s = cli_exec_open(mg, be, &fl.x, &sess, &x, &e); /* in a session when the plan has resident inputs */
+            if (!s) s = load(x, (void *)fl.inputs, &e);
             if (!s) s = cli_exec_run(x, &fl.x, &sum, &e);
         }
         if (!s) tp_run_summary_print(&sum, stdout);
     }
-    if (!s) s = tp_exec_save_outputs(x, fl.out, &e);
-    if (!s) printf("outputs: %s (%.3f s in all)\n", fl.out, tp_now_seconds() - t0);
+    if (!s && fl.out) s = tp_exec_save_outputs(x, fl.out, &e);
+    if (!s) printf("outputs: %s (%.3f s in all)\n", fl.out ? fl.out : "not written (no --out)", tp_now_seconds() - t0);
     if (s) rc = rc ? cli_errorf("run", rc, "%s", e.msg) : cli_fail("run", s, &e);
 done:
+    free(ev);
     tp_exec_free(x);
     tp_session_free(sess);
     tp_backend_free(be);

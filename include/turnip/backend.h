@@ -55,16 +55,25 @@ typedef struct tp_cpu_opts {
     double link_gbps;     /* host-device and peer bandwidth cap in GB/s (1e9 bytes/s); 0 = none */
     double link_latency_us;
     double jitter;        /* copy time x exp(jitter * N(0,1)), seeded per vertex */
+    double opaque_rate;   /* flops per second of `opaque` kernels: one of F flops sleeps F / rate
+                             seconds from its start (on its stream's worker, never on the executor's
+                             thread); 0 = none (opaque kernels do nothing, at once) */
 } tp_cpu_opts;
 /* The ranges of the options (finite, so every emulated copy ends): link_gbps 0 or in
- * [MIN, MAX] GB/s, link_latency_us in [0, MAX], jitter in [0, MAX]. */
+ * [MIN, MAX] GB/s, link_latency_us in [0, MAX], jitter in [0, MAX], opaque_rate 0 or in
+ * [MIN, MAX] flops/s; an opaque kernel may wait at most TP_CPU_OPAQUE_WAIT_MAX seconds. */
 #define TP_CPU_LINK_GBPS_MIN 1e-3
 #define TP_CPU_LINK_GBPS_MAX 1e6
 #define TP_CPU_LATENCY_US_MAX 1e6
 #define TP_CPU_JITTER_MAX 4.0
+#define TP_CPU_OPAQUE_RATE_MIN 1.0
+#define TP_CPU_OPAQUE_RATE_MAX 1e18
+#define TP_CPU_OPAQUE_WAIT_MAX 1e6
 void tp_cpu_opts_init(tp_cpu_opts *o);
 /* TP_ERR_ARG for an option out of range. prepare() fails with TP_ERR_DEVICE when the arenas
- * and host memory of the plan exceed the memory the machine has available (MemAvailable). */
+ * and host memory of the plan exceed the memory the machine has available (MemAvailable), and
+ * with TP_ERR_ARG, naming the vertex, when an opaque kernel's flops / opaque_rate exceeds
+ * TP_CPU_OPAQUE_WAIT_MAX seconds. */
 tp_status tp_backend_cpu_new(const tp_cpu_opts *o, tp_backend **out, tp_error *err);
 
 /* ---- sim: time instead of data ---------------------------------------------------------

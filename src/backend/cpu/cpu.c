@@ -16,7 +16,15 @@
  * BLAS threads: OpenBLAS's helpers spin between calls and take the cores the executor and the
  * workers need (src/kernels/blas.c), so prepare gives each compute stream an equal share of
  * the cores left after one for the executor and the copy engines: max(1, (cores - 1) /
- * compute streams in all), unless OPENBLAS_NUM_THREADS is set. */
+ * compute streams in all), unless OPENBLAS_NUM_THREADS is set.
+ *
+ * Opaque kernels (sizes and flops only) do nothing unless tp_cpu_opts.opaque_rate is set; then
+ * one of F flops sleeps until F / rate seconds after its start (clock_nanosleep to an absolute
+ * time on tp__now's clock; the compute workers' timer slack lowered to 1 ns on Linux, so the
+ * wake-up comes tens of microseconds late, not the default 50 us plus), on its stream's
+ * worker: help() then never runs a kernel on the executor's thread, which must stay free to
+ * launch the copies that overlap the "computation". */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -25,6 +33,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include "backend/common.h"
 #include "exec/sleeper.h"
 #include "io/util.h"
@@ -77,13 +88,40 @@ static void wait_until(double t)
     }
 }
 
+/* Sleeps until t on tp__now's clock (CLOCK_MONOTONIC), without polling. t is at most
+ * TP_CPU_OPAQUE_WAIT_MAX seconds after now (checked in prepare), so it fits a time_t. */
+static void sleep_until(double t)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)t;
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec < 0) ts.tv_nsec = 0;
+    if (ts.tv_nsec > 999999999L) ts.tv_nsec = 999999999L;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
+/* The seconds opaque kernel `task` (a TaskGraph vertex) sleeps: flops / opaque_rate; 0 without
+ * a rate, for other ops and for other kinds of vertex */
+static double opaque_seconds(const cpu *c, uint32_t task)
+{
+    const tp_vertex *t = tp_graph_vertex(c->pc.g, task);
+    if (!(c->o.opaque_rate > 0) || t->kind != TP_V_KERNEL || strcmp(t->op, "opaque")) return 0;
+    return t->flops / c->o.opaque_rate;
+}
+
 static tp_status run_vertex(worker *w, uint32_t v)
 {
     cpu *c = w->cpu;
     tp_mvertex mv;
+    double start = tp__now();
     tp_memgraph_vertex(c->pc.pi.mg, v, &mv);
     tp_status s = tp__fault(&c->pc, v, &w->err);
     if (s) return s;
+    if (mv.kind == TP_M_KERNEL && c->o.opaque_rate > 0 && c->kp[mv.task].op == TP__OP_OPAQUE) {
+        sleep_until(start + opaque_seconds(c, mv.task)); /* an opaque kernel touches no data */
+        return TP_OK;
+    }
     uint8_t *out = tp__mem_ptr(&c->mem, &mv.write);
     if (mv.kind == TP_M_ACCUMULATE) { /* sum-into: R += a_i (reads[1]); R holds the group's running sum */
         tp_mvertex src;
@@ -143,6 +181,9 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     uint32_t v;
+#ifdef __linux__
+    if (w->compute && w->cpu->o.opaque_rate > 0) prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* this thread's timed sleeps */
+#endif
     while (tp__sleeper_wait(&w->sl, has_job, w, TP__SPIN_US))
         if (claim(w, &v)) run_post(w, v);
     return NULL;
@@ -161,12 +202,14 @@ static void cpu_launch(tp_backend *be, uint32_t v, int unit)
 }
 
 /* The executor would wait: it claims the first unclaimed kernel and runs it itself, after
- * waking the workers of the other unclaimed kernels so that they run beside it. */
+ * waking the workers of the other unclaimed kernels so that they run beside it. With an opaque
+ * rate it only wakes them: a sleeping kernel must not hold the executor's thread. */
 static int cpu_help(tp_backend *be, int run)
 {
     cpu *c = (cpu *)be;
     worker *mine = NULL;
     uint32_t v = 0;
+    if (c->o.opaque_rate > 0) run = 0;
     for (int i = 0; i < c->nw; i++) {
         worker *w = &c->w[i];
         if (!w->compute || !has_job(w)) continue;
@@ -267,6 +310,16 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     if (ks) {
         cpu_release(be);
         return ks;
+    }
+    for (uint32_t t = 0; t < tp_graph_size(c->pc.g); t++) { /* every sleep ends, its deadline fits a time_t */
+        double sec = opaque_seconds(c, t);
+        if (sec > TP_CPU_OPAQUE_WAIT_MAX) {
+            const tp_vertex *tv = tp_graph_vertex(c->pc.g, t);
+            cpu_release(be);
+            return tp__fail(err, TP_ERR_ARG,
+                            "cpu backend: vertex '%s' (opaque, %g flops) would take %g s at --opaque-rate %g, more than %g s",
+                            tv->id, tv->flops, sec, c->o.opaque_rate, TP_CPU_OPAQUE_WAIT_MAX);
+        }
     }
     /* all memory, once, before anything runs (or the session's, checked) */
     tp_status ms = tp__mem_prepare(&c->mem, mg, pi->session, err);
@@ -383,6 +436,9 @@ tp_status tp_backend_cpu_new(const tp_cpu_opts *o, tp_backend **out, tp_error *e
                         o->link_latency_us);
     if (o && !(o->jitter >= 0 && o->jitter <= TP_CPU_JITTER_MAX))
         return tp__fail(err, TP_ERR_ARG, "cpu backend: jitter must be in [0, %g], not %g", TP_CPU_JITTER_MAX, o->jitter);
+    if (o && !(o->opaque_rate == 0 || (o->opaque_rate >= TP_CPU_OPAQUE_RATE_MIN && o->opaque_rate <= TP_CPU_OPAQUE_RATE_MAX)))
+        return tp__fail(err, TP_ERR_ARG, "cpu backend: opaque rate must be 0 (none) or in [%g, %g] flops/s, not %g",
+                        TP_CPU_OPAQUE_RATE_MIN, TP_CPU_OPAQUE_RATE_MAX, o->opaque_rate);
     cpu *c = calloc(1, sizeof *c);
     if (!c) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     c->base.ops = &cpu_ops;
@@ -392,20 +448,22 @@ tp_status tp_backend_cpu_new(const tp_cpu_opts *o, tp_backend **out, tp_error *e
     return TP_OK;
 }
 
-static const char *const cpu_keys[] = {"link-bandwidth", "link-latency", "jitter", NULL};
+static const char *const cpu_keys[] = {"link-bandwidth", "link-latency", "jitter", "opaque-rate", NULL};
 static const char *const cpu_helps[] = {"GB/s cap of host-device and peer copies (default: unthrottled memcpy)",
                                         "microseconds added to every copy", "copy time x exp(F x N(0,1)), seeded per vertex",
-                                        NULL};
+                                        "flops/s of opaque kernels: one of F flops sleeps F / R s (default: no time)", NULL};
 
 static tp_status cpu_make(const tp_backend_opt *opts, int nopts, tp_backend **out, tp_error *err)
 {
     tp_cpu_opts o;
     tp_cpu_opts_init(&o);
-    for (int i = 0; i < nopts; i++) {
-        int bw = !strcmp(opts[i].key, "link-bandwidth"), lat = !strcmp(opts[i].key, "link-latency");
-        double *dst = bw ? &o.link_gbps : lat ? &o.link_latency_us : &o.jitter;
-        tp_status s = tp__opt_number("cpu", &opts[i], bw ? TP_CPU_LINK_GBPS_MIN : 0,
-                                     bw ? TP_CPU_LINK_GBPS_MAX : lat ? TP_CPU_LATENCY_US_MAX : TP_CPU_JITTER_MAX, dst, err);
+    for (int i = 0; i < nopts; i++) { /* the registry passes only cpu_keys */
+        const char *k = opts[i].key;
+        int bw = !strcmp(k, "link-bandwidth"), lat = !strcmp(k, "link-latency"), rate = !strcmp(k, "opaque-rate");
+        double *dst = bw ? &o.link_gbps : lat ? &o.link_latency_us : rate ? &o.opaque_rate : &o.jitter;
+        double lo = bw ? TP_CPU_LINK_GBPS_MIN : rate ? TP_CPU_OPAQUE_RATE_MIN : 0;
+        double hi = bw ? TP_CPU_LINK_GBPS_MAX : lat ? TP_CPU_LATENCY_US_MAX : rate ? TP_CPU_OPAQUE_RATE_MAX : TP_CPU_JITTER_MAX;
+        tp_status s = tp__opt_number("cpu", &opts[i], lo, hi, dst, err);
         if (s) return s;
     }
     return tp_backend_cpu_new(&o, out, err);
