@@ -34,8 +34,11 @@
  *   theorem, an observation that would fail if a strategy found a schedule the family misses);
  * - where the brute force reaches the compute sum, the bound equals it (compute sum <= bound <=
  *   any schedule); with memory for every weight the brute force is the compute sum;
- * - on a two-layer chain whose OFF optimum is derived by hand (last TEST), the brute force finds
- *   exactly it, and the MILP equals it only where the derivation says so.
+ * - on a two-layer chain whose OFF optimum is derived by hand, the brute force finds exactly it,
+ *   and the MILP equals it only where the derivation says so;
+ * - on chains with whole-second durations, an exact search over every schedule (breadth-first
+ *   over whole seconds, below) gives the OFF optimum: MILP bound <= optimum <= the family's
+ *   minimum <= each strategy (the family reached the optimum on all 32 such chains).
  * Equality of the brute-force minimum and the MILP optimum is otherwise only counted and printed:
  * the MILP is a relaxation (memory only at operation starts; a transfer is an amount of bytes
  * that may be split over intervals and freed or counted in part), so it may lie strictly below
@@ -563,4 +566,245 @@ TEST(offload_brute_force_two_layer_closed_form)
         else CHECKF(bf > r.bound * (1 + 1e-3), "x %g: brute force %.17g, MILP %.17g", x, bf, r.bound);
         printf("x %g: OFF optimum %g (brute force, %ld schedules), MILP %g\n", x, bf, leaves, r.bound);
     }
+}
+
+/* ---- an exact search for chains with integer durations ----
+ * With every computation and transfer a whole number of seconds, some optimal schedule starts
+ * each operation at 0 or at the end of another (shift each left until a start, a link, the GPU,
+ * a weight's state or memory stops it: what stops it ends then), so at whole seconds. A
+ * breadth-first search over whole seconds, from every start state (resident, host copy valid)
+ * of every weight, choosing at each second any set of actions the checker's rules allow (start
+ * the next computation or wait; a prefetch on an idle host->GPU link; an offload or upload on an
+ * idle GPU->host link; deletes), memory checked over each second, finds the least makespan over
+ * all schedules: the OFF optimum. Then: MILP bound <= optimum <= the brute-force family's
+ * minimum <= each strategy; how often the family reaches the optimum is printed. */
+
+enum { X_NONE, X_PRE, X_OFF, X_UP };
+typedef struct {
+    uint8_t p, rem;         /* next computation; seconds left of the running one (p - 1) */
+    uint8_t res[BL], val[BL], x[BL], xr[BL];
+    uint8_t res0, val0;     /* the start state, as bits */
+} xs;
+
+static uint64_t xs_key(const xs *s, int L)
+{
+    uint64_t k = (uint64_t)s->p << 4 | s->rem;
+    for (int i = 0; i < L; i++) k = k << 8 | (uint64_t)s->res[i] << 7 | (uint64_t)s->val[i] << 6 | (uint64_t)s->x[i] << 4 | s->xr[i];
+    return (k << 8 | s->res0) << 8 | s->val0;
+}
+
+typedef struct {
+    xs *v;
+    uint64_t *keys;
+    size_t n, cap; /* cap a power of two; keys[h] = xs_key + 1 (at most 57 bits), 0 = empty */
+} xset;
+
+static void xset_add(xset *S, const xs *s, int L)
+{
+    if (2 * (S->n + 1) > S->cap) {
+        xset T = {NULL, NULL, 0, S->cap ? 2 * S->cap : 1024};
+        T.v = malloc(T.cap * sizeof *T.v);
+        T.keys = calloc(T.cap, sizeof *T.keys);
+        CHECK(T.v && T.keys);
+        for (size_t i = 0; i < S->cap; i++)
+            if (S->keys[i]) xset_add(&T, &S->v[i], L);
+        free(S->v);
+        free(S->keys);
+        *S = T;
+    }
+    uint64_t k = xs_key(s, L) + 1;
+    size_t h = (size_t)tp__mix64(k) & (S->cap - 1);
+    while (S->keys[h]) {
+        if (S->keys[h] == k) return;
+        h = (h + 1) & (S->cap - 1);
+    }
+    S->keys[h] = k;
+    S->v[h] = *s;
+    S->n++;
+}
+
+static void xset_free(xset *S)
+{
+    free(S->v);
+    free(S->keys);
+    memset(S, 0, sizeof *S);
+}
+
+typedef struct {
+    const tp_chain *c;
+    int L;
+    int dur[2 * BL], tw[BL]; /* whole seconds */
+    int lay[2 * BL], isb[2 * BL];
+    uint64_t act[2 * BL], rest[2 * BL], rest0;
+} xprob;
+
+/* the successors of s over one second: deletes, then the starts, memory over the second, then
+ * what ends at its close */
+static void x_expand(const xprob *X, const xs *s, xset *next)
+{
+    int L = X->L, L2 = 2 * L;
+    int run = s->rem > 0 ? s->p - 1 : -1;
+    int h2d = 0, d2h = 0;
+    for (int i = 0; i < L; i++) h2d |= s->x[i] == X_PRE, d2h |= s->x[i] == X_OFF || s->x[i] == X_UP;
+    for (int del = 0; del < (1 << L); del++) {
+        xs a = *s;
+        int ok = 1;
+        for (int i = 0; i < L && ok; i++)
+            if (del >> i & 1) {
+                ok = a.res[i] && a.val[i] && a.x[i] == X_NONE && !(run >= 0 && X->lay[run] == i);
+                a.res[i] = 0;
+            }
+        if (!ok) continue;
+        for (int go = 0; go < 2; go++) { /* start computation p now */
+            xs b = a;
+            int c = -1;
+            if (go) {
+                if (b.rem || b.p >= L2) continue;
+                c = b.p;
+                int i = X->lay[c];
+                if (!b.res[i] || b.x[i] == X_PRE || b.x[i] == X_OFF || (X->isb[c] && b.x[i] == X_UP)) continue;
+                if (X->isb[c]) b.val[i] = 0;
+                b.p++;
+                b.rem = (uint8_t)X->dur[c];
+            }
+            int cur = c >= 0 ? c : run;
+            for (int pf = -1; pf < L; pf++) {
+                xs d = b;
+                if (pf >= 0) {
+                    if (h2d || d.res[pf] || !d.val[pf]) continue;
+                    d.res[pf] = 1;
+                    d.x[pf] = X_PRE;
+                    d.xr[pf] = (uint8_t)X->tw[pf];
+                }
+                for (int of = -1; of < 2 * L; of++) {
+                    xs e = d;
+                    if (of >= 0) {
+                        int i = of % L, up = of >= L;
+                        if (d2h || !e.res[i] || e.x[i] != X_NONE) continue;
+                        if (cur >= 0 && X->lay[cur] == i && (!up || X->isb[cur])) continue;
+                        e.x[i] = up ? X_UP : X_OFF;
+                        e.xr[i] = (uint8_t)X->tw[i];
+                    }
+                    /* memory over the second */
+                    uint64_t m = cur >= 0 ? X->act[cur] : e.p ? X->rest[e.p - 1] : X->rest0;
+                    for (int i = 0; i < L; i++) m += e.res[i] ? X->c->w[i] : 0;
+                    if (m > X->c->mgpu) continue;
+                    /* the second passes */
+                    if (e.rem) e.rem--;
+                    for (int i = 0; i < L; i++)
+                        if (e.x[i] != X_NONE && --e.xr[i] == 0) {
+                            if (e.x[i] == X_OFF) e.res[i] = 0, e.val[i] = 1;
+                            if (e.x[i] == X_UP) e.val[i] = 1;
+                            e.x[i] = X_NONE;
+                        }
+                    xset_add(next, &e, L);
+                }
+            }
+        }
+    }
+}
+
+/* the least makespan over every schedule, or -1 past `horizon` seconds */
+static int x_optimum(const tp_chain *c, int horizon, size_t *states)
+{
+    xprob X;
+    int L = (int)c->layers;
+    X.c = c;
+    X.L = L;
+    uint64_t pref[BL + 1] = {0}, acc = 0;
+    for (int k = 0; k <= L; k++) pref[k] = acc += c->a[k];
+    X.rest0 = pref[L];
+    for (int p = 0; p < 2 * L; p++) {
+        int k = p < L ? L - 1 - p : p - L, isb = p < L;
+        X.lay[p] = k;
+        X.isb[p] = isb;
+        X.dur[p] = (int)(isb ? c->ub[k] : c->uf[k]);
+        X.act[p] = isb ? pref[k + 1] + c->w[k] : pref[k + 1];
+        X.rest[p] = isb ? pref[k] : pref[k + 1];
+    }
+    for (int k = 0; k < L; k++) X.tw[k] = (int)lround((double)c->w[k] / c->beta);
+    xset cur = {0}, nxt = {0};
+    for (int r0 = 0; r0 < (1 << L); r0++)
+        for (int v0 = 0; v0 < (1 << L); v0++) {
+            xs s;
+            memset(&s, 0, sizeof s);
+            s.res0 = (uint8_t)r0;
+            s.val0 = (uint8_t)v0;
+            for (int i = 0; i < L; i++) s.res[i] = r0 >> i & 1, s.val[i] = v0 >> i & 1;
+            xset_add(&cur, &s, L);
+        }
+    *states = 0;
+    int found = -1;
+    for (int t = 0; t <= horizon && found < 0; t++) {
+        for (size_t h = 0; h < cur.cap && found < 0; h++) {
+            if (!cur.keys[h]) continue;
+            const xs *s = &cur.v[h];
+            int done = s->p == 2 * L && !s->rem;
+            for (int i = 0; i < L && done; i++)
+                done = s->x[i] == X_NONE && s->res[i] == (s->res0 >> i & 1) && s->val[i] == (s->val0 >> i & 1);
+            if (done) found = t;
+        }
+        if (found >= 0) break;
+        *states += cur.n;
+        for (size_t h = 0; h < cur.cap; h++)
+            if (cur.keys[h]) x_expand(&X, &cur.v[h], &nxt);
+        xset_free(&cur);
+        cur = nxt;
+        memset(&nxt, 0, sizeof nxt);
+    }
+    xset_free(&cur);
+    xset_free(&nxt);
+    return found;
+}
+
+TEST(offload_exact_integer_chains)
+{
+    int n = 0, fam = 0, milp = 0;
+    for (uint32_t L = 2; L <= 3; L++)
+        for (int rp = 0; rp < 4; rp++)
+            for (int q = 0; q <= 3; q++) {
+                owned o;
+                memset(&o, 0, sizeof o);
+                o.c.layers = L;
+                o.c.uf = o.uf;
+                o.c.ub = o.ub;
+                o.c.w = o.w;
+                o.c.a = o.a;
+                for (uint32_t i = 0; i < L; i++) {
+                    o.uf[i] = 1 + (int)(2 * rnd01());
+                    o.ub[i] = 1 + (int)(3 * rnd01());
+                    o.w[i] = 100 * (uint64_t)(1 + (int)(3 * rnd01()));
+                }
+                for (uint32_t i = 0; i <= L; i++) o.a[i] = (uint64_t)(60 * rnd01());
+                o.c.beta = 100;
+                uint64_t lo = need_alone(&o.c), hi = need_all(&o.c);
+                o.c.mgpu = lo + (hi - lo) * (uint64_t)q / 4;
+                tp_error err = {0};
+                tp_chain_bound_result r;
+                ASSERT_OK_ERR(tp_chain_bound(&o.c, 10, &r, &err), err);
+                long leaves = 0;
+                double bf = brute(&o.c, r.bound, L > 2, &leaves);
+                size_t states = 0;
+                int opt = x_optimum(&o.c, (int)ceil(bf), &states);
+                CHECKF(opt >= 0, "L %u q %d: no schedule within the family's %g", L, q, bf);
+                CHECKF(opt >= r.bound * (1 - 1e-9), "L %u q %d: the optimum %d is below the MILP bound %.17g", L, q, opt,
+                       r.bound);
+                CHECKF(opt <= bf * (1 + 1e-12), "L %u q %d: the optimum %d above a schedule found, %.17g", L, q, opt, bf);
+                for (int a = 0; a < 3; a++) {
+                    tp_offload_schedule *sc = NULL;
+                    tp_status st = tp_offload_plan(&o.c, (tp_offload_algo)a, &sc, &err);
+                    if (st == TP_ERR_INFEASIBLE) continue;
+                    ASSERT_OK_ERR(st, err);
+                    tp_offload_report rep;
+                    ASSERT_OK_ERR(tp_offload_check(&o.c, sc, &rep, &err), err);
+                    tp_offload_schedule_free(sc);
+                    CHECKF(rep.makespan >= opt * (1 - 1e-9), "strategy %d: %.17g below the optimum %d", a, rep.makespan, opt);
+                }
+                n++;
+                fam += fabs(bf - opt) <= 1e-9 * opt;
+                milp += r.optimal && fabs(r.bound - opt) <= 1e-6 * opt;
+                printf("L %u mem %d/4: compute %g MILP %.4f optimum %d (%zu states) family %.4f\n", L, q, sum_u(&o.c), r.bound,
+                       opt, states, bf);
+            }
+    printf("integer chains: the family reaches the optimum on %d of %d, the MILP on %d\n", fam, n, milp);
 }
