@@ -1,23 +1,43 @@
 #!/usr/bin/python3
 """chain_from_taskgraph.py - a turnip.chain/1 training chain (docs/weight-offload.md) derived from a
-training-shaped TaskGraph of `turnip gen layered --backward --devices 1` (issue 14, part 4).
+one-device training TaskGraph (issue 14, part 4): either `turnip gen layered --backward --devices 1`
+or the LoRA step of `turnip train --devices 1 --taskgraph-out FILE` (recognised by its names).
 
-Layer i of the chain is the TaskGraph's layer i: its vertices are named L<i>.d0.<name>, the
-backward's L<i>.d0.bw.<name>; the loss (L<L>.*) is counted in the last forward (the paper
-neglects it). Per layer:
+Chain layer i is the graph's decoder layer i. Per layer:
   uf, ub  the sum over its forward / backward kernels of the sim backend's kernel time under a
-          machine profile (src/backend/sim/sim.c: launch + max(flops / (peak x efficiency), bytes
-          touched / memory bandwidth); bytes touched = the output and every input), so the chain's
-          compute sum is what `turnip sim` reports as the device's kernel busy time;
-  w       the bytes of its weight inputs (L<i>.d0.w*);
-  a       the bytes its forward keeps for the backward: every forward kernel output of the layer
-          that a backward kernel reads (the chain model's a^i, held from F_i to B_i);
-  a0      the bytes of the graph's input L-1.d0.x0.
+          machine profile (src/backend/sim/sim.c: launch + max(flops / (rate x efficiency), bytes
+          touched / memory bandwidth); bytes touched = the output and every input; rate the peak,
+          or the profile's vector_flops for every op but matmul when it has one), so the chain's
+          compute sum is `turnip sim --no-sum-into`'s kernel busy time for the graph;
+  w       the bytes of the weight inputs its kernels read;
+  a       the bytes its forward keeps for the backward: the storage (an in-place output and what
+          it overwrote are one buffer) of every forward output of the layer that a backward
+          kernel reads (the chain model's a^i, held from F_i to B_i);
+  a0      the bytes of the graph's other inputs.
+gen layered: vertices L<i>.d0.<name>, the backward's L<i>.d0.bw.<name>; the loss L<L>.* is counted
+  in the last forward (its time only, as the paper neglects it); w = L<i>.d0.w*.
+turnip train (src/models/llama_train.c): forward L<i>.sS.*; backward the recompute L<i>.sS.r.*,
+  the backward L<i>.sS.g.* and the layer's optimizer kernels (its adapters' gradient sums, Adam
+  moments, AdamW: base_model.model.model.layers.<i>.*); the embedding sS.embed* in the first
+  forward; the head (final norm, lm_head, loss) in the last forward, its gradient (sS.dlogits*,
+  sS.dfinal*) in the last backward; input_ids, labels and hyper are a0. With activation
+  checkpointing a layer keeps its output (the next layer's checkpoint; the first also the
+  embedding's), the last layer every value its backward reads.
+  Weights (--weights): `all` (default): w_i = layer i's frozen weights (the embedding in the
+  first, the final norm and lm_head in the last) + its LoRA adapters + their Adam moments. The
+  OFF model treats all of it as trained: B_i holds a gradient of |w_i| and makes the host copy
+  stale, so an offload after B_i costs a transfer. For LoRA only the adapters (and moments)
+  change; the frozen part has no gradient and its host copy stays valid (an offload is a free
+  delete). So the chain over-charges memory and transfers: its schedules are valid LoRA
+  schedules, but its bound is a bound for the chain, not for LoRA. `adapters`: w_i = the
+  adapters and moments only, every frozen weight added to a0 (on the GPU the whole iteration):
+  exact for "keep the base model resident, offload the adapters", when that fits.
+  A weight read by kernels of two layers (tied embeddings) is refused.
 mgpu is --mgpu BYTES, or by --mem-frac F (default 0.3) between the least any schedule needs (the
 largest M_o with no other weight, equation 1) and what holds every weight at every operation.
 beta is --beta BYTES_PER_S, default the profile's h2d_bw.
-usage: scripts/chain_from_taskgraph.py TASKGRAPH --profile NAME|FILE [--mgpu BYTES | --mem-frac F]
-                                       [--beta B] [-o CHAIN]      (default: standard output)"""
+usage: scripts/chain_from_taskgraph.py TASKGRAPH --profile NAME|FILE [--weights all|adapters]
+                                       [--mgpu BYTES | --mem-frac F] [--beta B] [-o CHAIN]"""
 import json
 import math
 import os
@@ -25,6 +45,7 @@ import re
 import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "u8": 1}  # src/io/dtype.c
 
 
 def die(msg):
@@ -32,12 +53,108 @@ def die(msg):
     sys.exit(2)
 
 
-def number(p, key):
+def number(p, key, required=True):
     v = p.get(key)
+    if v is None and not required:
+        return 0.0
     v = v.get("value") if isinstance(v, dict) else v
     if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
         die("profile: %s must be a finite non-negative number" % key)
     return float(v)
+
+
+def load_profile(name):
+    path = name
+    if os.sep not in name and not name.endswith(".json"):
+        path = os.path.join(ROOT, "profiles", name + ".json")
+    if not os.path.isfile(path):
+        die("%s: not a regular file" % path)
+    with open(path) as f:
+        p = json.load(f)
+    prof = {k: number(p, k) for k in ("peak_flops", "efficiency", "mem_bw", "launch_s", "h2d_bw")}
+    prof["vector_flops"] = number(p, "vector_flops", required=False)
+    if not (prof["peak_flops"] > 0 and prof["efficiency"] > 0 and prof["mem_bw"] > 0):
+        die("profile: peak_flops, efficiency and mem_bw must be > 0")
+    return prof
+
+
+def nbytes(path, v):
+    if "bytes" in v:
+        return v["bytes"]
+    if v.get("dtype") not in DTYPE_BYTES or not isinstance(v.get("shape"), list):
+        die("%s: vertex '%s' has neither bytes nor a known dtype and shape" % (path, v["id"]))
+    return math.prod(v["shape"]) * DTYPE_BYTES[v["dtype"]]
+
+
+def kernel_time(prof, v, size):
+    """the sim backend's kernel_time: launch + max(compute, memory); size(id) gives bytes"""
+    touched = size(v["id"]) + sum(size(x) for x in v.get("inputs", []))
+    rate = prof["vector_flops"] if prof["vector_flops"] > 0 and v.get("op") != "matmul" else prof["peak_flops"]
+    return prof["launch_s"] + max(v.get("flops", 0) / (rate * prof["efficiency"]), touched / prof["mem_bw"])
+
+
+# ---- classifiers: per kernel (time layer, backward?, activation layer or None); per input the
+# ---- weight class ("frozen", "adapter", "moment", or "data" for a0)
+
+LAYERED = re.compile(r"^L(-?\d+)\.d0\.(bw\.)?(.+)$")
+
+
+def classify_layered(path, verts):
+    kern, inp, L = {}, {}, 0
+    for vid in verts:
+        m = LAYERED.match(vid)
+        if not m:
+            die("%s: vertex '%s' is not named L<i>.d0.<name> (turnip gen layered)" % (path, vid))
+        L = max(L, int(m.group(1)))
+    for vid, v in verts.items():
+        m = LAYERED.match(vid)
+        li, bw, short = int(m.group(1)), m.group(2) is not None, m.group(3)
+        if v["kind"] == "input":
+            inp[vid] = "frozen" if li >= 0 and short.startswith("w") else "data"
+        else:
+            kern[vid] = (min(li, L - 1), bw, li if li < L else None)  # the loss layer L: time only
+    return L, kern, inp
+
+
+TRAIN_FWD = re.compile(r"^L(\d+)\.s\d+\.(r\.|g\.)?")
+TRAIN_ADAPTER = re.compile(r"^base_model\.model\.model\.layers\.(\d+)\.")
+TRAIN_HEAD = re.compile(r"^s\d+\.(embed|final_norm|logits|lse|loss|dlogits|dfinal|dfinal_norm)(\.|$)")
+TRAIN_DATA = re.compile(r"^(input_ids\.s\d+|labels\.s\d+|hyper)$")
+
+
+def classify_train(path, verts):
+    kern, inp, L = {}, {}, 0
+    for vid, v in verts.items():
+        m = TRAIN_FWD.match(vid) or TRAIN_ADAPTER.match(vid)
+        if m:
+            L = max(L, int(m.group(1)) + 1)
+    if L < 1:
+        die("%s: no layer vertices L<i>.sS.* (turnip train --taskgraph-out)" % path)
+    for vid, v in verts.items():
+        if v["kind"] == "input":
+            if TRAIN_DATA.match(vid):
+                inp[vid] = "data"
+            elif TRAIN_ADAPTER.match(vid):
+                inp[vid] = "moment" if vid.endswith((".exp_avg", ".exp_avg_sq")) else "adapter"
+            elif vid.startswith(("model.", "lm_head.")):
+                inp[vid] = "frozen"
+            else:
+                die("%s: input '%s' is none of the training step's (turnip train)" % (path, vid))
+            continue
+        m, h = TRAIN_FWD.match(vid), TRAIN_HEAD.match(vid)
+        if m:
+            li, bw = int(m.group(1)), m.group(2) is not None
+        elif TRAIN_ADAPTER.match(vid):
+            li, bw = int(TRAIN_ADAPTER.match(vid).group(1)), True  # the layer's optimizer step
+        elif h:
+            li = 0 if h.group(1) == "embed" else L - 1
+            bw = h.group(1) in ("dlogits", "dfinal", "dfinal_norm")
+        elif vid == "loss":
+            li, bw = L - 1, False
+        else:
+            die("%s: kernel '%s' is none of the training step's (turnip train)" % (path, vid))
+        kern[vid] = (li, bw, li)
+    return L, kern, inp
 
 
 def main(argv):
@@ -47,7 +164,7 @@ def main(argv):
         if a in ("-h", "--help"):
             print(__doc__)
             return 0
-        if a in ("--profile", "--mgpu", "--mem-frac", "--beta", "-o"):
+        if a in ("--profile", "--mgpu", "--mem-frac", "--beta", "--weights", "-o"):
             if i + 1 >= len(argv):
                 die("%s needs a value" % a)
             opts[a] = argv[i + 1]
@@ -59,62 +176,71 @@ def main(argv):
         i += 1
     if len(args) != 1 or "--profile" not in opts:
         die("usage: chain_from_taskgraph.py TASKGRAPH --profile NAME|FILE [...] (--help)")
-    prof = opts["--profile"]
-    if os.sep not in prof and not prof.endswith(".json"):
-        prof = os.path.join(ROOT, "profiles", prof + ".json")
-    for path in (args[0], prof):
-        if not os.path.isfile(path):
-            die("%s: not a regular file" % path)
-    with open(prof) as f:
-        p = json.load(f)
-    peak, eff, mem_bw, launch = number(p, "peak_flops"), number(p, "efficiency"), number(p, "mem_bw"), number(p, "launch_s")
-    if not (peak > 0 and eff > 0 and mem_bw > 0):
-        die("profile: peak_flops, efficiency and mem_bw must be > 0")
-    with open(args[0]) as f:
+    mode = opts.get("--weights", "all")
+    if mode not in ("all", "adapters"):
+        die("--weights: all or adapters")
+    path = args[0]
+    if not os.path.isfile(path):
+        die("%s: not a regular file" % path)
+    prof = load_profile(opts["--profile"])
+    with open(path) as f:
         g = json.load(f)
-    if g.get("format") != "turnip.taskgraph/1" or g.get("devices") != 1:
-        die("%s: a turnip.taskgraph/1 graph on one device (turnip gen layered --backward --devices 1)" % args[0])
+    if not isinstance(g, dict) or g.get("format") != "turnip.taskgraph/1" or g.get("devices") != 1:
+        die("%s: a turnip.taskgraph/1 graph on one device (gen layered --devices 1, train --devices 1)" % path)
     verts = {v["id"]: v for v in g["vertices"]}
-    name = re.compile(r"^L(-?\d+)\.d0\.(bw\.)?(.+)$")
-    layer_of, L = {}, 0
-    for vid in verts:
-        m = name.match(vid)
-        if not m:
-            die("%s: vertex '%s' is not named L<i>.d0.<name> (turnip gen layered)" % (args[0], vid))
-        layer_of[vid] = (int(m.group(1)), m.group(2) is not None, m.group(3))
-        L = max(L, int(m.group(1)))
-    nl = L  # layers 0..L-1; L<L> holds the loss
-    if nl < 1:
-        die("%s: no layers" % args[0])
+    for vid, v in verts.items():
+        if v["kind"] not in ("input", "kernel"):
+            die("%s: vertex '%s' is a %s; one device has no transfers" % (path, vid, v["kind"]))
+    lora = "hyper" in verts
+    if mode == "adapters" and not lora:
+        die("--weights adapters is for a turnip train graph")
+    nl, kern, inp = (classify_train if lora else classify_layered)(path, verts)
+    size = {vid: nbytes(path, v) for vid, v in verts.items()}
+
+    def root(vid):  # the buffer an in-place output shares with the input it overwrote
+        while verts[vid]["kind"] == "kernel" and "inplace" in verts[vid]:
+            vid = verts[vid]["inputs"][verts[vid]["inplace"]]
+        return vid
+
     uf, ub, w, a = [0.0] * nl, [0.0] * nl, [0] * nl, [0] * nl
-    read_by_bw = set()
-    for vid, v in verts.items():
-        if v["kind"] == "kernel" and layer_of[vid][1]:
-            read_by_bw.update(v.get("inputs", []))
-    for vid, v in verts.items():
-        li, bw, short = layer_of[vid]
-        if v["kind"] == "input":
-            if li >= 0 and short.startswith("w"):
-                w[li] += v["bytes"]
-            continue
-        if v["kind"] != "kernel":
-            die("%s: vertex '%s' is a %s; one device has no transfers" % (args[0], vid, v["kind"]))
-        touched = v["bytes"] + sum(verts[x]["bytes"] for x in v.get("inputs", []))
-        t = launch + max(v.get("flops", 0) / (peak * eff), touched / mem_bw)
-        k = min(li, nl - 1)
+    wl = {}  # weight input -> the one layer whose kernels read it
+    kept = set()  # buffers a backward kernel reads
+    split = {"frozen": 0, "adapter": 0, "moment": 0}
+    for vid, (li, bw, _) in kern.items():
+        v = verts[vid]
+        t = kernel_time(prof, v, size.__getitem__)
         if bw:
-            ub[k] += t
+            ub[li] += t
         else:
-            uf[k] += t
-            if vid in read_by_bw and li < nl:
-                a[li] += v["bytes"]
-    a0 = sum(v["bytes"] for vid, v in verts.items() if v["kind"] == "input" and layer_of[vid][0] < 0)
+            uf[li] += t
+        for x in v.get("inputs", []):
+            if bw:
+                kept.add(root(x))
+            if inp.get(x, "data") != "data":
+                if wl.setdefault(x, li) != li:
+                    die("%s: weight '%s' is read by layers %d and %d (tied embeddings?): a chain layer owns its weights"
+                        % (path, x, wl[x], li))
+    a0 = 0
+    for vid, cls in inp.items():
+        if cls == "data":
+            a0 += size[vid]
+            continue
+        if vid not in wl:
+            die("%s: weight '%s' is read by no kernel" % (path, vid))
+        split[cls] += size[vid]
+        if mode == "adapters" and cls == "frozen":
+            a0 += size[vid]  # pinned on the GPU for the whole iteration
+        else:
+            w[wl[vid]] += size[vid]
+    for r in kept:
+        if r in kern and not kern[r][1] and kern[r][2] is not None:
+            a[kern[r][2]] += size[r]
     # equation 1: M_F_i = w_i + sum_{k<=i} a^k, M_B_i = 2 w_i + sum_{k<=i} a^k (a^0 = a0)
     lo, hi, acc, ws = 0, 0, a0, sum(w)
     for i in range(nl):
         acc += a[i]
         for m in (w[i] + acc, 2 * w[i] + acc):
-            lo = max(lo, m + 0)
+            lo = max(lo, m)
             hi = max(hi, m + ws - w[i])
     try:
         if "--mgpu" in opts:
@@ -126,7 +252,7 @@ def main(argv):
             if not 0 <= frac <= 1:  # also false for NaN
                 die("--mem-frac must be in [0, 1]")
             mgpu = lo + int(frac * (hi - lo))
-        beta = float(opts["--beta"]) if "--beta" in opts else number(p, "h2d_bw")
+        beta = float(opts["--beta"]) if "--beta" in opts else prof["h2d_bw"]
     except ValueError:
         die("--mgpu, --mem-frac and --beta take numbers")
     if not 1 <= beta <= 1e18:  # the range turnip.chain/1 accepts; false for NaN
@@ -144,6 +270,10 @@ def main(argv):
         sys.stdout.write(text)
     print("chain: %d layers, compute sum %.6g s, weights %d bytes, mgpu %d (least %d, all %d), beta %g"
           % (nl, sum(uf) + sum(ub), ws, mgpu, lo, hi, beta), file=sys.stderr)
+    if lora:
+        print("lora: frozen %d, adapters %d, moments %d bytes; weights %s" % (split["frozen"], split["adapter"], split["moment"],
+              "all in w (the frozen part charged as trained)" if mode == "all" else "adapters and moments in w, frozen in a0"),
+              file=sys.stderr)
     return 0
 
 

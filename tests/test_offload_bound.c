@@ -437,3 +437,37 @@ TEST(bound_brute_force_tiny_chains)
     }
     CHECKF(tight >= 2, "only %d brute-force cases had idle time", tight);
 }
+
+/* ---- L = 4 (issue 14's "tiny chains (3-4 layers)"): the same brute force, 2^12 LPs a chain,
+ * about 0.4 s each; two chains at the tightest memory, two at a random one. It checks the MILP
+ * against its own relaxation's binaries; a brute force over explicit schedules replayed by the
+ * checker, and how far the MILP lies below them, is tests/test_offload_brute.c. ---- */
+
+TEST(bound_brute_force_four_layers)
+{
+    int tight = 0;
+    for (int it = 0; it < 4; it++) {
+        owned o;
+        random_chain(&o, 4);
+        if (it % 2 == 0) o.c.mgpu = need_alone(&o.c);
+        double best = -1;
+        for (int m = 0; m < (1 << 12); m++) {
+            int d1[5] = {0}, d0[5] = {0}, os[5] = {0};
+            for (int i = 1; i <= 4; i++) {
+                d1[i] = (m >> (3 * (i - 1))) & 1;
+                d0[i] = (m >> (3 * (i - 1) + 1)) & 1;
+                os[i] = (m >> (3 * (i - 1) + 2)) & 1;
+            }
+            double v = bf_lp(&o.c, d1, d0, os);
+            if (v >= 0 && (best < 0 || v < best)) best = v;
+        }
+        CHECK(best >= 0);
+        double want = sum_u(&o.c) + best;
+        tp_chain_bound_result r;
+        bound_ok(&o.c, 10, &r);
+        CHECK(r.optimal);
+        CHECKF(fabs(r.bound - want) <= 1e-6 * want, "L 4: MILP %.17g brute force %.17g", r.bound, want);
+        if (best > 1e-9 * want) tight++;
+    }
+    CHECKF(tight >= 2, "only %d four-layer brute-force cases had idle time", tight);
+}

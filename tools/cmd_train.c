@@ -14,7 +14,8 @@
 typedef struct {
     cli_exec_flags x;
     cli_backend_flags b;
-    const char *model, *preset, *data, *device_mem, *machine, *targets, *out, *dump, *plan_order, *init, *resident, *wdtype;
+    const char *model, *preset, *data, *device_mem, *machine, *targets, *out, *dump, *plan_order, *init, *resident, *wdtype,
+        *taskgraph;
     long long seq_len, batch, steps, devices, rank, blocks, vocab_chunks;
     double alpha, lr, weight_decay;
     int no_sum_into, quiet, no_verify;
@@ -60,6 +61,9 @@ static const cli_opt opts[] = {
     CLI_O_STR("--out", "DIR", flags, out, "write adapter_model.safetensors and adapter_config.json (PEFT) there"),
     CLI_O_STR("--dump-grads", "FILE", flags, dump,
               "write the first step's gradients (NAME.grad), the initial adapters\n(NAME.init) and the losses (loss, [steps]) there (safetensors)"),
+    CLI_O_STR("--taskgraph-out", "FILE", flags, taskgraph,
+              "write the step's TaskGraph there as the builder makes it (turnip.taskgraph/1,\n"
+              "before the session's keep and resident marks), then train as asked"),
     CLI_O_POLICY(flags, x),
     CLI_O_DETERMINISTIC(flags, x),
     CLI_O_SWITCH("--no-sum-into", flags, no_sum_into, "plan the gradient sums as kernels (all parts on the device at once)"),
@@ -86,7 +90,7 @@ static void help(FILE *f)
         "                    [--resident auto|device|host] [--backend cpu|cuda|sim [--machine NAME]] [--order POLICY]\n"
         "                    [--deterministic] [--no-sum-into] [--weights-dtype f32|f16|bf16] [--link-bandwidth GB/s]\n"
         "                    [--jitter F] [--streams N] [--matmul fast|exact] [--plan-order topo|dfs|greedy] [--out DIR]\n"
-        "                    [--dump-grads FILE] [--no-verify] [--quiet]\n"
+        "                    [--dump-grads FILE] [--taskgraph-out FILE] [--no-verify] [--quiet]\n"
         "\n"
         "LoRA fine-tuning: every step is one plan of one TaskGraph (forward with adapters, next-token\n"
         "cross-entropy, backward with activation checkpointing per layer, AdamW on the adapters), run\n"
@@ -255,7 +259,9 @@ static int run(int argc, char **argv)
     if (fl.wdtype && fl.model) return cli_usage_error("train", "--weights-dtype is for --preset (a checkpoint's weights keep their dtype)", NULL);
     if ((s = cli_llama_config(fl.model, fl.preset, &c, &e))) return cli_fail("train", s, &e);
     if (fl.wdtype && tp_dtype_parse(fl.wdtype, &c.dtype)) return cli_usage_error("train", "--weights-dtype: f32, f16 or bf16", NULL);
-    if ((fl.out && (rc = writable_dir("--out", fl.out, 1))) || (fl.dump && (rc = writable_dir("--dump-grads", fl.dump, 0)))) return rc;
+    if ((fl.out && (rc = writable_dir("--out", fl.out, 1))) || (fl.dump && (rc = writable_dir("--dump-grads", fl.dump, 0))) ||
+        (fl.taskgraph && (rc = writable_dir("--taskgraph-out", fl.taskgraph, 0))))
+        return rc;
     tp_sim_profile prof;
     if (use_sim && (s = tp_sim_profile_read(fl.machine ? fl.machine : "a100x8", &prof, &e))) return cli_fail("train", s, &e);
     if (use_sim && fl.devices > prof.devices)
@@ -334,6 +340,16 @@ static int run(int argc, char **argv)
                           fl.batch * fl.seq_len);
     }
     if (fl.data) printf("data: %s, %lld ids: %lld sequences of %lld\n", fl.data, (long long)nids, (long long)(nids / fl.seq_len), fl.seq_len);
+    if (fl.taskgraph) { /* the graph every step plans, before the session's marks (scripts/lora_chain.py reads it) */
+        tp_graph *g = NULL;
+        if ((s = tp_llama_train_build(&c, &go, &g, &e))) rc = cli_fail("train", s, &e);
+        else if (!(rc = cli_write_graph("train", g, fl.taskgraph))) printf("wrote %s\n", fl.taskgraph);
+        if (rc) {
+            free(ids);
+            return rc;
+        }
+        fflush(stdout);
+    }
     tp_backend *be = use_sim ? cli_sim_backend("train", &prof, &fl.b, &rc) : cli_backend("train", &fl.b, &rc);
     tp_llama_weights *w = NULL;
     s = TP_OK;
