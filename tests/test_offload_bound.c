@@ -8,13 +8,17 @@
  * - monotonicity: less memory or less bandwidth never lowers the optimum;
  * - a brute force for L = 2, 3: every setting of the 3L binaries, each LP built here from the
  *   paper's equations in their cumulative-sum form (not the recurrence of offload_bound.c) and
- *   solved by GLPK's simplex; the minimum must equal the MILP optimum. */
+ *   solved by GLPK's simplex; the minimum must equal the MILP optimum;
+ * - the interior-point path (tp__chain_bound_method): its relaxation bound against the simplex's
+ *   optimum of the same relaxation, never above the MILP optimum; stopped by the time limit
+ *   inside glp_interior, still a valid bound. */
 #include <glpk.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
 #include "io/util.h"
+#include "plan/offload_bound.h"
 #include "turnip/offload.h"
 
 typedef struct owned {
@@ -28,7 +32,10 @@ static uint64_t rnd(void) /* the project's one RNG, counter-based */
 {
     return tp__mix64(0x9e3779b97f4a7c15ull + ++rng_counter);
 }
-static double rnd01(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static double rnd01(void)
+{
+    return (double)(rnd() >> 11) / 9007199254740992.0;
+}
 
 static void wire(owned *o, uint32_t L)
 {
@@ -55,7 +62,8 @@ static uint64_t need_alone(const tp_chain *c)
 static uint64_t need_all(const tp_chain *c)
 {
     uint64_t acc = c->a[0], mx = 0, sw = 0;
-    for (uint32_t i = 0; i < c->layers; i++) sw += c->w[i];
+    for (uint32_t i = 0; i < c->layers; i++)
+        sw += c->w[i];
     for (uint32_t i = 0; i < c->layers; i++) {
         acc += c->a[i + 1];
         uint64_t m = 2 * c->w[i] + acc + (sw - c->w[i]);
@@ -67,7 +75,8 @@ static uint64_t need_all(const tp_chain *c)
 static double sum_u(const tp_chain *c)
 {
     double s = 0;
-    for (uint32_t i = 0; i < c->layers; i++) s += c->uf[i] + c->ub[i];
+    for (uint32_t i = 0; i < c->layers; i++)
+        s += c->uf[i] + c->ub[i];
     return s;
 }
 
@@ -81,7 +90,8 @@ static double sum_u(const tp_chain *c)
 static double serial_makespan(const tp_chain *c)
 {
     double sw = 0;
-    for (uint32_t i = 0; i < c->layers; i++) sw += (double)c->w[i];
+    for (uint32_t i = 0; i < c->layers; i++)
+        sw += (double)c->w[i];
     return sum_u(c) + 3 * sw / c->beta;
 }
 
@@ -93,7 +103,8 @@ static void random_chain(owned *o, uint32_t L)
         o->ub[i] = 1e-3 * (0.4 + 2 * rnd01());
         o->w[i] = 1000000 + rnd() % 50000000;
     }
-    for (uint32_t i = 0; i <= L; i++) o->a[i] = rnd() % 5000000;
+    for (uint32_t i = 0; i <= L; i++)
+        o->a[i] = rnd() % 5000000;
     /* transfers of the mean weight take 0.3x..3x the mean op time */
     o->c.beta = 25e6 / (1e-3 * (0.3 + 2.7 * rnd01()));
     uint64_t lo = need_alone(&o->c), hi = need_all(&o->c);
@@ -105,7 +116,8 @@ static void bound_ok(const tp_chain *c, double tl, tp_chain_bound_result *r)
     tp_error err = {0};
     ASSERT_OK_ERR(tp_chain_bound(c, tl, r, &err), err);
     CHECK(r->solver && strncmp(r->solver, "GLPK", 4) == 0);
-    CHECKF(r->bound <= r->incumbent * (1 + 1e-9) + 1e-12, "bound %.17g incumbent %.17g", r->bound, r->incumbent);
+    CHECKF(r->bound <= r->incumbent * (1 + 1e-9) + 1e-12, "bound %.17g incumbent %.17g", r->bound,
+           r->incumbent);
     CHECK(r->gap >= 0 && r->gap <= 1);
     CHECK(r->seconds >= 0);
     if (r->optimal) ASSERT_NEAR(r->gap, 0, 1e-12);
@@ -194,7 +206,8 @@ TEST(bound_two_layer_closed_form)
         bound_ok(&o.c, 10, &r);
         CHECK(r.optimal);
         double want = 4 + xs[q] + (xs[q] > 2 ? xs[q] - 2 : 0);
-        CHECKF(fabs(r.bound - want) <= 1e-6 * want, "x %g bound %.17g want %.17g", xs[q], r.bound, want);
+        CHECKF(fabs(r.bound - want) <= 1e-6 * want, "x %g bound %.17g want %.17g", xs[q], r.bound,
+               want);
         /* one byte more memory than B alone changes nothing; room for both removes all idle */
         o.c.mgpu = 3000;
         bound_ok(&o.c, 10, &r);
@@ -213,7 +226,9 @@ TEST(bound_between_compute_sum_and_serial_schedule)
         double s = sum_u(&o.c), ser = serial_makespan(&o.c);
         CHECKF(r.bound >= s * (1 - 1e-9), "bound %.17g < compute sum %.17g", r.bound, s);
         CHECKF(r.bound <= ser * (1 + 1e-9), "bound %.17g > serial %.17g", r.bound, ser);
-        if (r.optimal) CHECKF(r.incumbent <= ser * (1 + 1e-6), "MILP optimum %.17g > serial %.17g", r.incumbent, ser);
+        if (r.optimal)
+            CHECKF(r.incumbent <= ser * (1 + 1e-6), "MILP optimum %.17g > serial %.17g",
+                   r.incumbent, ser);
     }
 }
 
@@ -247,8 +262,8 @@ TEST(bound_monotone_in_memory_and_bandwidth)
             bound_ok(&o.c, 10, &r);
             all_opt &= r.optimal;
             if (all_opt && q < 4) {
-                CHECKF(r.bound >= prev * (1 - 1e-6), "mgpu %llu: %.17g < %.17g", (unsigned long long)o.c.mgpu,
-                       r.bound, prev);
+                CHECKF(r.bound >= prev * (1 - 1e-6), "mgpu %llu: %.17g < %.17g",
+                       (unsigned long long)o.c.mgpu, r.bound, prev);
                 compared++;
             }
             prev = r.bound;
@@ -263,7 +278,8 @@ TEST(bound_monotone_in_memory_and_bandwidth)
             bound_ok(&o.c, 10, &r);
             all_opt &= r.optimal;
             if (all_opt && q > 0) {
-                CHECKF(r.bound >= prev * (1 - 1e-6), "beta %g: %.17g < %.17g", o.c.beta, r.bound, prev);
+                CHECKF(r.bound >= prev * (1 - 1e-6), "beta %g: %.17g < %.17g", o.c.beta, r.bound,
+                       prev);
                 compared++;
             }
             prev = r.bound;
@@ -275,8 +291,14 @@ TEST(bound_monotone_in_memory_and_bandwidth)
 /* ---- brute force: the paper's equations, cumulative-sum form, one LP per binary setting ---- */
 
 /* ops 1..2L as in the paper; interval j from op j to op j+1 (2L+1 is 1) */
-static int bf_layer_b(int L, int i) { return L - i + 1; } /* op of B_i, i = 1..L */
-static int bf_layer_f(int L, int i) { return L + i; }
+static int bf_layer_b(int L, int i)
+{
+    return L - i + 1;
+} /* op of B_i, i = 1..L */
+static int bf_layer_f(int L, int i)
+{
+    return L + i;
+}
 
 /* cyclic range a..b of ops (inclusive; a > b wraps): membership of j */
 static int in_cyc(int n, int a, int b, int j)
@@ -304,8 +326,10 @@ static double bf_lp(const tp_chain *c, const int *d1, const int *d0, const int *
     glp_prob *lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
     glp_add_cols(lp, ncol);
-    for (int k = 1; k <= ncol; k++) glp_set_col_bnds(lp, k, GLP_LO, 0, 0);
-    for (int j = 1; j <= n; j++) glp_set_obj_coef(lp, BI(j), 1);
+    for (int k = 1; k <= ncol; k++)
+        glp_set_col_bnds(lp, k, GLP_LO, 0, 0);
+    for (int j = 1; j <= n; j++)
+        glp_set_obj_coef(lp, BI(j), 1);
     int cap = 64 * n * L * n + 1024;
     int *ia = malloc((size_t)cap * sizeof *ia), *ja = malloc((size_t)cap * sizeof *ja);
     double *ar = malloc((size_t)cap * sizeof *ar);
@@ -321,7 +345,8 @@ static double bf_lp(const tp_chain *c, const int *d1, const int *d0, const int *
         u[bf_layer_f(L, i)] = c->uf[i - 1] / St;
         u[bf_layer_b(L, i)] = c->ub[i - 1] / St;
     }
-#define NEWROW(t, lo, hi) (glp_add_rows(lp, 1), row++, glp_set_row_bnds(lp, row, (t), (lo), (hi)), row)
+#define NEWROW(t, lo, hi)                                                                          \
+    (glp_add_rows(lp, 1), row++, glp_set_row_bnds(lp, row, (t), (lo), (hi)), row)
 #define EL(r, col, v) (nz++, ia[nz] = (r), ja[nz] = (col), ar[nz] = (v))
     for (int j = 1; j <= n; j++) { /* (2) */
         int r1 = NEWROW(GLP_UP, 0, u[j]), r2 = NEWROW(GLP_UP, 0, u[j]);
@@ -380,12 +405,14 @@ static double bf_lp(const tp_chain *c, const int *d1, const int *d0, const int *
                 }
         }
         r = NEWROW(GLP_FX, W[i] * os[i], W[i] * os[i]); /* (7) */
-        for (int j = 1; j <= n; j++) EL(r, BO(i, j), 1);
+        for (int j = 1; j <= n; j++)
+            EL(r, BO(i, j), 1);
         r = NEWROW(GLP_FX, W[i] * d1[i], W[i] * d1[i]); /* (8) left: F_i .. before B_i */
         for (int j = 1; j <= n; j++)
             if (in_cyc(n, f, b - 1 >= 1 ? b - 1 : n, j)) EL(r, BD(i, j), 1);
         r = NEWROW(GLP_FX, W[i] * d0[i], W[i] * d0[i]); /* (8) right: B_i .. before F_i */
-        for (int j = b; j <= f - 1; j++) EL(r, BD(i, j), 1);
+        for (int j = b; j <= f - 1; j++)
+            EL(r, BD(i, j), 1);
     }
     CHECK(nz < cap);
     glp_load_matrix(lp, nz, ia, ja, ar);
@@ -398,9 +425,11 @@ static double bf_lp(const tp_chain *c, const int *d1, const int *d0, const int *
     sm.presolve = GLP_ON;
     int rc = glp_simplex(lp, &sm);
     double v = -1;
-    if (rc == 0 && glp_get_status(lp) == GLP_OPT) v = glp_get_obj_val(lp);
-    else CHECKF(rc == GLP_ENOPFS || (rc == 0 && glp_get_status(lp) == GLP_NOFEAS), "simplex rc %d status %d", rc,
-                rc == 0 ? glp_get_status(lp) : -1);
+    if (rc == 0 && glp_get_status(lp) == GLP_OPT)
+        v = glp_get_obj_val(lp);
+    else
+        CHECKF(rc == GLP_ENOPFS || (rc == 0 && glp_get_status(lp) == GLP_NOFEAS),
+               "simplex rc %d status %d", rc, rc == 0 ? glp_get_status(lp) : -1);
     glp_delete_prob(lp);
     return v < 0 ? -1 : v * St;
 #undef NEWROW
@@ -432,7 +461,8 @@ TEST(bound_brute_force_tiny_chains)
         tp_chain_bound_result r;
         bound_ok(&o.c, 10, &r);
         CHECK(r.optimal);
-        CHECKF(fabs(r.bound - want) <= 1e-6 * want, "L %u: MILP %.17g brute force %.17g", L, r.bound, want);
+        CHECKF(fabs(r.bound - want) <= 1e-6 * want, "L %u: MILP %.17g brute force %.17g", L,
+               r.bound, want);
         if (best > 1e-9 * want) tight++;
     }
     CHECKF(tight >= 2, "only %d brute-force cases had idle time", tight);
@@ -470,4 +500,131 @@ TEST(bound_brute_force_four_layers)
         if (best > 1e-9 * want) tight++;
     }
     CHECKF(tight >= 2, "only %d four-layer brute-force cases had idle time", tight);
+}
+
+/* ---- the interior point (tp__chain_bound_method, src/plan/offload_bound.h) ---- */
+
+/* Forced interior point against forced simplex on the same chains: the interior point's dual
+ * bound on the relaxation agrees with the simplex's optimum of it (1e-6 relative), is never
+ * above it (beyond 1e-9: the simplex's own tolerance), and the interior path's bound is never
+ * above the MILP optimum the simplex path proves; the automatic path reports the same optimum. */
+TEST(bound_interior_matches_simplex)
+{
+    int positive = 0, proved = 0, failed = 0;
+    for (int it = 0; it < 24; it++) {
+        owned o;
+        random_chain(&o, 2 + (uint32_t)(rnd() % 7));
+        if (it % 3 == 0) o.c.mgpu = need_alone(&o.c);
+        tp_chain_bound_result rs, ri, ra;
+        tp__bound_detail ds, di;
+        tp_error err = {0};
+        ASSERT_OK_ERR(tp__chain_bound_method(&o.c, 10, TP__LP_SIMPLEX, &rs, &ds, &err), err);
+        ASSERT_OK_ERR(tp__chain_bound_method(&o.c, 10, TP__LP_INTERIOR, &ri, &di, &err), err);
+        bound_ok(&o.c, 10, &ra);
+        CHECK(ds.lp_method == TP__LP_SIMPLEX && !di.ipm_stopped && strstr(rs.solver, "simplex"));
+        double s = sum_u(&o.c), lp = ds.lp_obj;
+        /* the simplex's own dual bound equals its objective (its duals are optimal) */
+        CHECKF(fabs(ds.lp_bound - lp) <= 1e-9 * lp,
+               "L %u: simplex dual bound %.17g objective %.17g", o.c.layers, ds.lp_bound, lp);
+        if (di.ipm_failed) { /* GLPK's interior point gave up: only the validity of its best point's
+                                bound */
+            failed++;
+            CHECK(di.lp_method == 0 && di.ipm_failed_bound <= lp * (1 + 1e-9));
+            CHECK(ri.bound >= s * (1 - 1e-12) && ri.bound <= lp * (1 + 1e-9));
+            continue;
+        }
+        CHECK(di.lp_method == TP__LP_INTERIOR && strstr(ri.solver, "interior"));
+        CHECKF(fabs(di.lp_bound - lp) <= 1e-6 * lp, "L %u: interior %.17g simplex %.17g",
+               o.c.layers, di.lp_bound, lp);
+        CHECKF(di.lp_bound <= lp * (1 + 1e-9), "L %u: interior %.17g above the LP optimum %.17g",
+               o.c.layers, di.lp_bound, lp);
+        CHECK(ri.bound >= s * (1 - 1e-12) && ri.bound <= ri.incumbent * (1 + 1e-9) + 1e-12);
+        CHECK(fabs(ri.bound - di.lp_bound) <= 1e-12 * ri.bound || ri.optimal);
+        if (rs.optimal) {
+            proved++;
+            CHECKF(ri.bound <= rs.bound * (1 + 1e-9),
+                   "L %u: interior %.17g above the MILP optimum %.17g", o.c.layers, ri.bound,
+                   rs.bound);
+            if (ra.optimal)
+                CHECKF(fabs(ra.bound - rs.bound) <= 1e-6 * rs.bound, "auto %.17g simplex %.17g",
+                       ra.bound, rs.bound);
+        }
+        if (lp > s * (1 + 1e-6)) positive++;
+    }
+    CHECKF(positive >= 4, "only %d relaxations with idle time", positive);
+    CHECKF(proved >= 20, "only %d MILP optima", proved);
+    CHECKF(failed <= 3, "the interior point failed on %d of 24 chains", failed);
+}
+
+/* a chain of NL layers (the relaxation takes the interior point tens of iterations) */
+#define NL 36
+typedef struct ownedn {
+    tp_chain c;
+    double uf[NL], ub[NL];
+    uint64_t w[NL], a[NL + 1];
+} ownedn;
+
+static void chain_n(ownedn *o)
+{
+    o->c.layers = NL;
+    o->c.uf = o->uf;
+    o->c.ub = o->ub;
+    o->c.w = o->w;
+    o->c.a = o->a;
+    for (int i = 0; i < NL; i++) {
+        o->uf[i] = 1e-3 * (0.2 + rnd01());
+        o->ub[i] = 3 * o->uf[i];
+        o->w[i] = 20000000 + rnd() % 10000000;
+    }
+    for (int i = 0; i <= NL; i++)
+        o->a[i] = rnd() % 1000000;
+    o->c.beta = 8e9; /* a transfer takes 2.5-3.8 ms, a forward 0.2-1.2 ms: link-bound */
+    o->c.mgpu = need_alone(&o->c) + 12 * 25000000ull;
+}
+
+/* The time limit stops the interior point inside glp_interior (its terminal hook, a longjmp,
+ * the worker's whole GLPK environment freed: ASan's leak check covers it): the bound stays
+ * valid, and the call returns within about one iteration of the limit. A limit shorter than the
+ * model's construction stops it at its first message, deterministically; longer limits land in
+ * some iteration or not at all. */
+TEST(bound_interior_time_limit)
+{
+    ownedn o;
+    chain_n(&o);
+    double s = 0;
+    for (int i = 0; i < NL; i++)
+        s += o.uf[i] + o.ub[i];
+    tp_chain_bound_result r;
+    tp__bound_detail d;
+    tp_error err = {0};
+    ASSERT_OK_ERR(tp__chain_bound_method(&o.c, 1e-4, TP__LP_INTERIOR, &r, &d, &err), err);
+    CHECK(d.ipm_stopped && d.lp_method == 0);
+    ASSERT_NEAR(r.bound, s, 1e-12 * s);
+    CHECK(!r.optimal && r.gap == 1 && isinf(r.incumbent));
+    CHECK(r.seconds < 5);
+    /* the full solve, for reference, then limits that stop it part way */
+    tp_chain_bound_result full;
+    tp__bound_detail dfull;
+    ASSERT_OK_ERR(tp__chain_bound_method(&o.c, 60, TP__LP_INTERIOR, &full, &dfull, &err), err);
+    CHECK(!dfull.ipm_stopped && dfull.lp_method == TP__LP_INTERIOR);
+    CHECKF(full.bound > s * (1 + 1e-3),
+           "the relaxation has no idle: %.17g vs %.17g (lp obj %.17g bound %.17g, failed %d)",
+           full.bound, s, dfull.lp_obj, dfull.lp_bound, dfull.ipm_failed);
+    for (double lim = full.seconds / 4; lim < full.seconds; lim *= 2) {
+        ASSERT_OK_ERR(tp__chain_bound_method(&o.c, lim, TP__LP_INTERIOR, &r, &d, &err), err);
+        CHECK(r.bound >= s * (1 - 1e-12) && r.bound <= full.bound * (1 + 1e-9));
+        if (d.ipm_stopped)
+            CHECKF(r.seconds < lim + full.seconds, "stopped after %g s, limit %g", r.seconds, lim);
+    }
+    /* the automatic path on the same chain (the simplex solves this relaxation; branch and
+     * bound does not finish): at least the relaxation's optimum, within the limit */
+    double lim = 3 * full.seconds + 0.5;
+    ASSERT_OK_ERR(tp__chain_bound_method(&o.c, lim, TP__LP_AUTO, &r, &d, &err), err);
+    CHECKF(d.lp_method == TP__LP_SIMPLEX || d.lp_method == TP__LP_INTERIOR,
+           "method %d stopped %d, %g s (interior alone %g s)", d.lp_method, d.ipm_stopped,
+           r.seconds, full.seconds);
+    CHECKF(r.bound >= full.bound * (1 - 1e-6), "auto %.17g, the interior point's %.17g", r.bound,
+           full.bound);
+    CHECK(r.seconds < lim + full.seconds);
+    ASSERT_STATUS(tp__chain_bound_method(&o.c, 1, (tp__lp_method)7, &r, &d, &err), TP_ERR_ARG);
 }

@@ -24,18 +24,40 @@
  *
  * Scaling: bytes in units of the largest weight (Sb), times in units of Sb / beta (the time to
  * move the largest weight), so beta is 1, weights are in [0, 1] and the link rows have unit
- * coefficients (GLPK's own scaling is not called: it prints to the terminal).
+ * coefficients (GLPK's own scaling is not called).
  *
- * The bound: the root LP relaxation's optimum (glp_simplex), then the best node bound seen
- * during branch and bound (glp_ios_best_node in the callback), capped by the incumbent; the MIP
- * optimum when GLPK proves it. A time limit that stops even the LP leaves sum u (idle >= 0). */
+ * Solving, in a thread of its own (below): the root LP relaxation by GLPK's primal simplex from
+ * an advanced initial basis (glp_adv_basis; from the standard all-slack basis the 96- and
+ * 144-layer chains did not finish in minutes, from this one in seconds), with half the time
+ * limit; then an incumbent: the relaxation's binaries rounded up, an LP with them fixed; then
+ * branch and bound in the time left. If the simplex did not finish, GLPK's interior point
+ * (glp_interior) with the rest, and its relaxation rounded the same way. TP__LP_SIMPLEX and
+ * TP__LP_INTERIOR (src/plan/offload_bound.h) force one or the other.
+ *
+ * The bound: the relaxation's bound is never a solver's objective but a dual bound computed
+ * here from the solver's row duals (dual_bound), valid for any duals however inexact, so an
+ * interior point stopped at its tolerance (or failed, from its best point) cannot overstate it;
+ * then the best node bound seen during branch and bound (glp_ios_best_node in the callback),
+ * capped by the incumbent; the MIP optimum when GLPK proves it. A time limit that stops even the
+ * LP leaves sum u (idle >= 0).
+ *
+ * The time limit: the simplex and branch and bound take one (tm_lim); glp_interior does not.
+ * The solve runs in a thread of its own, with its own GLPK environment (thread-local in GLPK 5),
+ * whose terminal hook checks the clock at every message (the interior point prints one per
+ * iteration) and past the limit leaves glp_interior by longjmp; the thread then frees its whole
+ * environment (glp_free_env), which holds every GLPK object of the solve and nothing of the
+ * caller's. GLPK's terminal output (scaling, the interior point) goes to the hook, not stdout. */
+#include <float.h>
 #include <glpk.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "io/util.h"
+#include "plan/offload_bound.h"
 #include "turnip/offload.h"
 
 #define TP__BOUND_MAX_LAYERS 160u /* the model has ~10 L^2 columns (the paper's chains: 36-144 layers) */
@@ -78,6 +100,134 @@ static void put(trip *t, int row, int col, double v)
     t->ar[t->n] = v;
 }
 
+/* ---- one solve, run in a thread of its own (see the top) ---- */
+
+typedef struct job {
+    /* in */
+    const tp_chain *c;
+    double t0, deadline; /* now_s() at the call, and the limit */
+    tp__lp_method method;
+    /* out */
+    tp_status st;
+    tp_error err;
+    tp_chain_bound_result res;
+    tp__bound_detail det;
+    /* the interior point's way out */
+    jmp_buf jb;
+    volatile int in_ipm;
+} job;
+
+static double left_ms(const job *j)
+{
+    return (j->deadline - now_s()) * 1000.0;
+}
+
+static int tm_lim(double ms)
+{
+    return ms >= INT_MAX ? INT_MAX : ms < 1 ? 1 : (int)ms;
+}
+
+/* GLPK's terminal output, all of it swallowed; during glp_interior, the clock */
+static int on_term(void *info, const char *s)
+{
+    (void)s;
+    job *j = info;
+    if (j->in_ipm && now_s() > j->deadline) {
+        j->in_ipm = 0;
+        longjmp(j->jb, 1);
+    }
+    return 1;
+}
+
+/* glp_interior on P: 0 optimal, 1 anything else (GLPK 5 then keeps the best point it reached,
+ * unless glp_ipt_status is GLP_UNDEF), 2 stopped by the time limit (then no GLPK call may
+ * follow: the environment is abandoned, the worker frees it). */
+static int ipm(job *j, glp_prob *P)
+{
+    glp_iptcp ip;
+    glp_init_iptcp(&ip);
+    ip.msg_lev = GLP_MSG_ALL; /* a message per iteration: the hook's clock */
+    if (setjmp(j->jb)) {
+        j->det.ipm_stopped = 1;
+        return 2;
+    }
+    j->in_ipm = 1;
+    int rc = glp_interior(P, &ip);
+    j->in_ipm = 0;
+    return rc == 0 && glp_ipt_status(P) == GLP_OPT ? 0 : 1;
+}
+
+/* A lower bound on the LP's optimum (min c'x, lo_r <= A_r x <= hi_r, l <= x <= u) from any row
+ * duals y: for every feasible x, c'x = d'x + y'Ax with d = c - A'y, and
+ *   y'Ax >= sum_r min{y_r z : lo_r <= z <= hi_r},   d'x >= sum_j min{d_j t : l_j <= t <= u_j}.
+ * Each y_r is first clamped to the sign its row's finite bounds allow (y_r <= 0 on a row with no
+ * lower bound, >= 0 with no upper); columns with no upper bound of their own take colub[j], a
+ * bound every feasible point (idle: some optimal point) satisfies. Whatever y's accuracy, the
+ * result is a valid bound; the closer y is to optimal, the closer to the optimum. The sums'
+ * rounding error is bounded (gamma_n = n eps / (1 - n eps) times the sum of the magnitudes) and
+ * subtracted. -HUGE_VAL on out of memory. ipt: the interior point's duals, else the simplex's. */
+static double dual_bound(glp_prob *lp, int ipt, const double *colub)
+{
+    int m = glp_get_num_rows(lp), n = glp_get_num_cols(lp);
+    double *y = malloc(((size_t)m + 1) * sizeof *y), *val = malloc(((size_t)m + 1) * sizeof *val);
+    int *ind = malloc(((size_t)m + 1) * sizeof *ind);
+    if (!y || !val || !ind) {
+        free(y);
+        free(val);
+        free(ind);
+        return -HUGE_VAL;
+    }
+    double sum = 0, mag = 0, err = 0;
+    for (int r = 1; r <= m; r++) {
+        double v = ipt ? glp_ipt_row_dual(lp, r) : glp_get_row_dual(lp, r),
+               lo = glp_get_row_lb(lp, r), hi = glp_get_row_ub(lp, r), term = 0;
+        switch (glp_get_row_type(lp, r)) {
+        case GLP_UP:
+            if (v > 0) v = 0;
+            term = v * hi;
+            break;
+        case GLP_LO:
+            if (v < 0) v = 0;
+            term = v * lo;
+            break;
+        case GLP_FX:
+            term = v * lo;
+            break;
+        case GLP_DB:
+            term = v > 0 ? v * lo : v * hi;
+            break;
+        default:
+            v = 0; /* free row */
+        }
+        y[r] = v;
+        sum += term;
+        mag += fabs(term);
+    }
+    for (int k = 1; k <= n; k++) {
+        int len = glp_get_mat_col(lp, k, ind, val);
+        double d = glp_get_obj_coef(lp, k), dm = fabs(d);
+        for (int q = 1; q <= len; q++) {
+            d -= val[q] * y[ind[q]];
+            dm += fabs(val[q] * y[ind[q]]);
+        }
+        int type = glp_get_col_type(lp, k);
+        double l = glp_get_col_lb(lp, k),
+               u = type == GLP_DB || type == GLP_FX ? glp_get_col_ub(lp, k) : colub[k];
+        double term = d >= 0 ? d * l : d * u;
+        sum += term;
+        mag += fabs(term);
+        /* d's own rounding (len + 1 operations), times the larger bound */
+        double g = (len + 2) * DBL_EPSILON;
+        err += g / (1 - g) * dm * (fabs(l) > fabs(u) ? fabs(l) : fabs(u));
+    }
+    double g = ((double)m + (double)n + 2) * DBL_EPSILON;
+    err += g / (1 - g) * mag;
+    free(y);
+    free(val);
+    free(ind);
+    return sum - 2 * err; /* twice: the error terms are themselves rounded */
+}
+
 typedef struct cbstate {
     double best;     /* the best valid bound on sum idle seen, scaled */
     const double *x; /* the rounded-up solution (1-based columns), offered once, or NULL */
@@ -102,75 +252,86 @@ static void on_tree(glp_tree *T, void *info)
     if (isfinite(lb) && lb > st->best) st->best = lb;
 }
 
-/* The relaxation in lp (solved) with every fractional binary rounded up and O* >= D1, D0:
- * solves that LP on a copy; returns its column values (1-based, malloc'd) and *obj, or NULL. */
-static double *round_up(glp_prob *lp, int L, int ncols, double left_ms, double *obj)
+/* The relaxation in lp (solved by the interior point if ipt, else the simplex) with every
+ * binary above a threshold rounded up and O* >= D1, D0: solves that LP on a copy, by the same
+ * method; returns its column values (1-based, malloc'd, binaries exact) and *obj, or NULL
+ * (*stopped = 1: the time limit stopped the interior point; no GLPK call may follow). */
+static double *round_up(job *j, glp_prob *lp, int ipt, int L, int ncols, double *obj, int *stopped)
 {
-    if (left_ms < 1) return NULL;
+    *stopped = 0;
+    if (left_ms(j) < 1) return NULL;
+    const double thr = ipt ? 1e-6 : 1e-9; /* an interior point's zeros are small, not 0 */
     glp_prob *q = glp_create_prob();
     glp_copy_prob(q, lp, GLP_OFF);
     int first = ncols - 3 * L + 1; /* D1 (L), D0 (L), O* (L): the last 3L columns */
     for (int i = 0; i < L; i++) {
-        double d1 = glp_get_col_prim(lp, first + i) > 1e-9, d0 = glp_get_col_prim(lp, first + L + i) > 1e-9;
-        double os = glp_get_col_prim(lp, first + 2 * L + i) > 1e-9 || d1 || d0;
+#define VAL(col) (ipt ? glp_ipt_col_prim(lp, (col)) : glp_get_col_prim(lp, (col)))
+        double d1 = VAL(first + i) > thr, d0 = VAL(first + L + i) > thr;
+        double os = VAL(first + 2 * L + i) > thr || d1 || d0;
+#undef VAL
         glp_set_col_bnds(q, first + i, GLP_FX, d1, d1);
         glp_set_col_bnds(q, first + L + i, GLP_FX, d0, d0);
         glp_set_col_bnds(q, first + 2 * L + i, GLP_FX, os, os);
     }
-    glp_smcp sm;
-    glp_init_smcp(&sm);
-    sm.msg_lev = GLP_MSG_OFF;
-    sm.tm_lim = left_ms >= INT_MAX ? INT_MAX : (int)left_ms;
+    int ok;
+    if (ipt) {
+        int r = ipm(j, q);
+        if (r == 2) {
+            *stopped = 1;
+            return NULL;
+        }
+        ok = r == 0;
+    } else {
+        glp_smcp sm;
+        glp_init_smcp(&sm);
+        sm.msg_lev = GLP_MSG_OFF;
+        sm.tm_lim = tm_lim(left_ms(j));
+        ok = glp_simplex(q, &sm) == 0 && glp_get_status(q) == GLP_OPT;
+    }
     double *x = NULL;
-    if (glp_simplex(q, &sm) == 0 && glp_get_status(q) == GLP_OPT && (x = malloc(((size_t)ncols + 1) * sizeof *x))) {
+    if (ok && (x = malloc(((size_t)ncols + 1) * sizeof *x))) {
         x[0] = 0;
-        for (int k = 1; k <= ncols; k++) x[k] = glp_get_col_prim(q, k);
-        for (int k = first; k <= ncols; k++) x[k] = round(x[k]);
-        *obj = glp_get_obj_val(q);
+        for (int k = 1; k <= ncols; k++)
+            x[k] = ipt ? glp_ipt_col_prim(q, k) : glp_get_col_prim(q, k);
+        for (int k = first; k <= ncols; k++)
+            x[k] = round(x[k]);
+        *obj = ipt ? glp_ipt_obj_val(q) : glp_get_obj_val(q);
     }
     glp_delete_prob(q);
     return x;
 }
 
-static const char solver_name[] = "GLPK " TP__STR(GLP_MAJOR_VERSION) "." TP__STR(GLP_MINOR_VERSION);
+static const char solver_ipm[] =
+    "GLPK " TP__STR(GLP_MAJOR_VERSION) "." TP__STR(GLP_MINOR_VERSION) " interior point";
+static const char solver_spx[] =
+    "GLPK " TP__STR(GLP_MAJOR_VERSION) "." TP__STR(GLP_MINOR_VERSION) " simplex";
+static const char solver_none[] = "GLPK " TP__STR(GLP_MAJOR_VERSION) "." TP__STR(GLP_MINOR_VERSION);
 
 static const char *op_name(uint32_t L, uint32_t k, char *buf, size_t n)
 {
-    if (k < L) snprintf(buf, n, "B_%u", L - k);
-    else snprintf(buf, n, "F_%u", k - L + 1);
+    if (k < L)
+        snprintf(buf, n, "B_%u", L - k);
+    else
+        snprintf(buf, n, "F_%u", k - L + 1);
     return buf;
 }
 
-tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_result *out, tp_error *err)
+/* Checks the chain, builds the model into *lpo (colub: each column's upper bound for
+ * dual_bound, malloc'd) and fills *sum_u, *St. Runs in the worker. */
+static tp_status build(job *jo, glp_prob **lpo, double **colubo, int *ncolso, double *sum_uo,
+                       double *Sto)
 {
-    if (!c || !out) return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: NULL chain or result");
-    memset(out, 0, sizeof *out);
-    out->solver = solver_name;
-    double t0 = now_s(); /* the time limit counts the model's construction too */
-    tp_status valid = tp_chain_check(c, err);
-    if (valid) return valid;
+    const tp_chain *c = jo->c;
+    tp_error *err = &jo->err;
     const uint32_t L = c->layers;
-    if (L < 1 || L > TP__BOUND_MAX_LAYERS)
-        return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: %u layers (the MILP takes 1..%u)", L, TP__BOUND_MAX_LAYERS);
-    if (!c->uf || !c->ub || !c->w || !c->a) return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: NULL array in chain");
-    if (!isfinite(time_limit_s) || time_limit_s <= 0 || time_limit_s > 1e6)
-        return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: time limit %g s (want 0 < t <= 1e6)", time_limit_s);
-    if (!isfinite(c->beta) || !(c->beta > 0))
-        return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: beta %g (want finite > 0)", c->beta);
     double sum_u = 0;
     uint64_t wmax = 0;
+    double wsum = 0;
     for (uint32_t i = 0; i < L; i++) {
-        if (!isfinite(c->uf[i]) || c->uf[i] < 0 || !isfinite(c->ub[i]) || c->ub[i] < 0)
-            return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: layer %u: times uf %g ub %g (want finite >= 0)", i + 1,
-                            c->uf[i], c->ub[i]);
-        if (c->w[i] > TP__MAX_EXACT)
-            return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: layer %u: w over 2^53 bytes", i + 1);
         sum_u += c->uf[i] + c->ub[i];
         if (c->w[i] > wmax) wmax = c->w[i];
+        wsum += (double)c->w[i];
     }
-    for (uint32_t i = 0; i <= L; i++)
-        if (c->a[i] > TP__MAX_EXACT) return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: a^%u over 2^53 bytes", i);
-    if (!isfinite(sum_u)) return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: the sum of the times overflows");
 
     /* M_k of eq. (1) for every op; sizes <= 2^53 and L <= 512 keep these sums exact in uint64 */
     const uint32_t n = 2 * L;
@@ -192,17 +353,18 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
     for (uint32_t k = 0; k < n; k++)
         if (Mk[k] > c->mgpu) {
             char nm[32];
-            tp_status s = tp__fail(err, TP_ERR_INFEASIBLE,
-                                   "tp_chain_bound: %s needs %llu bytes with no other weight resident, over mgpu %llu",
-                                   op_name(L, k, nm, sizeof nm), (unsigned long long)Mk[k],
-                                   (unsigned long long)c->mgpu);
+            tp_status s = tp__fail(
+                err, TP_ERR_INFEASIBLE,
+                "tp_chain_bound: %s needs %llu bytes with no other weight resident, over mgpu %llu",
+                op_name(L, k, nm, sizeof nm), (unsigned long long)Mk[k],
+                (unsigned long long)c->mgpu);
             free(Mk);
             free(uk);
             return s;
         }
 
     const double Sb = wmax ? (double)wmax : 1.0; /* bytes per model unit */
-    const double St = Sb / c->beta;                /* seconds per model unit */
+    const double St = Sb / c->beta;              /* seconds per model unit */
 
     /* columns (1-based) */
     const int nn = (int)n, LL = (int)L, Ln = LL * nn;
@@ -216,13 +378,25 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
 #define C_D0(i) (1 + nn + 5 * Ln + LL + (i))
 #define C_OS(i) (1 + nn + 5 * Ln + 2 * LL + (i))
     const int ncols = nn + 5 * Ln + 3 * LL;
+    double *colub = malloc(((size_t)ncols + 1) * sizeof *colub);
+    if (!colub) {
+        free(Mk);
+        free(uk);
+        return tp__fail(err, TP_ERR_NOMEM, "tp_chain_bound: out of memory");
+    }
 
     glp_prob *lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
     glp_add_cols(lp, ncols);
+    /* colub: what every feasible point satisfies: O <= |w| (eq. 7, O* <= 1), D <= |w| (eq. 8),
+     * P <= 2|w| (P = m' - m + D), s <= |w|; idle_j: replacing it by the largest of 0 and its
+     * rows' needs (eqs. 2, 3), at most sum O or sum P <= 2 sum |w|, keeps a point feasible and
+     * no worse, so some optimal point has idle_j <= 2 sum |w| (+1 for safety) */
+    const double idle_ub = 2 * wsum / Sb + 1;
     for (int j = 0; j < nn; j++) {
         glp_set_col_bnds(lp, C_IDLE(j), GLP_LO, 0, 0);
         glp_set_obj_coef(lp, C_IDLE(j), 1.0);
+        colub[C_IDLE(j)] = idle_ub;
     }
     for (int i = 0; i < LL; i++) {
         double W = (double)c->w[i] / Sb;
@@ -231,14 +405,24 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
             glp_set_col_bnds(lp, C_O(i, j), GLP_LO, 0, 0);
             glp_set_col_bnds(lp, C_P(i, j), GLP_LO, 0, 0);
             glp_set_col_bnds(lp, C_D(i, j), GLP_LO, 0, 0);
-            if (j == b || j == f || W == 0) glp_set_col_bnds(lp, C_M(i, j), GLP_FX, W, W);
-            else glp_set_col_bnds(lp, C_M(i, j), GLP_DB, 0, W);
-            if (j == b) glp_set_col_bnds(lp, C_S(i, j), GLP_FX, 0, 0);
-            else glp_set_col_bnds(lp, C_S(i, j), GLP_LO, 0, 0);
+            colub[C_O(i, j)] = W;
+            colub[C_P(i, j)] = 2 * W;
+            colub[C_D(i, j)] = W;
+            colub[C_M(i, j)] = W;
+            colub[C_S(i, j)] = W;
+            if (j == b || j == f || W == 0)
+                glp_set_col_bnds(lp, C_M(i, j), GLP_FX, W, W);
+            else
+                glp_set_col_bnds(lp, C_M(i, j), GLP_DB, 0, W);
+            if (j == b)
+                glp_set_col_bnds(lp, C_S(i, j), GLP_FX, 0, 0);
+            else
+                glp_set_col_bnds(lp, C_S(i, j), GLP_LO, 0, 0);
         }
         glp_set_col_kind(lp, C_D1(i), GLP_BV);
         glp_set_col_kind(lp, C_D0(i), GLP_BV);
         glp_set_col_kind(lp, C_OS(i), GLP_BV);
+        colub[C_D1(i)] = colub[C_D0(i)] = colub[C_OS(i)] = 1;
     }
 
     trip t = {0};
@@ -302,20 +486,25 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
             }
             /* eq. (7): offloaded completely or not at all */
             int r7 = ROW(GLP_FX, 0, 0);
-            for (int j = 0; j < nn; j++) put(&t, r7, C_O(i, j), 1);
+            for (int j = 0; j < nn; j++)
+                put(&t, r7, C_O(i, j), 1);
             put(&t, r7, C_OS(i), -W);
-            /* eq. (8): deleted completely or not at all, between F_i and B_i (D1), B_i and F_i (D0) */
+            /* eq. (8): deleted completely or not at all, between F_i and B_i (D1), B_i and F_i (D0)
+             */
             int r81 = ROW(GLP_FX, 0, 0), r80 = ROW(GLP_FX, 0, 0);
-            for (int j = f; j != b; j = (j + 1) % nn) put(&t, r81, C_D(i, j), 1);
+            for (int j = f; j != b; j = (j + 1) % nn)
+                put(&t, r81, C_D(i, j), 1);
             put(&t, r81, C_D1(i), -W);
-            for (int j = b; j != f; j = (j + 1) % nn) put(&t, r80, C_D(i, j), 1);
+            for (int j = b; j != f; j = (j + 1) % nn)
+                put(&t, r80, C_D(i, j), 1);
             put(&t, r80, C_D0(i), -W);
         }
     }
     int oom = t.oom || !rtype || !rlo || !rhi;
     if (!oom) {
         glp_add_rows(lp, row);
-        for (int r = 1; r <= row; r++) glp_set_row_bnds(lp, r, rtype[r], rlo[r], rhi[r]);
+        for (int r = 1; r <= row; r++)
+            glp_set_row_bnds(lp, r, rtype[r], rlo[r], rhi[r]);
         glp_load_matrix(lp, (int)t.n, t.ia, t.ja, t.ar);
     }
     free(t.ia);
@@ -329,73 +518,227 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
 #undef ROW
     if (oom) {
         glp_delete_prob(lp);
+        free(colub);
         return tp__fail(err, TP_ERR_NOMEM, "tp_chain_bound: out of memory");
     }
+    *lpo = lp;
+    *colubo = colub;
+    *ncolso = ncols;
+    *sum_uo = sum_u;
+    *Sto = St;
+    return TP_OK;
+}
 
-    double lim_ms = time_limit_s * 1000.0, left0 = lim_ms - (now_s() - t0) * 1000.0; /* after the build */
-    glp_smcp sm;
-    glp_init_smcp(&sm);
-    sm.msg_lev = GLP_MSG_OFF;
-    sm.tm_lim = left0 >= INT_MAX ? INT_MAX : left0 < 1 ? 1 : (int)left0;
-    double best = 0; /* valid bound on sum idle: idle >= 0 */
+/* The solve (see the top), in the worker. Returns 1 when the time limit stopped the interior
+ * point: j->res then holds what was proved before, and no GLPK call may follow. */
+static int solve(job *j)
+{
+    const int L = (int)j->c->layers;
+    glp_prob *lp = NULL;
+    double *colub = NULL, sum_u = 0, St = 0;
+    int ncols = 0;
+    j->st = build(j, &lp, &colub, &ncols, &sum_u, &St);
+    if (j->st) return 0;
+    double best = 0; /* a valid bound on sum idle: idle >= 0 */
     double inc = HUGE_VAL;
-    int optimal = 0;
-    tp_status st = TP_OK;
-    int rc = glp_simplex(lp, &sm);
-    if (rc == 0 && glp_get_status(lp) == GLP_NOFEAS) {
-        st = tp__fail(err, TP_ERR_INFEASIBLE, "tp_chain_bound: the LP relaxation is infeasible");
-    } else if (rc == 0 && glp_get_status(lp) == GLP_OPT) {
-        double v = glp_get_obj_val(lp);
-        if (v > best) best = v;
-        /* an incumbent by rounding the relaxation's binaries up (more deletion never breaks
-         * memory; the extra transfers cost idle): an LP with the binaries fixed */
-        double *x = round_up(lp, LL, ncols, lim_ms - (now_s() - t0) * 1000.0, &inc);
-        if (x && inc <= best + 1e-9 * (1 + best)) { /* the relaxation's optimum is integral */
-            optimal = 1;
-            best = inc;
-        }
-        double left_ms = lim_ms - (now_s() - t0) * 1000.0;
-        if (!optimal && left_ms >= 1) {
-            glp_iocp io;
-            glp_init_iocp(&io);
-            io.msg_lev = GLP_MSG_OFF;
-            io.tm_lim = left_ms >= INT_MAX ? INT_MAX : (int)left_ms;
-            io.presolve = GLP_OFF;
-            io.mir_cuts = GLP_ON;
-            io.fp_heur = GLP_ON;
-            cbstate cs = {best, x};
-            io.cb_func = on_tree;
-            io.cb_info = &cs;
-            int irc = glp_intopt(lp, &io);
-            int ms = glp_mip_status(lp);
-            if (ms == GLP_NOFEAS) {
-                st = tp__fail(err, TP_ERR_INFEASIBLE, "tp_chain_bound: the MILP is infeasible");
-            } else {
-                if ((ms == GLP_OPT || ms == GLP_FEAS) && glp_mip_obj_val(lp) < inc) inc = glp_mip_obj_val(lp);
-                if (irc == 0 && ms == GLP_OPT) {
-                    optimal = 1;
-                    best = inc;
-                } else if (cs.best > best) {
-                    best = cs.best;
+    int optimal = 0, stopped = 0, solved = 0;
+    double *x = NULL;
+    const char *name = solver_none;
+    j->res.bound = sum_u; /* what stands if the interior point is stopped before anything */
+    j->res.incumbent = HUGE_VAL;
+    j->res.gap = 1;
+    j->res.solver = name;
+
+    /* the simplex from an advanced basis (GLPK's triangular crash, glp_adv_basis): on the
+     * 96-layer BERT chain 4 s where the standard (all-slack) basis needed 4-5 minutes */
+    if (j->method != TP__LP_INTERIOR) {
+        glp_adv_basis(lp, 0);
+        glp_smcp sm;
+        glp_init_smcp(&sm);
+        sm.msg_lev = GLP_MSG_OFF;
+        sm.tm_lim =
+            tm_lim(j->method == TP__LP_AUTO ? left_ms(j) / 2
+                                            : left_ms(j)); /* AUTO: half, then the interior point */
+        int rc = glp_simplex(lp, &sm);
+        if (rc == 0 && glp_get_status(lp) == GLP_NOFEAS) {
+            j->st = tp__fail(&j->err, TP_ERR_INFEASIBLE,
+                             "tp_chain_bound: the LP relaxation is infeasible");
+        } else if (rc == 0 && glp_get_status(lp) == GLP_OPT) {
+            solved = 1;
+            double v = dual_bound(lp, 0, colub);
+            j->det.lp_method = TP__LP_SIMPLEX;
+            j->det.lp_obj = sum_u + St * glp_get_obj_val(lp);
+            j->det.lp_bound = sum_u + St * (v > 0 ? v : 0);
+            name = solver_spx;
+            if (v > best) best = v;
+            /* an incumbent by rounding the relaxation's binaries up (more deletion never breaks
+             * memory; the extra transfers cost idle): an LP with the binaries fixed */
+            x = round_up(j, lp, 0, L, ncols, &inc, &stopped);
+            if (x && inc <= best + 1e-9 * (1 + best)) { /* the relaxation's optimum is integral */
+                optimal = 1;
+                best = inc;
+            }
+            if (!optimal && left_ms(j) >= 1) {
+                glp_iocp io;
+                glp_init_iocp(&io);
+                io.msg_lev = GLP_MSG_OFF;
+                io.tm_lim = tm_lim(left_ms(j));
+                io.presolve = GLP_OFF;
+                io.mir_cuts = GLP_ON;
+                io.fp_heur = GLP_ON;
+                cbstate cs = {best, x};
+                io.cb_func = on_tree;
+                io.cb_info = &cs;
+                int irc = glp_intopt(lp, &io);
+                int ms = glp_mip_status(lp);
+                if (ms == GLP_NOFEAS) {
+                    j->st = tp__fail(&j->err, TP_ERR_INFEASIBLE,
+                                     "tp_chain_bound: the MILP is infeasible");
+                } else {
+                    if ((ms == GLP_OPT || ms == GLP_FEAS) && glp_mip_obj_val(lp) < inc)
+                        inc = glp_mip_obj_val(lp);
+                    if (irc == 0 && ms == GLP_OPT) {
+                        optimal = 1;
+                        best = inc;
+                    } else if (cs.best > best) {
+                        best = cs.best;
+                    }
                 }
             }
         }
-        free(x);
+    }
+    /* the interior point: forced, or the simplex did not finish in its time */
+    if (!j->st && !solved && j->method != TP__LP_SIMPLEX) {
+        int r = ipm(j, lp);
+        if (r == 2) {
+            stopped = 1;
+            goto out;
+        }
+        if (r == 0) {
+            double v = dual_bound(lp, 1, colub);
+            j->det.lp_method = TP__LP_INTERIOR;
+            j->det.lp_obj = sum_u + St * glp_ipt_obj_val(lp);
+            j->det.lp_bound = sum_u + St * (v > 0 ? v : 0);
+            name = solver_ipm;
+            if (v > best) best = v;
+            x = round_up(j, lp, 1, L, ncols, &inc, &stopped);
+            if (stopped) goto out;
+            /* the rounded LP's value (the interior point's primal, to its tolerance) meets the
+             * dual bound: proved, and the bound stays the dual one */
+            if (x && inc <= best + 1e-7 * (1 + best)) optimal = 1;
+        } else if (glp_ipt_status(lp) == GLP_NOFEAS) {
+            j->st = tp__fail(&j->err, TP_ERR_INFEASIBLE,
+                             "tp_chain_bound: the LP relaxation is infeasible");
+        } else {
+            /* no convergence or numerical instability (about 2% of small random chains): the
+             * best point's duals still give a valid, if weaker, bound */
+            j->det.ipm_failed = 1;
+            double v = glp_ipt_status(lp) == GLP_UNDEF ? 0 : dual_bound(lp, 1, colub);
+            if (v > 0) j->det.ipm_failed_bound = sum_u + St * v;
+            if (v > best) best = v;
+        }
     }
     glp_delete_prob(lp);
-    if (st) return st;
+out:
+    free(x);
+    free(colub);
+    if (j->st) return stopped;
     if (best > inc) best = inc;
     if (best < 0) best = 0;
-    out->seconds = now_s() - t0;
-    out->optimal = optimal;
-    out->bound = sum_u + St * best;
+    j->res.solver = name;
+    j->res.optimal = optimal;
+    j->res.bound = sum_u + St * best;
     if (isfinite(inc)) {
-        out->incumbent = sum_u + St * inc;
-        out->gap = optimal || out->incumbent <= 0 ? 0 : (out->incumbent - out->bound) / out->incumbent;
-        if (out->gap < 0) out->gap = 0;
+        j->res.incumbent = sum_u + St * inc;
+        if (j->res.incumbent < j->res.bound) j->res.incumbent = j->res.bound;
+        j->res.gap = optimal || j->res.incumbent <= 0
+                         ? 0
+                         : (j->res.incumbent - j->res.bound) / j->res.incumbent;
+        if (j->res.gap < 0) j->res.gap = 0;
     } else {
-        out->incumbent = HUGE_VAL;
-        out->gap = 1;
+        j->res.incumbent = HUGE_VAL;
+        j->res.gap = 1;
     }
-    return TP_OK;
+    return stopped;
+}
+
+static void *worker(void *arg)
+{
+    job *j = arg;
+    glp_term_hook(on_term, j);
+    solve(j);
+    glp_term_hook(NULL, NULL);
+    glp_free_env(); /* this thread's environment: every GLPK object of the solve, stopped or not */
+    return NULL;
+}
+
+tp_status tp__chain_bound_method(const tp_chain *c, double time_limit_s, tp__lp_method method,
+                                 tp_chain_bound_result *out, tp__bound_detail *det, tp_error *err)
+{
+    if (!c || !out) return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: NULL chain or result");
+    memset(out, 0, sizeof *out);
+    if (det) memset(det, 0, sizeof *det);
+    out->solver = solver_none;
+    double t0 = now_s(); /* the time limit counts the model's construction too */
+    tp_status valid = tp_chain_check(c, err);
+    if (valid) return valid;
+    const uint32_t L = c->layers;
+    if (L < 1 || L > TP__BOUND_MAX_LAYERS)
+        return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: %u layers (the MILP takes 1..%u)", L,
+                        TP__BOUND_MAX_LAYERS);
+    if (!c->uf || !c->ub || !c->w || !c->a)
+        return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: NULL array in chain");
+    if (!isfinite(time_limit_s) || time_limit_s <= 0 || time_limit_s > 1e6)
+        return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: time limit %g s (want 0 < t <= 1e6)",
+                        time_limit_s);
+    if ((unsigned)method > TP__LP_INTERIOR)
+        return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: LP method %d", (int)method);
+    if (!isfinite(c->beta) || !(c->beta > 0))
+        return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: beta %g (want finite > 0)", c->beta);
+    double sum_u = 0;
+    for (uint32_t i = 0; i < L; i++) {
+        if (!isfinite(c->uf[i]) || c->uf[i] < 0 || !isfinite(c->ub[i]) || c->ub[i] < 0)
+            return tp__fail(err, TP_ERR_ARG,
+                            "tp_chain_bound: layer %u: times uf %g ub %g (want finite >= 0)", i + 1,
+                            c->uf[i], c->ub[i]);
+        if (c->w[i] > TP__MAX_EXACT)
+            return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: layer %u: w over 2^53 bytes", i + 1);
+        sum_u += c->uf[i] + c->ub[i];
+    }
+    for (uint32_t i = 0; i <= L; i++)
+        if (c->a[i] > TP__MAX_EXACT)
+            return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: a^%u over 2^53 bytes", i);
+    if (!isfinite(sum_u))
+        return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: the sum of the times overflows");
+
+    job *j = calloc(1, sizeof *j);
+    if (!j) return tp__fail(err, TP_ERR_NOMEM, "tp_chain_bound: out of memory");
+    j->c = c;
+    j->t0 = t0;
+    j->deadline = t0 + time_limit_s;
+    j->method = method;
+    pthread_t th;
+    int prc = pthread_create(&th, NULL, worker, j);
+    if (prc) {
+        free(j);
+        return tp__fail(err, TP_ERR_NOMEM,
+                        "tp_chain_bound: cannot start the solver's thread (error %d)", prc);
+    }
+    pthread_join(th, NULL);
+    tp_status st = j->st;
+    if (st) {
+        if (err) *err = j->err;
+    } else {
+        *out = j->res;
+        out->seconds = now_s() - t0;
+        if (det) *det = j->det;
+    }
+    free(j);
+    return st;
+}
+
+tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_result *out,
+                         tp_error *err)
+{
+    return tp__chain_bound_method(c, time_limit_s, TP__LP_AUTO, out, NULL, err);
 }
