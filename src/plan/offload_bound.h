@@ -14,11 +14,11 @@ typedef enum tp__lp_method {
 
 /* Filled by the solve; owns nothing. */
 typedef struct tp__bound_detail {
-    int lp_method;           /* what solved the root relaxation: TP__LP_SIMPLEX, TP__LP_INTERIOR, 0 none */
-    double lp_obj;           /* that solver's objective for it, seconds (compute sum + idle); 0 if none */
-    double lp_bound;         /* the valid bound from its duals, seconds; 0 if none */
-    int ipm_stopped;         /* 1: the time limit stopped the interior point inside glp_interior */
-    int ipm_failed;          /* 1: the interior point ended without an optimum (instability, ...) */
+    int lp_method;   /* what solved the root relaxation: TP__LP_SIMPLEX, TP__LP_INTERIOR, 0 none */
+    double lp_obj;   /* that solver's objective for it, seconds (compute sum + idle); 0 if none */
+    double lp_bound; /* the valid bound from its duals, seconds; 0 if none */
+    int ipm_stopped; /* 1: the time limit stopped the interior point inside glp_interior */
+    int ipm_failed;  /* 1: the interior point ended without an optimum (instability, ...) */
     double ipm_failed_bound; /* then the bound its best point's duals gave, seconds; 0 if none */
 } tp__bound_detail;
 
