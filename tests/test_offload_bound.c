@@ -288,6 +288,7 @@ TEST(bound_monotone_in_memory_and_bandwidth)
     CHECKF(compared >= 60, "only %d comparisons between proved optima", compared);
 }
 
+
 /* ---- brute force: the paper's equations, cumulative-sum form, one LP per binary setting ---- */
 
 /* ops 1..2L as in the paper; interval j from op j to op j+1 (2L+1 is 1) */
@@ -436,6 +437,24 @@ static double bf_lp(const tp_chain *c, const int *d1, const int *d0, const int *
 #undef EL
 }
 
+/* The least idle over every setting of the 3L binaries (L <= 4), each by its own LP; -1 when
+ * none is feasible. */
+static double bf_min(const tp_chain *c, unsigned L)
+{
+    double best = -1;
+    for (int m = 0; m < (1 << (3 * L)); m++) {
+        int d1[5] = {0}, d0[5] = {0}, os[5] = {0};
+        for (int i = 1; i <= (int)L; i++) {
+            d1[i] = (m >> (3 * (i - 1))) & 1;
+            d0[i] = (m >> (3 * (i - 1) + 1)) & 1;
+            os[i] = (m >> (3 * (i - 1) + 2)) & 1;
+        }
+        double v = bf_lp(c, d1, d0, os);
+        if (v >= 0 && (best < 0 || v < best)) best = v;
+    }
+    return best;
+}
+
 TEST(bound_brute_force_tiny_chains)
 {
     int tight = 0;
@@ -444,18 +463,7 @@ TEST(bound_brute_force_tiny_chains)
         uint32_t L = 2 + (uint32_t)(it % 2);
         random_chain(&o, L);
         if (it % 4 < 2) o.c.mgpu = need_alone(&o.c);
-        double best = -1;
-        int bits = 3 * (int)L;
-        for (int m = 0; m < (1 << bits); m++) {
-            int d1[4] = {0}, d0[4] = {0}, os[4] = {0};
-            for (int i = 1; i <= (int)L; i++) {
-                d1[i] = (m >> (3 * (i - 1))) & 1;
-                d0[i] = (m >> (3 * (i - 1) + 1)) & 1;
-                os[i] = (m >> (3 * (i - 1) + 2)) & 1;
-            }
-            double v = bf_lp(&o.c, d1, d0, os);
-            if (v >= 0 && (best < 0 || v < best)) best = v;
-        }
+        double best = bf_min(&o.c, L);
         CHECK(best >= 0);
         double want = sum_u(&o.c) + best;
         tp_chain_bound_result r;
@@ -480,17 +488,7 @@ TEST(bound_brute_force_four_layers)
         owned o;
         random_chain(&o, 4);
         if (it % 2 == 0) o.c.mgpu = need_alone(&o.c);
-        double best = -1;
-        for (int m = 0; m < (1 << 12); m++) {
-            int d1[5] = {0}, d0[5] = {0}, os[5] = {0};
-            for (int i = 1; i <= 4; i++) {
-                d1[i] = (m >> (3 * (i - 1))) & 1;
-                d0[i] = (m >> (3 * (i - 1) + 1)) & 1;
-                os[i] = (m >> (3 * (i - 1) + 2)) & 1;
-            }
-            double v = bf_lp(&o.c, d1, d0, os);
-            if (v >= 0 && (best < 0 || v < best)) best = v;
-        }
+        double best = bf_min(&o.c, 4);
         CHECK(best >= 0);
         double want = sum_u(&o.c) + best;
         tp_chain_bound_result r;
