@@ -294,6 +294,37 @@ tp_status cli_exec_new(const tp_memgraph *mg, tp_backend *be, const cli_exec_fla
     return tp_exec_new(mg, be, &ro, x, e);
 }
 
+/* A plan whose TaskGraph declares resident inputs (TP_M_RESIDENT: a chain graph of turnip
+ * offload-plan --taskgraph) runs only in a session; cli_exec_open opens one of the plan's own
+ * sizes (its device capacities and host bytes). The session's memory is zeroed when it opens
+ * and nothing is written into it before the run, so a resident input holds zeros (the sim
+ * holds no data at all). */
+int cli_has_resident(const tp_memgraph *mg)
+{
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind == TP_M_RESIDENT) return 1;
+    }
+    return 0;
+}
+
+tp_status cli_exec_open(const tp_memgraph *mg, tp_backend *be, const cli_exec_flags *f, tp_session **sess, tp_exec **x,
+                        tp_error *e)
+{
+    *sess = NULL;
+    *x = NULL;
+    if (!cli_has_resident(mg)) return cli_exec_new(mg, be, f, x, e);
+    int nd = tp_graph_devices(tp_memgraph_taskgraph(mg));
+    uint64_t cap[TP_MAX_DEVICES];
+    for (int d = 0; d < nd; d++) cap[d] = tp_memgraph_device_capacity(mg, d);
+    tp_run_opts ro;
+    cli_run_opts(f, &ro);
+    tp_status s = tp_session_new(be, nd, cap, tp_memgraph_host_bytes(mg), sess, e);
+    if (!s) s = tp_exec_new_in(*sess, mg, &ro, x, e);
+    return s;
+}
+
 tp_status cli_exec_run(tp_exec *x, const cli_exec_flags *f, tp_run_summary *sum, tp_error *e)
 {
     long long n = f->repeat > 1 ? f->repeat : 1;

@@ -1,11 +1,6 @@
-/* cli_session.c - sessions on the command line: a plan that starts with resident inputs (sim
- * and run), and `--repeat N` of run and llama: N runs of one graph in one session (issue 11).
- *
- * A plan whose TaskGraph declares resident inputs (TP_M_RESIDENT: a chain graph of turnip
- * offload-plan --taskgraph) runs only in a session; cli_exec_open opens one of the plan's own
- * sizes (its device capacities and host bytes). The session's memory is zeroed when it opens
- * and nothing is written into it before the run, so a resident input holds zeros (the sim
- * holds no data at all).
+/* cli_session.c - `--repeat N` of run and llama: N runs of one graph in one session (issue 11).
+ * (A plan that starts with resident inputs runs in a session of its own sizes: cli_exec_open,
+ * tools/cli.c.)
  *
  * Run 1 is planned with every input declared "keep": whatever inputs it leaves on the devices
  * (the plan's kept list) become the resident inputs of run 2's plan, and so on; each run prints
@@ -35,32 +30,6 @@ static int same_inputs(const tp_memgraph *b, const uint64_t *off_a, uint32_t n)
         if (v.kind == TP_M_INPUT && (v.task >= n || off_a[v.task] != v.write.offset)) return 0;
     }
     return 1;
-}
-
-int cli_has_resident(const tp_memgraph *mg)
-{
-    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
-        tp_mvertex v;
-        tp_memgraph_vertex(mg, i, &v);
-        if (v.kind == TP_M_RESIDENT) return 1;
-    }
-    return 0;
-}
-
-tp_status cli_exec_open(const tp_memgraph *mg, tp_backend *be, const cli_exec_flags *f, tp_session **sess, tp_exec **x,
-                        tp_error *e)
-{
-    *sess = NULL;
-    *x = NULL;
-    if (!cli_has_resident(mg)) return cli_exec_new(mg, be, f, x, e);
-    int nd = tp_graph_devices(tp_memgraph_taskgraph(mg));
-    uint64_t cap[TP_MAX_DEVICES];
-    for (int d = 0; d < nd; d++) cap[d] = tp_memgraph_device_capacity(mg, d);
-    tp_run_opts ro;
-    cli_run_opts(f, &ro);
-    tp_status s = tp_session_new(be, nd, cap, tp_memgraph_host_bytes(mg), sess, e);
-    if (!s) s = tp_exec_new_in(*sess, mg, &ro, x, e);
-    return s;
 }
 
 int cli_keep_inputs(const char *cmd, tp_graph *g)
