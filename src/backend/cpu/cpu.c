@@ -106,7 +106,7 @@ static void sleep_until(double t)
 static double opaque_seconds(const cpu *c, uint32_t task)
 {
     const tp_vertex *t = tp_graph_vertex(c->pc.g, task);
-    if (!(c->o.opaque_rate > 0) || t->kind != TP_V_KERNEL || strcmp(t->op, "opaque")) return 0;
+    if (!(c->o.opaque_rate > 0) || t->kind != TP_V_KERNEL || c->kp[task].op != TP__OP_OPAQUE) return 0;
     return t->flops / c->o.opaque_rate;
 }
 
@@ -114,12 +114,11 @@ static tp_status run_vertex(worker *w, uint32_t v)
 {
     cpu *c = w->cpu;
     tp_mvertex mv;
-    double start = tp__now();
     tp_memgraph_vertex(c->pc.pi.mg, v, &mv);
     tp_status s = tp__fault(&c->pc, v, &w->err);
     if (s) return s;
     if (mv.kind == TP_M_KERNEL && c->o.opaque_rate > 0 && c->kp[mv.task].op == TP__OP_OPAQUE) {
-        sleep_until(start + opaque_seconds(c, mv.task)); /* an opaque kernel touches no data */
+        sleep_until(tp__now() + opaque_seconds(c, mv.task)); /* an opaque kernel touches no data */
         return TP_OK;
     }
     uint8_t *out = tp__mem_ptr(&c->mem, &mv.write);
