@@ -529,6 +529,17 @@ static tp_status build(job *jo, glp_prob **lpo, double **colubo, int *ncolso, do
     return TP_OK;
 }
 
+/* The solved relaxation (by the interior point if ipt, else the simplex): its dual bound raises
+ * *best (idle, scaled), and the details record it in seconds. */
+static void relaxation(job *j, glp_prob *lp, int ipt, const double *colub, double sum_u, double St, double *best)
+{
+    double v = dual_bound(lp, ipt, colub);
+    j->det.lp_method = ipt ? TP__LP_INTERIOR : TP__LP_SIMPLEX;
+    j->det.lp_obj = sum_u + St * (ipt ? glp_ipt_obj_val(lp) : glp_get_obj_val(lp));
+    j->det.lp_bound = sum_u + St * (v > 0 ? v : 0);
+    if (v > *best) *best = v;
+}
+
 /* The solve (see the top), in the worker. Returns 1 when the time limit stopped the interior
  * point: j->res then holds what was proved before, and no GLPK call may follow. */
 static int solve(job *j)
@@ -565,12 +576,8 @@ static int solve(job *j)
                              "tp_chain_bound: the LP relaxation is infeasible");
         } else if (rc == 0 && glp_get_status(lp) == GLP_OPT) {
             solved = 1;
-            double v = dual_bound(lp, 0, colub);
-            j->det.lp_method = TP__LP_SIMPLEX;
-            j->det.lp_obj = sum_u + St * glp_get_obj_val(lp);
-            j->det.lp_bound = sum_u + St * (v > 0 ? v : 0);
+            relaxation(j, lp, 0, colub, sum_u, St, &best);
             name = solver_spx;
-            if (v > best) best = v;
             /* an incumbent by rounding the relaxation's binaries up (more deletion never breaks
              * memory; the extra transfers cost idle): an LP with the binaries fixed */
             x = round_up(j, lp, 0, L, ncols, &inc, &stopped);
@@ -615,12 +622,8 @@ static int solve(job *j)
             goto out;
         }
         if (r == 0) {
-            double v = dual_bound(lp, 1, colub);
-            j->det.lp_method = TP__LP_INTERIOR;
-            j->det.lp_obj = sum_u + St * glp_ipt_obj_val(lp);
-            j->det.lp_bound = sum_u + St * (v > 0 ? v : 0);
+            relaxation(j, lp, 1, colub, sum_u, St, &best);
             name = solver_ipm;
-            if (v > best) best = v;
             x = round_up(j, lp, 1, L, ncols, &inc, &stopped);
             if (stopped) goto out;
             /* the rounded LP's value (the interior point's primal, to its tolerance) meets the
