@@ -440,9 +440,13 @@ static int alloc_for(planner *P, int d, uint32_t p, uint64_t size, int forced, u
 {
     if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
     uint64_t avail = P->dev[d].cap - P->dev[d].used;
-    /* With directed evictions (a strategy that budgeted the memory), free bytes that only lack
-     * a window open one now: waiting would stall the reload behind the bytes dying later. */
-    if (!forced && avail + dying(P, d, p) >= size && !(P->dir_off && avail >= size)) return 0;
+    if (!forced && P->dir_off) { /* a strategy's evictions (tp_plan_opts.evictions) decide what leaves */
+        if (avail < size) return 0; /* its evictions will make the room: no eviction ahead of them */
+        /* the bytes are free but not as one window: open one now, or the reload would wait for
+         * later deaths (and the kernel needing it with it) */
+    } else if (!forced && avail + dying(P, d, p) >= size) {
+        return 0;
+    }
     if (!P->ending && P->nkeep_in) { /* first a window of free bytes and dead kept inputs only: as if freed */
         P->only_dead = 1;
         int got = evict_window(P, d, size, p, addr);
@@ -620,15 +624,16 @@ static void directed(planner *P, uint32_t t)
 {
     for (uint32_t i = P->dir_off[t]; i < P->dir_off[t + 1] && !P->st; i++) {
         uint32_t x = P->dir_val[i];
-        if (P->dcopy[x] == TP__NONE || P->pin[x] || (P->hold && P->hold[x])) continue;
+        if (P->dcopy[x] == TP__NONE || P->pin[x]) continue; /* (no sum-into holds: tp_plan refuses both) */
         uint64_t nu = next_use(P, x);
         if (nu == INF_USE && !P->is_out[x] && !P->keep[x]) continue;
         int d = V_(P, x)->device;
         uint32_t hz = P->h[d] < P->nL[d] ? P->L[d][P->h[d]] : P->npos;
         if (nu != INF_USE && nu <= hz) continue; /* the horizon has it placed: the prefetch is done */
+        evict(P, x);
+        if (P->st) return;
         P->mg->counters.dev[d].directed_count++;
         P->mg->counters.dev[d].directed_bytes += V_(P, x)->bytes;
-        evict(P, x);
     }
 }
 
@@ -904,17 +909,6 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         if (!nu || P->is_out[x] || P->pin[x]) continue; /* kept inputs: droppable once dead, as good as freed */
         uint32_t last = P->use_pos[P->use_off[x + 1] - 1];
         if (last + 1 <= P->npos) P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + last + 1] += V_(P, x)->bytes;
-    }
-    /* a directed eviction frees its bytes after its vertex, as a death does (unless dead by then) */
-    for (uint32_t t = 0; t < n && P->dir_off; t++) {
-        uint32_t q = P->pos[t];
-        if (q == UINT32_MAX || q + 1 > P->npos) continue;
-        for (uint32_t i = P->dir_off[t]; i < P->dir_off[t + 1]; i++) {
-            uint32_t x = P->dir_val[i];
-            int used_after = P->use_off[x + 1] > P->use_off[x] && P->use_pos[P->use_off[x + 1] - 1] > q;
-            if (P->pin[x] || (!used_after && !P->is_out[x] && !P->keep[x])) continue; /* dead by then: not evicted */
-            P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + q + 1] += V_(P, x)->bytes;
-        }
     }
     for (int d = 0; d < P->nd; d++)
         for (uint32_t q = 1; q <= P->npos; q++) P->dies[(size_t)d * (P->npos + 1) + q] += P->dies[(size_t)d * (P->npos + 1) + q - 1];
