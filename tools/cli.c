@@ -155,14 +155,19 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
 
 const char *const cli_weight_offload_names[] = {"greedy", "greedy-star", "l2l", NULL};
 
+tp_offload_algo cli_offload_algo(const char *name)
+{
+    for (int i = 0; name && cli_weight_offload_names[i]; i++) /* names in the enum's order */
+        if (!strcmp(name, cli_weight_offload_names[i])) return (tp_offload_algo)i;
+    return TP_OFFLOAD_GREEDY;
+}
+
 int cli_plan_evictions(const char *cmd, const cli_plan_flags *f, const tp_graph *g, tp_plan_opts *o,
                        tp_plan_evict **owned)
 {
     *owned = NULL;
     if (!f->weight_offload) return 0;
-    tp_offload_algo a = !strcmp(f->weight_offload, "greedy-star") ? TP_OFFLOAD_GREEDY_STAR
-                        : !strcmp(f->weight_offload, "l2l")       ? TP_OFFLOAD_L2L
-                                                                  : TP_OFFLOAD_GREEDY;
+    tp_offload_algo a = cli_offload_algo(f->weight_offload);
     /* the chain's operation order is the graph's file order (topo); another order interleaves
      * the backward with the forward, a schedule the selection was not made for */
     if (f->order && strcmp(f->order, "topo"))

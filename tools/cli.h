@@ -103,6 +103,9 @@ typedef struct cli_plan_flags {
     CLI_O_INT("--evict-budget", "N", S, F.evict_budget, 1, 1000000,                                         \
               "bounded eviction search: after N blocks by next use without a fit, evict\nthe furthest first (default: the best window; docs/planner.md \"Eviction window\")")
 extern const char *const cli_weight_offload_names[]; /* greedy greedy-star l2l */
+/* The strategy a --weight-offload or --algo name names (cli_weight_offload_names, in the
+ * order of tp_offload_algo); greedy for NULL or another name. */
+tp_offload_algo cli_offload_algo(const char *name);
 #define CLI_O_WEIGHT_OFFLOAD(S, F)                                                                                 \
     CLI_O_CHOICE("--weight-offload", "NAME", S, F.weight_offload, cli_weight_offload_names,                          \
                  "a training chain's graph (turnip offload-plan --taskgraph): the weight-offload\n"                    \

@@ -77,15 +77,7 @@ static int write_taskgraph(const tp_chain *c, const tp_offload_schedule *sc, dou
     tp_error e;
     tp_graph *g;
     tp_status s = tp_chain_taskgraph(c, flops, sc, &g, &e);
-    if (s) return cli_fail("offload-plan", s, &e);
-    cli_out out;
-    int rc = cli_out_open("offload-plan", path, &out);
-    if (!rc) {
-        s = tp_graph_write(g, out.f, &e);
-        rc = cli_out_finish("offload-plan", &out, s, &e);
-    }
-    tp_graph_free(g);
-    return rc;
+    return s ? cli_fail("offload-plan", s, &e) : cli_write_graph("offload-plan", g, path);
 }
 
 /* a one-device machine whose kernel time is flops / rate exactly and whose link is beta each way */
@@ -119,9 +111,7 @@ static int run(int argc, char **argv)
     if (fl.flops && !fl.taskgraph && !fl.profile)
         return cli_usage_error("offload-plan", "--flops is for --taskgraph and --sim-profile", NULL);
     if (!fl.flops) fl.flops = 1e12;
-    tp_offload_algo algo = TP_OFFLOAD_GREEDY;
-    if (fl.algo && !strcmp(fl.algo, "greedy-star")) algo = TP_OFFLOAD_GREEDY_STAR;
-    if (fl.algo && !strcmp(fl.algo, "l2l")) algo = TP_OFFLOAD_L2L;
+    tp_offload_algo algo = cli_offload_algo(fl.algo);
     tp_error e;
     tp_chain *c;
     tp_status s = tp_chain_read_file(path, &c, &e);

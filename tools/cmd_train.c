@@ -340,7 +340,7 @@ static int run(int argc, char **argv)
                           fl.batch * fl.seq_len);
     }
     if (fl.data) printf("data: %s, %lld ids: %lld sequences of %lld\n", fl.data, (long long)nids, (long long)(nids / fl.seq_len), fl.seq_len);
-    if (fl.taskgraph) { /* the graph every step plans, before the session's marks (scripts/lora_chain.py reads it) */
+    if (fl.taskgraph) { /* the graph every step plans, before the session's marks (scripts/chain_from_taskgraph.py reads it) */
         tp_graph *g = NULL;
         if ((s = tp_llama_train_build(&c, &go, &g, &e))) rc = cli_fail("train", s, &e);
         else if (!(rc = cli_write_graph("train", g, fl.taskgraph))) printf("wrote %s\n", fl.taskgraph);
