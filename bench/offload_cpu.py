@@ -55,7 +55,10 @@ def die(msg):
 
 
 def run(cmd, timeout=900):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        die("%s: no answer in %d s" % (" ".join(cmd), timeout))
     if p.returncode != 0:
         die("%s: exit %d: %s" % (" ".join(cmd), p.returncode, (p.stderr or p.stdout).strip()[-2000:]))
     return p.stdout
@@ -187,11 +190,11 @@ def main(argv):
     turnip = a["turnip"]
     if not os.access(turnip, os.X_OK):
         die("no turnip at %s (scripts/build.sh build)" % turnip)
-    try:
-        with open(a["chain"]) as f:
-            chain = json.load(f)
-    except (OSError, ValueError) as e:
-        die("%s: %s" % (a["chain"], e))
+    if not os.path.isfile(a["chain"]):
+        die("%s: not a regular file" % a["chain"])
+    run([turnip, "offload-plan", a["chain"]])  # the chain reader's checks (exit 2, one line) before scaling it
+    with open(a["chain"]) as f:
+        chain = json.load(f)
     if a["layers"] > len(chain.get("layers", [])):
         die("--layers %d: the chain has %d" % (a["layers"], len(chain.get("layers", []))))
     sc = scale_chain(chain, a["layers"], a["s"], a["k"])
@@ -243,12 +246,16 @@ def main(argv):
                     r["cpu/sim"]), flush=True)
     if a["csv"]:
         cols = list(rows[0].keys())
-        tmp = a["csv"] + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(",".join(cols) + "\n")
-            for r in rows:
-                f.write(",".join(str(r[c]) for c in cols) + "\n")
-        os.replace(tmp, a["csv"])
+        fd, tmp = tempfile.mkstemp(prefix=".offload_cpu.", dir=os.path.dirname(os.path.abspath(a["csv"])))
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(",".join(cols) + "\n")
+                for r in rows:
+                    f.write(",".join(str(r[c]) for c in cols) + "\n")
+            os.replace(tmp, a["csv"])
+        except BaseException:
+            os.unlink(tmp)
+            raise
         print("wrote %s" % a["csv"])
     return 0
 

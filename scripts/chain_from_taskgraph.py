@@ -43,6 +43,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "u8": 1}  # src/io/dtype.c
@@ -78,6 +79,43 @@ def load_profile(name):
     return prof
 
 
+MAX_EXACT = 1 << 53
+
+
+def is_int(x, hi=MAX_EXACT):
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= hi
+
+
+def check_vertices(path, g):
+    """the fields this script reads, range-checked: ids unique strings, kinds, bytes / shape within
+    2^53, flops finite and >= 0, inputs known ids, inplace an index of them"""
+    vs = g.get("vertices")
+    if not isinstance(vs, list) or not vs:
+        die("%s: no vertices" % path)
+    verts = {}
+    for v in vs:
+        if not isinstance(v, dict) or not isinstance(v.get("id"), str) or v["id"] in verts:
+            die("%s: a vertex without a string id, or a duplicate id" % path)
+        verts[v["id"]] = v
+    for vid, v in verts.items():
+        if v.get("kind") not in ("input", "kernel"):
+            die("%s: vertex '%s' is a %s; one device has no transfers" % (path, vid, v.get("kind")))
+        if "bytes" in v and not is_int(v["bytes"]):
+            die("%s: vertex '%s': bytes must be an integer in [0, 2^53]" % (path, vid))
+        if "shape" in v and not (isinstance(v["shape"], list) and all(is_int(d) for d in v["shape"])
+                                 and math.prod(v["shape"]) <= MAX_EXACT):
+            die("%s: vertex '%s': shape must be integers with a product of at most 2^53" % (path, vid))
+        fl = v.get("flops", 0)
+        if not isinstance(fl, (int, float)) or isinstance(fl, bool) or not math.isfinite(fl) or fl < 0:
+            die("%s: vertex '%s': flops must be a finite number >= 0" % (path, vid))
+        ins = v.get("inputs", [])
+        if not isinstance(ins, list) or any(not isinstance(x, str) or x not in verts for x in ins):
+            die("%s: vertex '%s': inputs must name vertices of the graph" % (path, vid))
+        if "inplace" in v and not is_int(v["inplace"], len(ins) - 1):
+            die("%s: vertex '%s': inplace must index its inputs" % (path, vid))
+    return verts
+
+
 def nbytes(path, v):
     if "bytes" in v:
         return v["bytes"]
@@ -106,11 +144,15 @@ def classify_layered(path, verts):
         if not m:
             die("%s: vertex '%s' is not named L<i>.d0.<name> (turnip gen layered)" % (path, vid))
         L = max(L, int(m.group(1)))
+    if L > len(verts):
+        die("%s: layer %d with only %d vertices" % (path, L, len(verts)))
     for vid, v in verts.items():
         m = LAYERED.match(vid)
         li, bw, short = int(m.group(1)), m.group(2) is not None, m.group(3)
         if v["kind"] == "input":
             inp[vid] = "frozen" if li >= 0 and short.startswith("w") else "data"
+        elif li < 0:
+            die("%s: kernel '%s' in layer %d" % (path, vid, li))
         else:
             kern[vid] = (min(li, L - 1), bw, li if li < L else None)  # the loss layer L: time only
     return L, kern, inp
@@ -128,6 +170,8 @@ def classify_train(path, verts):
         m = TRAIN_FWD.match(vid) or TRAIN_ADAPTER.match(vid)
         if m:
             L = max(L, int(m.group(1)) + 1)
+    if L > len(verts):
+        die("%s: layer %d with only %d vertices" % (path, L - 1, len(verts)))
     if L < 1:
         die("%s: no layer vertices L<i>.sS.* (turnip train --taskgraph-out)" % path)
     for vid, v in verts.items():
@@ -155,6 +199,18 @@ def classify_train(path, verts):
             die("%s: kernel '%s' is none of the training step's (turnip train)" % (path, vid))
         kern[vid] = (li, bw, li)
     return L, kern, inp
+
+
+def write_atomic(out, text):
+    """text into out by a private temporary file beside it, renamed into place"""
+    fd, tmp = tempfile.mkstemp(prefix=".chain.", dir=os.path.dirname(os.path.abspath(out)))
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def main(argv):
@@ -187,10 +243,7 @@ def main(argv):
         g = json.load(f)
     if not isinstance(g, dict) or g.get("format") != "turnip.taskgraph/1" or g.get("devices") != 1:
         die("%s: a turnip.taskgraph/1 graph on one device (gen layered --devices 1, train --devices 1)" % path)
-    verts = {v["id"]: v for v in g["vertices"]}
-    for vid, v in verts.items():
-        if v["kind"] not in ("input", "kernel"):
-            die("%s: vertex '%s' is a %s; one device has no transfers" % (path, vid, v["kind"]))
+    verts = check_vertices(path, g)
     lora = "hyper" in verts
     if mode == "adapters" and not lora:
         die("--weights adapters is for a turnip train graph")
@@ -198,7 +251,11 @@ def main(argv):
     size = {vid: nbytes(path, v) for vid, v in verts.items()}
 
     def root(vid):  # the buffer an in-place output shares with the input it overwrote
+        seen = set()
         while verts[vid]["kind"] == "kernel" and "inplace" in verts[vid]:
+            if vid in seen:
+                die("%s: vertex '%s' is its own in-place input (a cycle)" % (path, vid))
+            seen.add(vid)
             vid = verts[vid]["inputs"][verts[vid]["inplace"]]
         return vid
 
@@ -262,10 +319,7 @@ def main(argv):
     text = json.dumps(chain, indent=1) + "\n"
     out = opts.get("-o")
     if out:
-        tmp = out + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, out)
+        write_atomic(out, text)
     else:
         sys.stdout.write(text)
     print("chain: %d layers, compute sum %.6g s, weights %d bytes, mgpu %d (least %d, all %d), beta %g"

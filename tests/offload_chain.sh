@@ -30,4 +30,23 @@ PY
     done
 done
 expect 2 "not a regular file" /usr/bin/python3 "$SRC/scripts/chain_from_taskgraph.py" "$D/missing.json" --profile a100x8
+# hostile graphs: each a one-line refusal (exit 2), no traceback
+/usr/bin/python3 - "$D/g.json" "$D" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))
+k = next(i for i, v in enumerate(g["vertices"]) if v["kind"] == "kernel")
+def bad(name, f):
+    h = json.loads(json.dumps(g)); f(h); json.dump(h, open("%s/bad-%s.json" % (sys.argv[2], name), "w"))
+bad("bytes", lambda h: h["vertices"][k].__setitem__("bytes", -1))
+bad("inplace", lambda h: h["vertices"][k].__setitem__("inplace", 99))
+bad("flops", lambda h: h["vertices"][k].__setitem__("flops", "x"))
+bad("input", lambda h: h["vertices"][k].__setitem__("inputs", ["nowhere"]))
+used = {x for v in g["vertices"] for x in v.get("inputs", [])}
+sink = next(i for i, v in enumerate(g["vertices"]) if v["kind"] == "kernel" and v["id"] not in used)
+bad("layer", lambda h: h["vertices"][sink].__setitem__("id", "L999999999.d0.x"))
+PY
+for b in bytes inplace flops input layer; do
+    m="chain_from_taskgraph: "; [ $b = layer ] && m="layer 999999999 with only"
+    expect 2 "$m" /usr/bin/python3 "$SRC/scripts/chain_from_taskgraph.py" "$D/bad-$b.json" --profile a100x8
+done
 finish offload_chain
