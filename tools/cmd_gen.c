@@ -51,7 +51,7 @@ static const cli_opt llama_opts[] = {
     CLI_O_INT("--seq", "T", llama_flags, seq, 1, LLONG_MAX, "llama: prompt tokens of each sequence (required)"),
     CLI_O_SWITCH("--kv-out", llama_flags, kv_out, "llama: every layer's keys and values are outputs (kv.L.k.bB.gG, ...)"),
     CLI_O_SWITCH("--all-logits", llama_flags, all_logits, "llama: logits of every position, not just the last"),
-    CLI_O_INT("--blocks", "N", llama_flags, blocks, 1, INT_MAX, "llama: query blocks (default 1)"),
+    CLI_O_INT("--blocks", "N", llama_flags, blocks, 1, INT_MAX, "llama: query blocks (default 1; --residual scatter raises it as turnip llama\ndoes)"),
     CLI_O_INT("--mlp-chunks", "C", llama_flags, mlp_chunks, 1, INT_MAX, "llama: column chunks of each device's MLP (default 1)"),
     CLI_O_CHOICE("--residual", "gather|scatter", llama_flags, residual, cli_residual_names,
                  "llama: where the residual stream lives (see turnip llama --help)"),
@@ -107,7 +107,7 @@ static void help(FILE *f)
 static int gen_llama(int argc, char **argv, int decode)
 {
     const char *cmd = decode ? "gen decode" : "gen llama";
-    llama_flags fl = {.batch = 1, .devices = 1, .vocab_chunks = 1, .blocks = 1, .mlp_chunks = 1};
+    llama_flags fl = {.batch = 1, .devices = 1, .vocab_chunks = 1, .mlp_chunks = 1};
     int npos, rc = cli_parse("gen", llama_opts, &fl, argc, argv, 3, NULL, 0, &npos, NULL);
     if (rc) return rc;
     if (!fl.model == !fl.preset) return cli_usage_error("gen", "name one of --model DIR and --preset NAME", NULL);
@@ -128,8 +128,8 @@ static int gen_llama(int argc, char **argv, int decode)
         lo.batch = fl.batch;
         lo.kv_out = fl.kv_out;
         lo.all_logits = fl.all_logits;
-        lo.residual = cli_residual(fl.residual);
-        lo.blocks = (int)fl.blocks;
+        tp_llama_opts_residual(&lo, cli_residual(fl.residual)); /* scatter: more blocks, as llama's */
+        if (fl.blocks) lo.blocks = (int)fl.blocks;
         lo.mlp_chunks = (int)fl.mlp_chunks;
         lo.vocab_chunks = (int)fl.vocab_chunks;
         tp_build_estimate est; /* refuse a graph the machine cannot hold before building it */
