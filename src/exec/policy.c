@@ -53,11 +53,7 @@ tp_status tp__rings_init(tp__rings *r, const tp__policy_env *env, tp_error *err)
     r->cap = malloc((q + 1) * sizeof *r->cap);
     r->head = calloc(q + 1, sizeof *r->head);
     r->count = calloc(q + 1, sizeof *r->count);
-    if (r->off)
-        for (size_t i = 0; i < q; i++) {
-            r->off[i] = (uint32_t)total;
-            total += env->qsize[i];
-        }
+    if (r->off) total = tp__queue_offsets(env, r->off);
     r->v = malloc((total + 1) * sizeof *r->v);
     if (!r->off || !r->cap || !r->head || !r->count || !r->v) {
         tp__rings_free(r);
@@ -104,4 +100,14 @@ void tp__rings_free(tp__rings *r)
     free(r->head);
     free(r->count);
     memset(r, 0, sizeof *r);
+}
+
+size_t tp__queue_offsets(const tp__policy_env *env, uint32_t *off)
+{
+    size_t total = 0;
+    for (uint32_t q = 0; q < env->nqueues; q++) {
+        off[q] = (uint32_t)total;
+        total += env->qsize[q];
+    }
+    return total;
 }

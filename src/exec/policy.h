@@ -67,4 +67,8 @@ void tp__rings_push(tp__rings *r, uint32_t q, uint32_t v);
 uint32_t tp__rings_take(tp__rings *r, uint32_t q, uint32_t k);
 void tp__rings_free(tp__rings *r);
 
+/* Each queue's offset in one array of all queues' vertices (env->qsize laid end to end) into
+ * off[0..nqueues); returns the total. */
+size_t tp__queue_offsets(const tp__policy_env *env, uint32_t *off);
+
 #endif

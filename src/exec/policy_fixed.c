@@ -98,11 +98,7 @@ static tp_status fixed_init(const tp__policy_env *env, void **state, tp_error *e
         fixed_free(st);
         return s;
     }
-    uint32_t total = 0;
-    for (uint32_t q = 0; q < env->nqueues; q++) {
-        st->off[q] = total;
-        total += env->qsize[q];
-    }
+    tp__queue_offsets(env, st->off);
     for (uint32_t r = 0; r < env->n; r++) { /* each queue's vertices, in the global order */
         uint32_t v = order[r], q = env->queue[v];
         if (q != TP__NO_QUEUE) st->seq[st->off[q] + st->len[q]++] = v;

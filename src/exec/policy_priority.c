@@ -85,11 +85,7 @@ static tp_status prio_init(const tp__policy_env *env, void **state, tp_error *er
         prio_free(st);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
-    size_t total = 0;
-    for (uint32_t q = 0; q < env->nqueues; q++) {
-        st->off[q] = (uint32_t)total;
-        total += env->qsize[q];
-    }
+    size_t total = tp__queue_offsets(env, st->off);
     st->slot = malloc((total + 1) * sizeof *st->slot);
     if (!st->slot || bottom_levels(env, st->prio)) {
         prio_free(st);

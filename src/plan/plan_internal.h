@@ -54,8 +54,10 @@ tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__
 /* Sum-into (sumlower.c, which also holds tp_plan, the entry that calls it or tp__plan_graph):
  * when sums marked "accumulate" are lowered: rewrites g, plans
  * the rewrite, converts the plan back onto g (groups), falls back to plain planning when the
- * rewrite is infeasible. *done is 0 (and nothing else happens) when g has no sum to lower. */
-tp_status tp__plan_sum_into(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, int *done, tp_error *err);
+ * rewrite is infeasible. *done is 0 (and nothing else happens) when g has no sum to lower.
+ * marked: tp__count_marked_sums(g), which the caller has counted. */
+tp_status tp__plan_sum_into(const tp_graph *g, const tp_plan_opts *opts, uint32_t marked, tp_memgraph **out, int *done,
+                            tp_error *err);
 /* Marked sums ("op": "sum", "attrs": {"accumulate": true}) in g. */
 uint32_t tp__count_marked_sums(const tp_graph *g);
 

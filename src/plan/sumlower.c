@@ -446,7 +446,8 @@ done:
     return st;
 }
 
-tp_status tp__plan_sum_into(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, int *done, tp_error *err)
+tp_status tp__plan_sum_into(const tp_graph *g, const tp_plan_opts *opts, uint32_t marked, tp_memgraph **out, int *done,
+                            tp_error *err)
 {
     lower L;
     *done = 0;
@@ -468,7 +469,6 @@ tp_status tp__plan_sum_into(const tp_graph *g, const tp_plan_opts *opts, tp_memg
     s = tp__plan_graph(L.g2, opts, &lv, &m2, &e2);
     if (!s) s = convert(&L, m2, out, &e2);
     tp_memgraph_free(m2);
-    uint32_t marked = tp__count_marked_sums(g);
     if (s == TP_ERR_INFEASIBLE) { /* held chain values cost room: plan the sums as kernels */
         s = tp__plan_graph(g, opts, NULL, out, err);
         if (!s) (*out)->counters.sum_into_fallback = 1;
@@ -488,15 +488,16 @@ tp_status tp__plan_sum_into(const tp_graph *g, const tp_plan_opts *opts, tp_memg
 tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out, tp_error *err)
 {
     if (!g || !opts || !out) return tp__fail(err, TP_ERR_ARG, "tp_plan: NULL argument");
-    if (opts->nevictions && opts->sum_into && tp__count_marked_sums(g))
+    uint32_t marked = tp__count_marked_sums(g);
+    if (opts->nevictions && opts->sum_into && marked)
         return tp__fail(err, TP_ERR_ARG, "directed evictions name the vertices of the graph as given: plan it without "
                                          "sum-into (--no-sum-into), whose rewrite renumbers them");
     if (opts->sum_into) {
         int done = 0;
-        tp_status s = tp__plan_sum_into(g, opts, out, &done, err);
+        tp_status s = tp__plan_sum_into(g, opts, marked, out, &done, err);
         if (done) return s;
     }
     tp_status s = tp__plan_graph(g, opts, NULL, out, err);
-    if (!s) (*out)->counters.sums_marked = tp__count_marked_sums(g);
+    if (!s) (*out)->counters.sums_marked = marked;
     return s;
 }
