@@ -54,7 +54,6 @@ typedef struct {
     double remaining, bytes; /* bytes */
     int link[2];             /* -1: unused */
     double extra;            /* seconds after its bytes: latency, and wake_s if its engine slept */
-    double alone;            /* its rate with its links to itself (bytes/s) */
 } flow;
 
 #define QDEPTH 8 /* copies queued behind a copy engine's active one */
@@ -207,7 +206,9 @@ static void start_flow(sim *s, flow f)
     s->t0[f.v] = s->now;
     f.extra = s->p.copy_latency_s;
     if (s->p.wake_s > 0 && s->now - s->eng[f.link[0]].idle_since > s->p.wake_after_s) f.extra += s->p.wake_s;
-    s->cp_w[f.v] = f.bytes / f.alone + f.extra; /* at least what it takes from now on */
+    double alone = s->bw[f.link[0]]; /* its rate with its links to itself */
+    if (f.link[1] >= 0 && s->bw[f.link[1]] < alone) alone = s->bw[f.link[1]];
+    s->cp_w[f.v] = f.bytes / alone + f.extra; /* at least what it takes from now on */
     for (int k = 0; k < 2; k++)
         if (f.link[k] >= 0) s->active[f.link[k]]++;
     s->flows[s->nflows++] = f;
@@ -239,7 +240,7 @@ static void sim_launch(tp_backend *be, uint32_t v, int unit)
         return;
     }
     double b = (double)mv.write.bytes * jit(s, v);
-    flow f = {v, b, b, {engine_of(s, v), -1}, 0, alone_rate(&s->p, mv.kind)};
+    flow f = {v, b, b, {engine_of(s, v), -1}, 0};
     if (on_bus(&s->p, mv.kind)) f.link[1] = 3 * s->nd;
     double longest = copy_time(&s->p, mv.kind, b) + s->p.wake_s; /* its time with its links to itself, if its engine slept */
     if (!(longest >= 0 && s->now + longest < INFINITY)) {
