@@ -60,14 +60,8 @@ static tp_status bottom_levels(const tp__policy_env *env, double *prio)
         free(order);
         return s;
     }
-    for (uint32_t v = 0; v < n; v++) prio[v] = env->cost ? env->cost[v] : 0;
-    for (uint32_t i = reached; i-- > 0;) {
-        uint32_t v = order[i];
-        double best = 0;
-        for (uint32_t k = env->succ_off[v]; k < env->succ_off[v + 1]; k++)
-            if (prio[env->succ[k]] > best) best = prio[env->succ[k]];
-        prio[v] += best;
-    }
+    for (uint32_t v = 0; v < n; v++) prio[v] = env->cost ? env->cost[v] : 0; /* (all reached: a MemGraph is acyclic) */
+    tp__bottom_levels(env->succ_off, env->succ, order, reached, env->cost, prio);
     free(order);
     return TP_OK;
 }

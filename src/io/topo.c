@@ -52,3 +52,18 @@ tp_status tp__topo_sort(uint32_t n, const uint32_t *off, const uint32_t *succ, u
     *reached = k;
     return TP_OK;
 }
+
+double tp__bottom_levels(const uint32_t *off, const uint32_t *succ, const uint32_t *order, uint32_t reached,
+                         const double *w, double *out)
+{
+    double longest = 0;
+    for (uint32_t i = reached; i-- > 0;) {
+        uint32_t v = order[i];
+        double best = 0;
+        for (uint32_t k = off[v]; k < off[v + 1]; k++)
+            if (out[succ[k]] > best) best = out[succ[k]];
+        out[v] = (w ? w[v] : 0) + best;
+        if (out[v] > longest) longest = out[v];
+    }
+    return longest;
+}

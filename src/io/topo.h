@@ -34,4 +34,10 @@ void tp__topo_indegrees(uint32_t n, const uint32_t *off, const uint32_t *succ, u
 tp_status tp__topo_sort(uint32_t n, const uint32_t *off, const uint32_t *succ, uint32_t *indeg, tp__topo_mode mode,
                         uint32_t *order, uint32_t *reached);
 
+/* Bottom levels over a topological order (order[0..reached), as tp__topo_sort gives it):
+ * out[v] = w[v] (0 when w is NULL) + the largest out[] of v's successors, for each v of the
+ * order; others untouched. Returns the largest, the longest weighted path (0 when empty). */
+double tp__bottom_levels(const uint32_t *off, const uint32_t *succ, const uint32_t *order, uint32_t reached,
+                         const double *w, double *out);
+
 #endif

@@ -379,22 +379,11 @@ static double sim_now(tp_backend *be)
     return ((sim *)be)->now;
 }
 
-/* the longest path of the last run's weights: finish times in one pass over the order */
+/* the longest path of the last run's weights (cp_f: scratch for the bottom levels) */
 static double critical_path(sim *s)
 {
-    const uint32_t *off = s->pc.pi.succ_off, *succ = s->pc.pi.succ;
-    uint32_t n = tp_memgraph_size(s->pc.pi.mg);
-    double cp = 0;
-    if (!s->order || !off) return 0;
-    memset(s->cp_f, 0, (size_t)n * sizeof *s->cp_f); /* the latest finish of each one's deps so far */
-    for (uint32_t i = 0; i < s->nordered; i++) {
-        uint32_t v = s->order[i];
-        double f = s->cp_f[v] + s->cp_w[v];
-        if (f > cp) cp = f;
-        for (uint32_t k = off[v]; k < off[v + 1]; k++)
-            if (f > s->cp_f[succ[k]]) s->cp_f[succ[k]] = f;
-    }
-    return cp;
+    if (!s->order || !s->pc.pi.succ_off) return 0;
+    return tp__bottom_levels(s->pc.pi.succ_off, s->pc.pi.succ, s->order, s->nordered, s->cp_w, s->cp_f);
 }
 
 static double sim_bound(tp_backend *be, double *resources, double *critical)
