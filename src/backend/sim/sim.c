@@ -87,8 +87,8 @@ typedef struct sim {
     double idle_since[TP_MAX_DEVICES][MAXSTREAMS]; /* per compute stream: when it last went idle */
     double kern[TP_MAX_DEVICES];
     double *link_bytes;
-    /* the critical path: per vertex its weight in this run (0 until launched), the finish times
-     * of the pass, and a topological order of the plan (nordered vertices; fewer on a cycle) */
+    /* the critical path: per vertex its weight in this run (0 until launched), its bottom level
+     * (scratch of the pass), and a topological order of the plan (nordered vertices; fewer on a cycle) */
     double *cp_w, *cp_f;
     uint32_t *order, nordered;
     uint32_t inflight;
