@@ -268,19 +268,18 @@ static tp_status index_vertices(tp_exec *x, tp_error *err)
 #define TP__GENERIC_LINK_BW 1e10
 #define TP__GENERIC_COPY_S 1e-5
 
-/* v's estimated seconds from the MemGraph alone: a kernel's work (tp_memgraph_work), a copy's bytes */
+/* v's estimated seconds from the MemGraph alone (v runs on an engine): a copy's bytes, else a
+ * kernel's work (tp_memgraph_work) */
 static double generic_cost(const tp_exec *x, uint32_t v)
 {
-    tp_mvertex mv;
-    tp_memgraph_vertex(x->mg, v, &mv);
-    if (mv.kind == TP_M_KERNEL || mv.kind == TP_M_ACCUMULATE) {
-        double flops, bytes;
-        tp_memgraph_work(x->mg, v, &flops, &bytes);
-        return flops / TP__GENERIC_FLOPS + bytes / TP__GENERIC_MEM_BW;
-    }
-    if (mv.kind == TP_M_TRANSFER || mv.kind == TP_M_OFFLOAD || mv.kind == TP_M_RELOAD)
+    if (x->eng[x->engine[v]].moves) {
+        tp_mvertex mv;
+        tp_memgraph_vertex(x->mg, v, &mv);
         return (double)mv.write.bytes / TP__GENERIC_LINK_BW + TP__GENERIC_COPY_S;
-    return 0;
+    }
+    double flops, bytes;
+    tp_memgraph_work(x->mg, v, &flops, &bytes);
+    return flops / TP__GENERIC_FLOPS + bytes / TP__GENERIC_MEM_BW;
 }
 
 /* every vertex's estimated seconds for the policy's init, into *out (malloc'd; the caller
