@@ -3,11 +3,13 @@
 docs/weight-offload.md "Table 1").
 
 For every chain of examples/chains/ (scripts/gen_chains.py, 12 GB/s) it runs
-`turnip offload-plan --algo milp` (the section 6 lower bound, GLPK, --time-limit S) and the three
-strategies (greedy, greedy-star, l2l; each schedule replayed by the independent checker) and prints
-each makespan over the bound; then turnip's planner on the chain's TaskGraph (`turnip offload-plan
---taskgraph --sim-profile`, simulated by `turnip sim`, --order any and fixed), with its own
-eviction and with the greedy selection as directed evictions (--weight-offload greedy). Then the sweep of section 7.2: one chain (--sweep-chain, default
+`turnip offload-plan --algo milp` (the section 6 lower bound, GLPK, --time-limit S, and Algorithm 2
+on the MILP's selection) and the three other strategies (greedy, greedy-star, l2l; each schedule
+replayed by the independent checker) and prints each makespan over the bound; then turnip's
+planner on the chain's TaskGraph (`turnip offload-plan --taskgraph --sim-profile`, simulated by
+`turnip sim`, --order any and fixed), with its own eviction and with the greedy and the milp
+selections as directed evictions (--weight-offload greedy|milp; each on the TaskGraph in its own
+schedule's start state). Then the sweep of section 7.2: one chain (--sweep-chain, default
 gpt2-38-b16) regenerated at each bandwidth (--betas, GB/s), the same columns. Makespans are the
 checker's simulated times (deterministic: one run each); the solver's seconds are one run's wall
 time on this machine (printed for the gap, not as a benchmark figure).
@@ -27,7 +29,7 @@ import sys
 import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-ALGOS = ["greedy", "greedy-star", "l2l"]
+ALGOS = ["greedy", "greedy-star", "l2l", "milp"]
 
 
 def die(msg):
@@ -35,11 +37,15 @@ def die(msg):
     sys.exit(2)
 
 
-def plan(turnip, chain, algo, limit):
-    cmd = [turnip, "offload-plan", chain, "--algo", algo]
-    if algo == "milp":
-        cmd += ["--time-limit", str(limit)]
+def plan(turnip, chain, algo, limit, extra=(), may_fail=False):
+    """offload-plan's printed lines as a dict; None when it exits 2 and may_fail (milp: no
+    incumbent in the time limit, or no schedule fits its selection)"""
+    cmd = [turnip, "offload-plan", chain, "--algo", algo, "--time-limit", str(limit)] + list(extra)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit * 4 + 600)
+    if p.returncode == 2 and may_fail:
+        print("offload_table: %s --algo %s: %s (column n/a)" % (os.path.basename(chain), algo, p.stderr.strip()),
+              file=sys.stderr)
+        return None
     if p.returncode != 0:
         die("%s --algo %s: exit %d: %s" % (chain, algo, p.returncode, p.stderr.strip()))
     out = {}
@@ -50,7 +56,8 @@ def plan(turnip, chain, algo, limit):
 
 
 def row(turnip, chain, limit):
-    b = plan(turnip, chain, "milp", limit)
+    res = {a: plan(turnip, chain, a, limit, may_fail=a == "milp") for a in ALGOS}
+    b = res["milp"] or plan(turnip, chain, "greedy", limit, ["--bound"])  # the bound without milp's schedule
     bound = float(b["bound"].split()[0])
     with open(chain) as f:
         layers = json.load(f)["layers"]
@@ -58,33 +65,40 @@ def row(turnip, chain, limit):
          "bound_s": bound, "optimal": "proved optimal" in b["bound"], "gap": float(b["gap"]),
          "solver_s": float(b["solver"].rsplit(",", 1)[1].split()[0])}
     for a in ALGOS:
-        m = float(plan(turnip, chain, a, limit)["makespan"].split()[0])
+        m = float(res[a]["makespan"].split()[0]) if res[a] else float("nan")
         r[a + "_s"] = m
         r[a + "/bound"] = m / bound if bound > 0 else 1.0
     with tempfile.TemporaryDirectory(prefix="offload_turnip.") as d:
-        g, prof = os.path.join(d, "chain.taskgraph.json"), os.path.join(d, "chain.profile.json")
-        p = subprocess.run([turnip, "offload-plan", chain, "--taskgraph", g, "--sim-profile", prof],
-                           capture_output=True, text=True, timeout=600)
-        if p.returncode != 0:
-            die("%s --taskgraph: exit %d: %s" % (chain, p.returncode, p.stderr.strip()))
-        for planner, flags in PLANNERS:
+        prof = os.path.join(d, "chain.profile.json")
+        graphs = {}
+        for a in sorted(set(start for _, _, start in PLANNERS)):
+            graphs[a] = os.path.join(d, "chain.%s.taskgraph.json" % a)
+            if not plan(turnip, chain, a, limit, ["--taskgraph", graphs[a], "--sim-profile", prof], may_fail=a == "milp"):
+                graphs[a] = None
+        for planner, flags, start in PLANNERS:
             for policy in POLICIES:
-                cmd = [turnip, "sim", g, "--machine", prof, "--plan-order", "topo", "--order", policy] + flags
-                p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+                k = "%s_%s" % (planner, policy)
+                if not graphs[start]:
+                    r[k + "_s"] = r[k + "/bound"] = float("nan")
+                    continue
+                extra = ["--milp-time-limit", str(limit)] if "milp" in flags else []
+                cmd = [turnip, "sim", graphs[start], "--machine", prof, "--plan-order", "topo", "--order", policy] + flags + extra
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit * 4 + 600)
                 m = re.search(r"totals: makespan ([0-9.eE+-]+) s", p.stdout)
                 if p.returncode != 0 or not m:
                     die("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr.strip()))
-                k = "%s_%s" % (planner, policy)
                 r[k + "_s"] = float(m.group(1))
                 r[k + "/bound"] = float(m.group(1)) / bound if bound > 0 else 1.0
     return r
 
 
 # turnip's planner on the chain's TaskGraph (turnip offload-plan --taskgraph) in turnip sim:
-# its own eviction (Belady) and the greedy selection as directed evictions, under two dispatch policies
-PLANNERS = [("turnip", []), ("turnip-greedy", ["--weight-offload", "greedy"])]
+# its own eviction (Belady) and the greedy and milp selections as directed evictions, under two
+# dispatch policies; each on the TaskGraph in the start state of the strategy named third
+PLANNERS = [("turnip", [], "greedy"), ("turnip-greedy", ["--weight-offload", "greedy"], "greedy"),
+            ("turnip-milp", ["--weight-offload", "milp"], "milp")]
 POLICIES = ["any", "fixed"]
-TCOLS = ["%s_%s%s" % (p, o, x) for p, _ in PLANNERS for o in POLICIES for x in ("_s", "/bound")]
+TCOLS = ["%s_%s%s" % (p, o, x) for p, _, _ in PLANNERS for o in POLICIES for x in ("_s", "/bound")]
 COLS = ["chain", "compute_s", "bound_s", "optimal", "gap", "solver_s"] + [a + x for a in ALGOS for x in ("_s", "/bound")] + TCOLS
 
 
@@ -99,16 +113,18 @@ def write_csv(path, rows, extra=()):
 
 
 def show_header(first):
-    print("| %s | compute s | bound s | proved | gap | solver s | Greedy | Greedy* | L2L | turnip any / fixed "
-          "| turnip+greedy any / fixed |" % first)
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|", flush=True)
+    print("| %s | compute s | bound s | proved | gap | solver s | Greedy | Greedy* | L2L | MILP sel | turnip any / fixed "
+          "| turnip+greedy any / fixed | turnip+milp any / fixed |" % first)
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|", flush=True)
 
 
 def show(r, first):
-    print("| %s | %.3f | %.3f | %s | %.4f | %.1f | %.4f | %.4f | %.4f | %.4f / %.4f | %.4f / %.4f |" % (
+    # a milp that found no selection in the time limit reads nan (n/a)
+    print("| %s | %.3f | %.3f | %s | %.4f | %.1f | %.4f | %.4f | %.4f | %.4f | %.4f / %.4f | %.4f / %.4f | %.4f / %.4f |" % (
         r[first], r["compute_s"], r["bound_s"], "yes" if r["optimal"] else "no", r["gap"], r["solver_s"],
-        r["greedy/bound"], r["greedy-star/bound"], r["l2l/bound"], r["turnip_any/bound"], r["turnip_fixed/bound"],
-        r["turnip-greedy_any/bound"], r["turnip-greedy_fixed/bound"]), flush=True)
+        r["greedy/bound"], r["greedy-star/bound"], r["l2l/bound"], r["milp/bound"], r["turnip_any/bound"],
+        r["turnip_fixed/bound"], r["turnip-greedy_any/bound"], r["turnip-greedy_fixed/bound"],
+        r["turnip-milp_any/bound"], r["turnip-milp_fixed/bound"]), flush=True)
 
 
 def main(argv):
@@ -181,13 +197,16 @@ def main(argv):
         write_csv(csvp, srows, ("beta_GBps",))
         if shutil.which("gnuplot"):
             shutil.copy(csvp, os.path.join(tmpd, "sweep.csv"))
+            col = lambda name: 2 + COLS.index(name)  # gnuplot counts from 1; beta_GBps comes first
+            lines = [("greedy/bound", "Greedy"), ("greedy-star/bound", "Greedy*"), ("l2l/bound", "L2L"),
+                     ("milp/bound", "MILP selection"), ("turnip_any/bound", "turnip planner (any)"),
+                     ("turnip-greedy_fixed/bound", "turnip planner + greedy (fixed)"),
+                     ("turnip-milp_fixed/bound", "turnip planner + milp (fixed)")]
             script = ("set terminal pngcairo size 800,500\nset output 'sweep.png'\nset datafile separator ','\n"
                       "set key top right\nset xlabel 'link bandwidth (GB/s)'\nset ylabel 'makespan / lower bound'\n"
-                      "set logscale x 2\nplot 'sweep.csv' every ::1 using 1:9 with linespoints title 'Greedy', "
-                      "'' every ::1 using 1:11 with linespoints title 'Greedy*', "
-                      "'' every ::1 using 1:13 with linespoints title 'L2L', "
-                      "'' every ::1 using 1:15 with linespoints title 'turnip planner (any)', "
-                      "'' every ::1 using 1:21 with linespoints title 'turnip planner + greedy (fixed)'\n")
+                      "set logscale x 2\nplot " +
+                      ", ".join("'sweep.csv' every ::1 using 1:%d with linespoints title '%s'" % (col(c), t)
+                                for c, t in lines) + "\n")
             with open(os.path.join(tmpd, "sweep.gp"), "w") as f:
                 f.write(script)
             subprocess.run(["gnuplot", "sweep.gp"], cwd=tmpd, check=True)

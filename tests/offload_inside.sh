@@ -56,6 +56,19 @@ g, n = get("greedy", "fixed")[0], get("none", "fixed")[0]
 print("greedy %.4f, own %.4f of the compute sum" % (g / comp, n / comp))
 sys.exit(0 if ok and g <= 1.02 * comp and g < n else 1)
 PY
+# milp (the MILP's selection, solved with the machine's kernel rate and link): within 2% of the
+# compute sum (the proved bound) under fixed, every kernel's time there; on the TaskGraph in the
+# start state of the milp schedule
+expect 0 "algo milp" "$T" offload-plan "$C" --algo milp --taskgraph "$D/gm.json"
+"$T" sim "$D/gm.json" --machine "$D/p.json" --plan-order topo --order fixed --weight-offload milp --milp-time-limit 30 >"$D/sim-milp.txt" 2>&1
+check "sim milp (fixed) within 2% of the compute sum ($(grep -o 'makespan / bound [0-9.]*' "$D/sim-milp.txt"))" /usr/bin/python3 - "$D/sim-milp.txt" "$compute" <<'PY'
+import re, sys
+t, comp = open(sys.argv[1]).read(), float(sys.argv[2])
+m = re.search(r"totals: makespan ([0-9.e+-]+) s, kernel busy ([0-9.e+-]+) s", t)
+ok = m and abs(float(m.group(2)) - comp) <= 1e-6 * comp and comp * (1 - 1e-6) <= float(m.group(1)) <= 1.02 * comp
+ok = ok and re.search(r"^directed evictions: [1-9]", t, re.M) is not None
+sys.exit(0 if ok else 1)
+PY
 # a small chain: the directed evictions show in the plan statistics
 cat >"$D/small.json" <<'J'
 {"format": "turnip.chain/1", "mgpu": 200000, "beta": 1e8, "a0": 4096,
@@ -101,6 +114,10 @@ n = sum(o["op"] in ("offload", "delete") for o in s["ops"])
 ok &= re.search(r"^directed evictions: (\d+) ", open(d + "/run-greedy.txt").read(), re.M).group(1) == str(n) and n > 0
 sys.exit(0 if ok else 1)
 PY
+# milp on the cpu backend: the rates of the run (--opaque-rate, --link-bandwidth) make the chain
+expect 0 "outputs: not written" "$T" run "$D/sg.json" --device-mem 200000 --plan-order topo --zero-inputs \
+    --link-bandwidth 0.1 --opaque-rate 1e13 --weight-offload milp
+check "run milp has directed evictions" grep -q "^directed evictions: [1-9]" "$D/.out"
 # a plan file of the chain graph (turnip plan --weight-offload) runs in a session too
 expect 0 "outputs:" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --plan "$D/sm.json"
 # the opaque wait: at --opaque-rate R a kernel of F flops takes at least F / R (its slice in the
@@ -136,7 +153,10 @@ b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.
 o = h['b']['data_offsets']; sys.exit(0 if h['b']['dtype'] == 'F32' and b[8 + n + o[0]:8 + n + o[1]] == bytes(24) else 1)" "$D/res.st"
 # misuse
 expect 2 "not a chain graph" "$T" sim "$SRC/examples/figure3.json" --machine "$D/p.json" --weight-offload greedy
-expect 2 "--algo milp makes no schedule" "$T" offload-plan "$C" --algo milp --taskgraph "$D/x.json"
+expect 2 "--weight-offload milp needs the kernels' rate" "$T" plan "$D/g.json" --device-mem 15GiB --weight-offload milp
+expect 2 "give --opaque-rate and --link-bandwidth" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --weight-offload milp --opaque-rate 1e9
+expect 2 "--milp-time-limit is for --weight-offload milp" "$T" sim "$D/g.json" --machine "$D/p.json" --weight-offload greedy --milp-time-limit 5
+EXPECT_ONE_LINE=1 expect 2 "not a chain graph" "$T" sim "$SRC/examples/figure3.json" --machine "$D/p.json" --weight-offload milp
 expect 2 "--weight-offload" "$T" plan "$D/g.json" --device-mem 1GiB --weight-offload belady
 expect 2 "the chain's own order" "$T" plan "$D/g.json" --device-mem 15GiB --order dfs --weight-offload greedy
 expect 2 "--flops is for --taskgraph" "$T" offload-plan "$C" --flops 1e9

@@ -4,6 +4,7 @@
  * every plan passes the independent verifier and runs to completion on the sim and cpu backends
  * in a session, and the evictions made from the graph are exactly Algorithm 1's choices on the
  * chain, by name. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +128,7 @@ TEST(offload_chain_taskgraph_plans)
     tp_error e;
     tp_backend *cpu;
     ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &cpu, &e), e);
-    int planned = 0, directed = 0, fewer = 0, tight = 0;
+    int planned = 0, directed = 0, fewer = 0, tight = 0, milp_directed = 0;
     static const char *pol[] = {"any", "fixed", "random", "priority"};
     for (int it = 0; it < 40; it++) {
         uint32_t L = 2 + (uint32_t)(rng(&s) % 9);
@@ -166,18 +167,43 @@ TEST(offload_chain_taskgraph_plans)
         ASSERT_OK_ERR(tp_backend_sim_new(&prof, 0, &sim, &e), e);
         double compute = 0;
         for (uint32_t i = 0; i < L; i++) compute += c->uf[i] + c->ub[i];
-        for (int algo = -1; algo <= TP_OFFLOAD_L2L; algo++) {
+        for (int algo = -1; algo <= TP_OFFLOAD_MILP; algo++) {
             tp_plan_opts o;
             tp_plan_opts_init(&o, 1, c->mgpu);
             o.order = TP_ORDER_TOPO;
             tp_plan_evict *ev = NULL;
             uint32_t n = 0;
             if (algo >= 0) {
-                ASSERT_OK_ERR(tp_chain_graph_evictions(g, (tp_offload_algo)algo, c->mgpu, &ev, &n, &e), e);
-                /* exactly the pairs of the selection (Algorithm 1 on the chain; l2l: all but w_L's (L,1)),
+                tp_chain_machine mach = {1e9, c->beta, 0};
+                ASSERT_OK_ERR(tp_chain_graph_evictions(g, (tp_offload_algo)algo, c->mgpu, &mach, &ev, &n, &e), e);
+                /* exactly the pairs of the selection (Algorithm 1 on the chain; l2l: all but w_L's (L,1);
+                 * milp: tp_offload_select_milp on the chain itself, whose times the graph's flops at 1e9/s
+                 * give back),
                  * by name: (k,0) is U_k after U_k, (k,1) U_k after F_k */
                 uint8_t *sel = calloc(L, 1);
-                if (algo == TP_OFFLOAD_L2L)
+                tp_chain_bound_result br;
+                if (algo == TP_OFFLOAD_MILP) {
+                    /* the chain with the times the graph's flops give at 1e9/s, summed as a reader
+                     * of the graph would (F_k; X_k + G_k + U_k): equal inputs, so the same solve */
+                    tp_chain *cg = tp_chain_new(L);
+                    memcpy(cg->w, c->w, L * sizeof *c->w);
+                    memcpy(cg->a, c->a, (L + 1) * sizeof *c->a);
+                    cg->mgpu = c->mgpu, cg->beta = c->beta;
+                    for (uint32_t k = 1; k <= L; k++) {
+                        char id[16];
+                        double fl[4] = {0, 0, 0, 0};
+                        for (int q = 0; q < 4; q++) {
+                            snprintf(id, sizeof id, "%c%u", "FXGU"[q], k);
+                            int64_t v = tp_graph_find(g, id);
+                            if (v >= 0) fl[q] = tp_graph_vertex(g, (uint32_t)v)->flops;
+                        }
+                        cg->uf[k - 1] = fl[0] / 1e9;
+                        cg->ub[k - 1] = (fl[1] + fl[2] + fl[3]) / 1e9;
+                    }
+                    ASSERT_OK_ERR(tp_offload_select_milp(cg, TP_OFFLOAD_MILP_TIME_LIMIT, sel, &br, &e), e);
+                    tp_chain_free(cg);
+                }
+                else if (algo == TP_OFFLOAD_L2L)
                     for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
                 else
                     ASSERT_OK_ERR(tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, &e), e);
@@ -211,6 +237,7 @@ TEST(offload_chain_taskgraph_plans)
             CHECK(sum.makespan >= sum.lower_bound * (1 - 1e-9));
             run_in_session(cpu, mg, pol[(it + 1) % 4], &sum);
             fewer += algo == TP_OFFLOAD_GREEDY && pst.dev[0].directed_count > 0;
+            milp_directed += algo == TP_OFFLOAD_MILP && pst.dev[0].directed_count > 0;
             tp_memgraph_free(mg);
             free(ev);
         }
@@ -220,11 +247,12 @@ TEST(offload_chain_taskgraph_plans)
         tp_chain_free(c);
     }
     tp_backend_free(cpu);
-    printf("  %d plans verified and run on sim and cpu, %d with directed evictions (%d greedy), %d tight chains\n",
-           planned, directed, fewer, tight);
+    printf("  %d plans verified and run on sim and cpu, %d with directed evictions (%d greedy, %d milp), %d tight chains\n",
+           planned, directed, fewer, milp_directed, tight);
     ASSERT_GE(planned, 80);
     ASSERT_GE(directed, 20);
     ASSERT_GE(fewer, 5);
+    ASSERT_GE(milp_directed, 5);
 }
 
 TEST(offload_chain_graph_rejects)
@@ -233,7 +261,7 @@ TEST(offload_chain_graph_rejects)
     tp_plan_evict *ev;
     uint32_t n;
     tp_error e;
-    ASSERT_EQ(tp_chain_graph_evictions(g, TP_OFFLOAD_GREEDY, 1 << 20, &ev, &n, &e), TP_ERR_INVALID);
+    ASSERT_EQ(tp_chain_graph_evictions(g, TP_OFFLOAD_GREEDY, 1 << 20, NULL, &ev, &n, &e), TP_ERR_INVALID);
     CHECK(strstr(e.msg, "not a chain graph") != NULL);
     tp_graph_free(g);
     /* a chain whose weights fit nowhere: no selection */
@@ -242,10 +270,25 @@ TEST(offload_chain_graph_rejects)
     c->mgpu = 1 << 30;
     tp_graph *cg;
     ASSERT_OK_ERR(tp_chain_taskgraph(c, 1e9, NULL, &cg, &e), e);
-    ASSERT_OK_ERR(tp_chain_graph_evictions(cg, TP_OFFLOAD_GREEDY, 1 << 30, &ev, &n, &e), e);
+    tp_chain_machine mach = {1e9, c->beta, 0};
+    ASSERT_OK_ERR(tp_chain_graph_evictions(cg, TP_OFFLOAD_GREEDY, 1 << 30, NULL, &ev, &n, &e), e);
     ASSERT_EQ(n, 0); /* everything fits: nothing selected */
     free(ev);
-    ASSERT_EQ(tp_chain_graph_evictions(cg, TP_OFFLOAD_GREEDY, 1024, &ev, &n, &e), TP_ERR_INFEASIBLE);
+    ASSERT_OK_ERR(tp_chain_graph_evictions(cg, TP_OFFLOAD_MILP, 1 << 30, &mach, &ev, &n, &e), e);
+    ASSERT_EQ(n, 0); /* the MILP moves nothing either */
+    free(ev);
+    ASSERT_EQ(tp_chain_graph_evictions(cg, TP_OFFLOAD_GREEDY, 1024, NULL, &ev, &n, &e), TP_ERR_INFEASIBLE);
+    ASSERT_EQ(tp_chain_graph_evictions(cg, TP_OFFLOAD_MILP, 1024, &mach, &ev, &n, &e), TP_ERR_INFEASIBLE);
+    /* milp without the machine or with its numbers out of range */
+    ASSERT_EQ(tp_chain_graph_evictions(cg, TP_OFFLOAD_MILP, 1 << 30, NULL, &ev, &n, &e), TP_ERR_ARG);
+    CHECK(strstr(e.msg, "kernel rate") != NULL);
+    tp_chain_machine bad[] = {{0, c->beta, 0}, {1e9, NAN, 0}, {1e9, c->beta, -1}, {1e9, c->beta, NAN}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ASSERT_EQ(tp_chain_graph_evictions(cg, TP_OFFLOAD_MILP, 1 << 30, &bad[i], &ev, &n, &e), TP_ERR_ARG);
+    /* a rate that makes a kernel shorter than the chain model's 1e-9 s: the graph's numbers, said so */
+    tp_chain_machine fast = {1e18, c->beta, 0};
+    ASSERT_EQ(tp_chain_graph_evictions(cg, TP_OFFLOAD_MILP, 1 << 30, &fast, &ev, &n, &e), TP_ERR_INVALID);
+    CHECK(strstr(e.msg, "flops/s") != NULL);
     ASSERT_EQ(tp_chain_taskgraph(c, 0, NULL, &cg, &e), TP_ERR_ARG);
     c->w[1] = 0; /* a weight of 0 bytes: no stand-in */
     tp_graph *zg = NULL;

@@ -153,7 +153,7 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
     return 0;
 }
 
-const char *const cli_weight_offload_names[] = {"greedy", "greedy-star", "l2l", NULL};
+const char *const cli_weight_offload_names[] = {"greedy", "greedy-star", "l2l", "milp", NULL};
 
 tp_offload_algo cli_offload_algo(const char *name)
 {
@@ -163,7 +163,7 @@ tp_offload_algo cli_offload_algo(const char *name)
 }
 
 int cli_plan_evictions(const char *cmd, const cli_plan_flags *f, const tp_graph *g, tp_plan_opts *o,
-                       tp_plan_evict **owned)
+                       const tp_chain_machine *machine, tp_plan_evict **owned)
 {
     *owned = NULL;
     if (!f->weight_offload) return 0;
@@ -175,9 +175,21 @@ int cli_plan_evictions(const char *cmd, const cli_plan_flags *f, const tp_graph 
                           !strcmp(cmd, "plan") ? "order" : "plan-order");
     o->order = TP_ORDER_TOPO;
     o->sum_into = 0; /* the evictions name the graph's vertices as given */
+    if (f->milp_time_limit && a != TP_OFFLOAD_MILP)
+        return cli_errorf(cmd, 2, "--milp-time-limit is for --weight-offload milp");
+    tp_chain_machine m = {0, 0, f->milp_time_limit};
+    if (machine) m.flops_per_s = machine->flops_per_s, m.beta = machine->beta;
+    if (a == TP_OFFLOAD_MILP && !(m.flops_per_s > 0 && m.beta > 0))
+        return cli_errorf(cmd, 2,
+                          "--weight-offload milp needs the kernels' rate and the link's bandwidth: %s",
+                          machine ? "give --opaque-rate and --link-bandwidth"
+                                  : "use turnip sim --machine (or turnip run with --opaque-rate and --link-bandwidth)");
+    if (a == TP_OFFLOAD_MILP && tp_graph_find(g, "w1") >= 0) /* progress on a chain graph (others fail at once) */
+        fprintf(stderr, "turnip %s: --weight-offload milp: solving the chain's MILP (at most %g s)\n", cmd,
+                m.time_limit_s > 0 ? m.time_limit_s : TP_OFFLOAD_MILP_TIME_LIMIT);
     tp_error e;
     uint32_t n = 0;
-    tp_status s = tp_chain_graph_evictions(g, a, o->device_mem[0], owned, &n, &e);
+    tp_status s = tp_chain_graph_evictions(g, a, o->device_mem[0], &m, owned, &n, &e);
     if (s) return cli_errorf(cmd, 2, "--weight-offload %s: %s", f->weight_offload, e.msg);
     o->evictions = *owned;
     o->nevictions = n;

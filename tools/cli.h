@@ -88,7 +88,8 @@ typedef struct cli_plan_flags {
     const char *order;    /* the planner's serial order (cli_plan_order_names), NULL: default */
     int no_sum_into;      /* --no-sum-into: plan marked sums as kernels (tp_plan_opts.sum_into 0) */
     long long evict_budget; /* --evict-budget N (tp_plan_opts.evict_budget), 0: not given (exact windows) */
-    const char *weight_offload; /* --weight-offload greedy|greedy-star|l2l (a chain graph's directed evictions), NULL: none */
+    const char *weight_offload; /* --weight-offload greedy|greedy-star|l2l|milp (a chain graph's directed evictions), NULL: none */
+    double milp_time_limit;     /* --milp-time-limit S (sim, run), 0: not given (TP_OFFLOAD_MILP_TIME_LIMIT) */
 } cli_plan_flags;
 
 /* Table entries of the planning flags (S: the command's flag struct, F: its cli_plan_flags
@@ -102,16 +103,21 @@ typedef struct cli_plan_flags {
 #define CLI_O_EVICT_BUDGET(S, F)                                                                          \
     CLI_O_INT("--evict-budget", "N", S, F.evict_budget, 1, 1000000,                                         \
               "bounded eviction search: after N blocks by next use without a fit, evict\nthe furthest first (default: the best window; docs/planner.md \"Eviction window\")")
-extern const char *const cli_weight_offload_names[]; /* greedy greedy-star l2l */
+extern const char *const cli_weight_offload_names[]; /* greedy greedy-star l2l milp */
 /* The strategy a --weight-offload or --algo name names (cli_weight_offload_names, in the
  * order of tp_offload_algo); greedy for NULL or another name. */
 tp_offload_algo cli_offload_algo(const char *name);
 #define CLI_O_WEIGHT_OFFLOAD(S, F)                                                                                 \
     CLI_O_CHOICE("--weight-offload", "NAME", S, F.weight_offload, cli_weight_offload_names,                          \
                  "a training chain's graph (turnip offload-plan --taskgraph): the weight-offload\n"                    \
-                 "strategy greedy, greedy-star or l2l decides which weights leave the device\n"                         \
-                 "and when (docs/weight-offload.md \"Inside turnip\"); plans in the graph's order\n"        \
+                 "strategy greedy, greedy-star, l2l or milp decides which weights leave the\n"                          \
+                 "device and when (docs/weight-offload.md \"Inside turnip\"); milp solves the\n"                         \
+                 "chain's MILP (GLPK, --milp-time-limit) with the machine's kernel rate and link (sim, or\n"                   \
+                 "run with --opaque-rate and --link-bandwidth); plans in the graph's order\n"                           \
                  "(topo), without sum-into; default: the planner's own eviction")
+#define CLI_O_MILP_TIME_LIMIT(S, F)                                                                   \
+    CLI_O_NUM("--milp-time-limit", "S", S, F.milp_time_limit, 0.01, 86400,                              \
+              "--weight-offload milp: the MILP solver's time limit in seconds (default 60)")
 #define CLI_O_PLAN_ORDER(ORDER, S, F) \
     CLI_O_CHOICE(ORDER, "NAME", S, F.order, cli_plan_order_names, "serial order the plan simulates: topo, dfs or greedy")
 
@@ -121,9 +127,11 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
 /* --weight-offload: the strategy's directed evictions for g into o (after cli_plan_opts: they
  * depend on the device's capacity); *owned gets the array to free after planning (NULL when
  * the flag is not given). Prints the error and returns its exit code (2) when g is not a
- * chain graph or no selection fits; else 0. */
+ * chain graph or no selection fits; else 0. machine (the kernels' rate and the link; NULL when the
+ * command has no machine, a rate of 0 when it lacks one) is for milp, which needs the chain's
+ * times; its time limit is taken from f. */
 int cli_plan_evictions(const char *cmd, const cli_plan_flags *f, const tp_graph *g, tp_plan_opts *o,
-                       tp_plan_evict **owned);
+                       const tp_chain_machine *machine, tp_plan_evict **owned);
 
 /* ---- backends ---------------------------------------------------------------------------- */
 

@@ -10,13 +10,12 @@ typedef struct {
     double time_limit, flops;
 } flags;
 
-static const char *const algo_names[] = {"greedy", "greedy-star", "l2l", "milp", NULL};
-
 static const cli_opt opts[] = {
-    CLI_O_CHOICE("--algo", "greedy|greedy-star|l2l|milp", flags, algo, algo_names,
+    CLI_O_CHOICE("--algo", "greedy|greedy-star|l2l|milp", flags, algo, cli_weight_offload_names,
                  "greedy: Algorithm 1 and 2 with the discount (default); greedy-star: without it;\n"
                  "l2l: only the layer in use on the GPU, the next one prefetched;\n"
-                 "milp: no schedule, the section 6 MILP lower bound alone (GLPK)"),
+                 "milp: Algorithm 2 on the selection of the section 6 MILP's solution (GLPK; implies\n"
+                 "--bound; the solver's time)"),
     CLI_O_STR("--schedule", "FILE", flags, schedule, "write the schedule there (turnip.offload-schedule/1 JSON)"),
     CLI_O_SWITCH("--bound", flags, bound, "also solve the MILP lower bound and print the makespan over it"),
     CLI_O_NUM("--time-limit", "S", flags, time_limit, 0.01, 86400,
@@ -45,6 +44,8 @@ static void help(FILE *f)
                    "and prints its makespan, the compute sum (sum of uf + ub: no schedule is shorter),\n"
                    "their ratio, the bytes moved per iteration and the memory peak; with --bound (or\n"
                    "--algo milp) the MILP lower bound of the paper's section 6, its gap and time.\n"
+                   "Greedy is the paper's choice; milp schedules the MILP's own selection, the better one\n"
+                   "where the link is the bottleneck (docs/weight-offload.md, Table 1).\n"
                    "With --taskgraph and --sim-profile, the chain inside turnip: plan and simulate it with\n"
                    "  turnip sim FILE --machine PROFILE --plan-order topo [--weight-offload greedy]\n"
                    "(docs/weight-offload.md \"Inside turnip\").\n"
@@ -105,13 +106,11 @@ static int run(int argc, char **argv)
     int npos, rc = cli_parse("offload-plan", opts, &fl, argc, argv, 2, &path, 1, &npos, "chain");
     if (rc) return rc;
     if (!npos) return cli_usage_error("offload-plan", "no chain given", NULL);
-    int milp = fl.algo && !strcmp(fl.algo, "milp");
-    if (milp && (fl.schedule || fl.taskgraph))
-        return cli_usage_error("offload-plan", "--algo milp makes no schedule (--schedule, --taskgraph)", NULL);
     if (fl.flops && !fl.taskgraph && !fl.profile)
         return cli_usage_error("offload-plan", "--flops is for --taskgraph and --sim-profile", NULL);
     if (!fl.flops) fl.flops = 1e12;
     tp_offload_algo algo = cli_offload_algo(fl.algo);
+    if (algo == TP_OFFLOAD_MILP) fl.bound = 1;
     tp_error e;
     tp_chain *c;
     tp_status s = tp_chain_read_file(path, &c, &e);
@@ -119,14 +118,10 @@ static int run(int argc, char **argv)
     tp_chain_bound_result b = {0};
     tp_offload_schedule *sc = NULL;
     tp_offload_report r;
-    if ((milp || fl.bound) && (s = tp_chain_bound(c, fl.time_limit, &b, &e))) goto failed;
-    if (milp) {
-        double compute = 0;
-        for (uint32_t i = 0; i < c->layers; i++) compute += c->uf[i] + c->ub[i];
-        print_bound(&b, compute);
-        goto done;
-    }
-    if ((s = tp_offload_plan(c, algo, &sc, &e))) goto failed;
+    if (algo == TP_OFFLOAD_MILP) s = tp_offload_plan_milp(c, fl.time_limit, &sc, &b, &e);
+    else if (fl.bound && (s = tp_chain_bound(c, fl.time_limit, &b, &e))) goto failed;
+    else s = tp_offload_plan(c, algo, &sc, &e);
+    if (s) goto failed;
     if (tp_offload_check(c, sc, &r, &e)) { /* a schedule the checker refuses is a bug in the scheduler */
         rc = cli_errorf("offload-plan", 3, "internal error: the schedule fails the check: %s", e.msg);
         goto done;

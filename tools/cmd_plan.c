@@ -76,7 +76,7 @@ static int run(int argc, char **argv)
     tp_memgraph *mg = NULL;
     tp_plan_evict *ev = NULL;
     if ((rc = cli_plan_opts("plan", &fl.p, o.ndevices, &o))) goto done;
-    if ((rc = cli_plan_evictions("plan", &fl.p, g, &o, &ev))) goto done;
+    if ((rc = cli_plan_evictions("plan", &fl.p, g, &o, NULL, &ev))) goto done;
     if ((s = tp_plan(g, &o, &mg, &e))) {
         rc = cli_fail_file(NULL, in, s, &e);
         goto done;

@@ -31,6 +31,7 @@ static const cli_opt opts[] = {
     CLI_O_PLAN_ORDER("--plan-order", flags, p),
     CLI_O_NO_SUM_INTO(flags, p),
     CLI_O_WEIGHT_OFFLOAD(flags, p),
+    CLI_O_MILP_TIME_LIMIT(flags, p),
     CLI_O_POLICY(flags, x),
     CLI_O_DETERMINISTIC(flags, x),
     CLI_O_SEED(flags, x),
@@ -66,7 +67,7 @@ static void help(FILE *f)
                    "                  [--order any|fixed|random|priority] [--seed N]\n"
                    "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F] [--opaque-rate FLOPS/s]\n"
                    "                  [--trace FILE] [--no-verify] [--repeat N] [--backend cpu|cuda] [--completion callback|poll]\n"
-                   "                  [--matmul fast|exact] [--no-sum-into] [--deterministic] [--weight-offload greedy|greedy-star|l2l]\n"
+                   "                  [--matmul fast|exact] [--no-sum-into] [--deterministic] [--weight-offload greedy|greedy-star|l2l|milp [--milp-time-limit S]]\n"
                    "\n"
                    "Plans TASKGRAPH under the caps (or loads --plan), verifies the plan (unless --no-verify), runs it on the cpu\n"
                    "backend (emulated GPUs: memory arenas of exactly the cap, worker threads for compute streams\n"
@@ -172,7 +173,8 @@ static int run(int argc, char **argv)
     tp_plan_evict *ev = NULL;
     cli_load_fn load = fl.zero_inputs ? load_zeros : load_file;
     if ((rc = cli_plan_opts("run", &fl.p, o.ndevices, &o))) goto done;
-    if ((rc = cli_plan_evictions("run", &fl.p, g, &o, &ev))) goto done;
+    tp_chain_machine cm = {fl.b.opaque_rate, fl.b.link_gbps * 1e9, 0}; /* milp's chain: the run's rates */
+    if ((rc = cli_plan_evictions("run", &fl.p, g, &o, &cm, &ev))) goto done;
     double t0 = tp_now_seconds();
     int session = fl.x.repeat > 1;
     if (session && (rc = cli_keep_inputs("run", g))) goto done;

@@ -16,6 +16,7 @@ static const cli_opt opts[] = {
     CLI_O_PLAN_ORDER("--plan-order", flags, p),
     CLI_O_NO_SUM_INTO(flags, p),
     CLI_O_WEIGHT_OFFLOAD(flags, p),
+    CLI_O_MILP_TIME_LIMIT(flags, p),
     CLI_O_POLICY(flags, x),
     CLI_O_DETERMINISTIC(flags, x),
     CLI_O_SEED(flags, x),
@@ -31,7 +32,7 @@ static void help(FILE *f)
                    "usage: turnip sim TASKGRAPH --machine NAME|FILE [--device-mem SIZE[,..]] [--host-mem SIZE]\n"
                    "                  [--plan-order topo|dfs|greedy] [--order any|fixed|random|priority] [--seed N] [--jitter F]\n"
                    "                  [--streams N] [--trace FILE] [--no-sum-into] [--deterministic]\n"
-                   "                  [--weight-offload greedy|greedy-star|l2l]\n"
+                   "                  [--weight-offload greedy|greedy-star|l2l|milp [--milp-time-limit S]]\n"
                    "\n"
                    "Plans TASKGRAPH (capacities default to the machine's memory) and runs the plan on the sim\n"
                    "backend: virtual time from the profile's cost model (profiles/NAME.json: a100x8, p100x4, h100),\n"
@@ -61,7 +62,13 @@ static int run(int argc, char **argv)
     tp_plan_opts_init(&o, tp_graph_devices(g), prof.device_mem);
     rc = cli_plan_opts("sim", &fl.p, o.ndevices, &o);
     tp_plan_evict *ev = NULL;
-    if (!rc) rc = cli_plan_evictions("sim", &fl.p, g, &o, &ev);
+    /* milp's chain: opaque kernels at the vector rate, one link at the slowest of h2d, d2h and
+     * the host bus (exactly the sim's times for a profile of offload-plan --sim-profile; launch,
+     * memory bandwidth and copy latency are left out) */
+    tp_chain_machine m = {(prof.vector_flops > 0 ? prof.vector_flops : prof.peak_flops) * prof.efficiency,
+                          prof.h2d_bw < prof.d2h_bw ? prof.h2d_bw : prof.d2h_bw, 0};
+    if (prof.host_bus_bw > 0 && prof.host_bus_bw < m.beta) m.beta = prof.host_bus_bw;
+    if (!rc) rc = cli_plan_evictions("sim", &fl.p, g, &o, &m, &ev);
     tp_memgraph *mg;
     if (!rc && (s = tp_plan(g, &o, &mg, &e))) rc = cli_fail_file(NULL, in, s, &e);
     else if (!rc) {

@@ -56,6 +56,11 @@ typedef struct tp_chain_bound_result {
     const char *solver; /* static string: which solver and version */
 } tp_chain_bound_result;
 tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_result *out, tp_error *err);
+/* tp_chain_bound, and the choices of the solver's incumbent (the MILP solution behind
+ * out->incumbent: D1 as TP_OFFLOAD_SEL1, D0 as TP_OFFLOAD_SEL0) in sel, the caller's c->layers
+ * bytes; all 0 when the time limit left no incumbent (out->incumbent is then HUGE_VAL). */
+tp_status tp_chain_bound_select(const tp_chain *c, double time_limit_s, tp_chain_bound_result *out, uint8_t *sel,
+                                tp_error *err);
 
 
 /* ---- Selection, schedules, the checker and the strategies (src/plan/offload.c,
@@ -125,9 +130,27 @@ tp_status tp_offload_schedule_greedy(const tp_chain *c, const uint8_t *sel, int 
  * after its B and deleted after its F. *out owned by the caller. */
 tp_status tp_offload_schedule_l2l(const tp_chain *c, tp_offload_schedule **out, tp_error *err);
 
-typedef enum tp_offload_algo { TP_OFFLOAD_GREEDY = 0, TP_OFFLOAD_GREEDY_STAR, TP_OFFLOAD_L2L } tp_offload_algo;
-/* Selection then schedule for greedy and greedy-star; l2l directly. *out owned by the caller. */
+/* TP_OFFLOAD_MILP: Algorithm 2 (with the discount) on the selection of the MILP's incumbent
+ * (tp_chain_bound_select), with TP_OFFLOAD_MILP_TIME_LIMIT s for the solver in tp_offload_plan. */
+typedef enum tp_offload_algo { TP_OFFLOAD_GREEDY = 0, TP_OFFLOAD_GREEDY_STAR, TP_OFFLOAD_L2L, TP_OFFLOAD_MILP } tp_offload_algo;
+#define TP_OFFLOAD_MILP_TIME_LIMIT 60.0
+/* Selection then schedule for greedy and greedy-star; l2l directly; milp as
+ * tp_offload_plan_milp with TP_OFFLOAD_MILP_TIME_LIMIT. *out owned by the caller. */
 tp_status tp_offload_plan(const tp_chain *c, tp_offload_algo algo, tp_offload_schedule **out, tp_error *err);
+
+/* The MILP's selection: the bound (tp_chain_bound_select, time_limit_s for the solver; *bound,
+ * may be NULL, receives it, also when no selection follows) and its incumbent's choices, less every choice whose removal leaves
+ * Algorithm 2's makespan unchanged (the MILP minimises idle alone, so transfers that cost none
+ * are arbitrary there). On the paper's chains where Algorithm 1's selection is weak (link-bound
+ * ones) this is the better selection (docs/weight-offload.md); it costs the solver's time.
+ * sel: the caller's c->layers bytes. TP_ERR_INFEASIBLE when the time limit left no incumbent or
+ * Algorithm 2 fits no schedule to it (the MILP checks memory at operation starts only). */
+tp_status tp_offload_select_milp(const tp_chain *c, double time_limit_s, uint8_t *sel, tp_chain_bound_result *bound,
+                                 tp_error *err);
+/* The milp strategy: tp_offload_select_milp, then Algorithm 2 with the discount on it. *out
+ * owned by the caller. */
+tp_status tp_offload_plan_milp(const tp_chain *c, double time_limit_s, tp_offload_schedule **out,
+                               tp_chain_bound_result *bound, tp_error *err);
 
 /* What the checker measured. */
 typedef struct tp_offload_report {
@@ -171,10 +194,18 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
  * chain of the graph's sizes with M_GPU = mgpu (the device's capacity), (k,0) evicting U_k
  * after U_k and (k,1) after F_k; for l2l every weight both, w_L kept between F_L and B_L. The
  * prefetches are the planner's (each reload as early as memory allows, in the order of use, as
- * Algorithm 2 orders them); so are the times. *out (malloc'd, *n entries) owned by the caller.
+ * Algorithm 2 orders them); so are the times. milp: tp_offload_select_milp on the chain whose
+ * times are the kernels' flops / machine->flops_per_s (B_k: X_k + G_k + U_k) and whose link is
+ * machine->beta (each in [1, 1e18], the time limit in [0, 1e6]; TP_ERR_ARG otherwise, or for a
+ * NULL machine; the other strategies ignore it). *out (malloc'd, *n entries) owned by the caller.
  * TP_ERR_INVALID when g is not such a graph; TP_ERR_INFEASIBLE when no selection fits mgpu. */
-tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint64_t mgpu, tp_plan_evict **out,
-                                   uint32_t *n, tp_error *err);
+typedef struct tp_chain_machine {
+    double flops_per_s;  /* the kernels' rate: a kernel of F flops takes F / flops_per_s s */
+    double beta;         /* the link, bytes/s each way */
+    double time_limit_s; /* the MILP solver's; 0: TP_OFFLOAD_MILP_TIME_LIMIT */
+} tp_chain_machine;
+tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint64_t mgpu, const tp_chain_machine *machine,
+                                   tp_plan_evict **out, uint32_t *n, tp_error *err);
 
 #ifdef __cplusplus
 }

@@ -104,6 +104,7 @@ typedef struct job {
     tp_error err;
     tp_chain_bound_result res;
     tp__bound_detail det;
+    uint8_t *sel; /* the caller's L bytes, or NULL: the incumbent's choices (TP_OFFLOAD_SEL bits) */
     /* the interior point's way out */
     jmp_buf jb;
     volatile int in_ipm;
@@ -291,6 +292,19 @@ static double *round_up(job *j, glp_prob *lp, int ipt, int L, int ncols, double 
     }
     glp_delete_prob(q);
     return x;
+}
+
+/* The incumbent's choices into j->sel (when asked): D1 -> (k,1), D0 -> (k,0); col(k) gives the
+ * value of column k (1-based), the binaries being the last 3L columns. */
+static void keep_sel(job *j, int L, int ncols, const double *x, glp_prob *mip)
+{
+    if (!j->sel) return;
+    int first = ncols - 3 * L + 1;
+    for (int i = 0; i < L; i++) {
+        double d1 = x ? x[first + i] : glp_mip_col_val(mip, first + i);
+        double d0 = x ? x[first + L + i] : glp_mip_col_val(mip, first + L + i);
+        j->sel[i] = (uint8_t)((d1 > 0.5 ? TP_OFFLOAD_SEL1 : 0) | (d0 > 0.5 ? TP_OFFLOAD_SEL0 : 0));
+    }
 }
 
 static const char solver_ipm[] =
@@ -570,6 +584,7 @@ static void solve(job *j)
             /* an incumbent by rounding the relaxation's binaries up (more deletion never breaks
              * memory; the extra transfers cost idle): an LP with the binaries fixed */
             x = round_up(j, lp, 0, L, ncols, &inc, &stopped);
+            if (x) keep_sel(j, L, ncols, x, NULL);
             if (x && inc <= best + 1e-9 * (1 + best)) { /* the relaxation's optimum is integral */
                 optimal = 1;
                 best = inc;
@@ -587,7 +602,10 @@ static void solve(job *j)
                 io.cb_info = &cs;
                 int irc = glp_intopt(lp, &io);
                 int ms = glp_mip_status(lp); /* (GLP_NOFEAS: numerical, as above; the bound stands) */
-                if ((ms == GLP_OPT || ms == GLP_FEAS) && glp_mip_obj_val(lp) < inc) inc = glp_mip_obj_val(lp);
+                if ((ms == GLP_OPT || ms == GLP_FEAS) && glp_mip_obj_val(lp) < inc) {
+                    inc = glp_mip_obj_val(lp);
+                    keep_sel(j, L, ncols, NULL, lp);
+                }
                 if (irc == 0 && ms == GLP_OPT) {
                     optimal = 1;
                     best = inc;
@@ -606,6 +624,7 @@ static void solve(job *j)
             name = solver_ipm;
             x = round_up(j, lp, 1, L, ncols, &inc, &stopped);
             if (stopped) goto out;
+            if (x) keep_sel(j, L, ncols, x, NULL);
             /* the rounded LP's value (the interior point's primal, to its tolerance) meets the
              * dual bound: proved, and the bound stays the dual one */
             if (x && inc <= best + 1e-7 * (1 + best)) optimal = 1;
@@ -652,8 +671,9 @@ static void *worker(void *arg)
     return NULL;
 }
 
-tp_status tp__chain_bound_method(const tp_chain *c, double time_limit_s, tp__lp_method method,
-                                 tp_chain_bound_result *out, tp__bound_detail *det, tp_error *err)
+/* the bound (see the top), and the incumbent's choices into sel (L bytes, or NULL) */
+static tp_status bound_run(const tp_chain *c, double time_limit_s, tp__lp_method method, tp_chain_bound_result *out,
+                           tp__bound_detail *det, uint8_t *sel, tp_error *err)
 {
     if (!c || !out) return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: NULL chain or result");
     memset(out, 0, sizeof *out);
@@ -674,6 +694,8 @@ tp_status tp__chain_bound_method(const tp_chain *c, double time_limit_s, tp__lp_
     job *j = calloc(1, sizeof *j);
     if (!j) return tp__fail(err, TP_ERR_NOMEM, "tp_chain_bound: out of memory");
     j->c = c;
+    j->sel = sel;
+    if (sel) memset(sel, 0, L);
     j->deadline = t0 + time_limit_s;
     j->method = method;
     pthread_t th;
@@ -696,8 +718,21 @@ tp_status tp__chain_bound_method(const tp_chain *c, double time_limit_s, tp__lp_
     return st;
 }
 
+tp_status tp__chain_bound_method(const tp_chain *c, double time_limit_s, tp__lp_method method,
+                                 tp_chain_bound_result *out, tp__bound_detail *det, tp_error *err)
+{
+    return bound_run(c, time_limit_s, method, out, det, NULL, err);
+}
+
 tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_result *out,
                          tp_error *err)
 {
-    return tp__chain_bound_method(c, time_limit_s, TP__LP_AUTO, out, NULL, err);
+    return bound_run(c, time_limit_s, TP__LP_AUTO, out, NULL, NULL, err);
+}
+
+tp_status tp_chain_bound_select(const tp_chain *c, double time_limit_s, tp_chain_bound_result *out, uint8_t *sel,
+                                tp_error *err)
+{
+    if (!sel) return tp__fail(err, TP_ERR_ARG, "tp_chain_bound_select: NULL selection");
+    return bound_run(c, time_limit_s, TP__LP_AUTO, out, NULL, sel, err);
 }

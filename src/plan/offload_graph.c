@@ -11,6 +11,7 @@
  * Kernel flops are the chain's seconds times a rate, so a sim profile of that rate (launch 0,
  * unbounded device memory bandwidth) replays the chain's times. Vertices are found by name
  * (docs/weight-offload.md), so a graph written to a file and read back is recognised too. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,12 +170,43 @@ static int64_t named(const tp_graph *g, char prefix, uint32_t k, tp_vkind kind, 
     return v;
 }
 
-tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint64_t mgpu, tp_plan_evict **out,
-                                   uint32_t *n, tp_error *err)
+/* the MILP's selection for c, whose times came from the graph's flops at m's rate */
+static tp_status milp_select(const tp_chain *c, const tp_chain_machine *m, uint8_t *sel, tp_error *err)
+{
+    tp_status st = tp_chain_check(c, err);
+    if (st) { /* the graph's flops at this rate: say so, not just the chain's rule */
+        tp_error why = err ? *err : (tp_error){0};
+        return tp__fail(err, TP_ERR_INVALID, "weight offload milp: the kernels' times at %g flops/s and the link at %g B/s: %s",
+                        m->flops_per_s, m->beta, why.msg);
+    }
+    st = tp_offload_select_milp(c, m->time_limit_s > 0 ? m->time_limit_s : TP_OFFLOAD_MILP_TIME_LIMIT, sel, NULL, err);
+    return st == TP_ERR_ARG ? TP_ERR_INVALID : st; /* the graph's numbers, not the call */
+}
+
+/* the flops of kernel `prefix``k` of g, 0 when g has none of that name */
+static double flops_of(const tp_graph *g, char prefix, uint32_t k)
+{
+    char id[32];
+    snprintf(id, sizeof id, "%c%u", prefix, k);
+    int64_t v = tp_graph_find(g, id);
+    const tp_vertex *tv = v < 0 ? NULL : tp_graph_vertex(g, (uint32_t)v);
+    return tv && tv->kind == TP_V_KERNEL ? tv->flops : 0;
+}
+
+tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint64_t mgpu, const tp_chain_machine *machine,
+                                   tp_plan_evict **out, uint32_t *n, tp_error *err)
 {
     if (!g || !out || !n) return tp__fail(err, TP_ERR_ARG, "tp_chain_graph_evictions: NULL argument");
-    if (algo != TP_OFFLOAD_GREEDY && algo != TP_OFFLOAD_GREEDY_STAR && algo != TP_OFFLOAD_L2L)
+    if (algo != TP_OFFLOAD_GREEDY && algo != TP_OFFLOAD_GREEDY_STAR && algo != TP_OFFLOAD_L2L && algo != TP_OFFLOAD_MILP)
         return tp__fail(err, TP_ERR_ARG, "weight offload: unknown strategy %d", (int)algo);
+    const tp_chain_machine *mc = machine;
+    if (algo == TP_OFFLOAD_MILP &&
+        (!mc || !(mc->flops_per_s >= 1 && mc->flops_per_s <= 1e18 && mc->beta >= 1 && mc->beta <= 1e18 &&
+                  mc->time_limit_s >= 0 && mc->time_limit_s <= 1e6)))
+        return tp__fail(err, TP_ERR_ARG,
+                        "weight offload milp: needs the machine's kernel rate and link bandwidth (got %g flops/s, %g "
+                        "bytes/s; each in [1, 1e18]) and a time limit in [0, 1e6] s",
+                        mc ? mc->flops_per_s : 0, mc ? mc->beta : 0);
     if (tp_graph_devices(g) != 1) return tp__fail(err, TP_ERR_INVALID, "not a chain graph: %d devices, a chain has one", tp_graph_devices(g));
     uint32_t L = 0;
     char id[32];
@@ -187,7 +219,8 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
     snprintf(id, sizeof id, "w%u", L + 1);
     if (tp_graph_find(g, id) >= 0)
         return tp__fail(err, TP_ERR_INVALID, "chain graph: more than %u layers, the strategies take 1..%u", L, TP_OFFLOAD_MAX_LAYERS);
-    /* the chain the selection needs: sizes from the graph (times play no part in it) */
+    /* the chain the selection needs: sizes from the graph (times play no part in Algorithm 1;
+     * the MILP's come from the kernels' flops at flops_per_s, B_k being X_k + G_k + U_k) */
     tp_chain *c = tp_chain_new(L);
     uint32_t *uv = malloc(L * sizeof *uv), *fv = malloc(L * sizeof *fv);
     uint8_t *sel = calloc(L, 1);
@@ -196,7 +229,7 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
     if (!c || !uv || !fv || !sel || !ev) st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
     else {
         c->mgpu = mgpu;
-        c->beta = 1e9;
+        c->beta = algo == TP_OFFLOAD_MILP ? mc->beta : 1e9;
     }
     for (uint32_t i = 0; i <= L && !st; i++) {
         int64_t av = named(g, 'a', i, TP_V_INPUT, err);
@@ -219,11 +252,17 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
                           fk->id, uk->id);
         c->w[k - 1] = tp_graph_vertex(g, (uint32_t)wv)->bytes;
         c->uf[k - 1] = c->ub[k - 1] = 1;
+        if (algo == TP_OFFLOAD_MILP) {
+            c->uf[k - 1] = fk->flops / mc->flops_per_s;
+            c->ub[k - 1] = (flops_of(g, 'X', k) + flops_of(g, 'G', k) + uk->flops) / mc->flops_per_s;
+        }
         uv[k - 1] = (uint32_t)u;
         fv[k - 1] = (uint32_t)f;
     }
     if (!st && algo == TP_OFFLOAD_L2L) /* only the weight in use stays; w_L stays from F_L to B_L */
         for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
+    else if (!st && algo == TP_OFFLOAD_MILP)
+        st = milp_select(c, mc, sel, err);
     else if (!st)
         st = tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, err);
     uint32_t m = 0;
