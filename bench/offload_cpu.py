@@ -124,6 +124,12 @@ def machine_lines():
                                       os.environ.get("OPENBLAS_CORETYPE", "(unset)"))]
 
 
+# numeric flags: key in the arguments, type, range
+NUMERIC = {"--bytes-scale": ("s", int, 1, 1 << 30), "--time-scale": ("k", float, 1e-3, 1e6),
+           "--layers": ("layers", int, 1, 512), "--runs": ("runs", int, 1, 1000),
+           "--flops": ("flops", float, 1, 1e18), "--time-limit": ("limit", float, 0.01, 86400)}
+
+
 def parse_args(argv):
     a = {"turnip": os.path.join(ROOT, "build", "turnip"), "chain": os.path.join(ROOT, "examples", "chains",
                                                                                 "gpt2-38-b16.json"),
@@ -143,30 +149,11 @@ def parse_args(argv):
                 a["turnip"] = v
             elif f == "--chain":
                 a["chain"] = v
-            elif f == "--bytes-scale":
-                a["s"] = int(v)
-                if not 1 <= a["s"] <= 1 << 30:
-                    die("--bytes-scale: an integer in [1, 2^30]")
-            elif f == "--time-scale":
-                a["k"] = float(v)
-                if not 1e-3 <= a["k"] <= 1e6:
-                    die("--time-scale: a number in [0.001, 1e6]")
-            elif f == "--layers":
-                a["layers"] = int(v)
-                if not 1 <= a["layers"] <= 512:
-                    die("--layers: an integer in [1, 512]")
-            elif f == "--runs":
-                a["runs"] = int(v)
-                if not 1 <= a["runs"] <= 1000:
-                    die("--runs: an integer in [1, 1000]")
-            elif f == "--flops":
-                a["flops"] = float(v)
-                if not 1 <= a["flops"] <= 1e18:
-                    die("--flops: a number in [1, 1e18]")
-            elif f == "--time-limit":
-                a["limit"] = float(v)
-                if not 0.01 <= a["limit"] <= 86400:
-                    die("--time-limit: seconds in [0.01, 86400]")
+            elif f in NUMERIC:
+                key, kind, lo, hi = NUMERIC[f]
+                a[key] = kind(v)
+                if not lo <= a[key] <= hi:  # NaN fails too
+                    die("%s: %s in [%g, %g]" % (f, "an integer" if kind is int else "a number", lo, hi))
             elif f == "--planners":
                 a["planners"] = v.split(",")
                 if not a["planners"] or any(p not in PLANNERS for p in a["planners"]):

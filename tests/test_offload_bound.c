@@ -21,10 +21,11 @@
 #include "plan/offload_bound.h"
 #include "turnip/offload.h"
 
+#define MAXL 36 /* the largest chain a test here builds */
 typedef struct owned {
     tp_chain c;
-    double uf[16], ub[16];
-    uint64_t w[16], a[17];
+    double uf[MAXL], ub[MAXL];
+    uint64_t w[MAXL], a[MAXL + 1];
 } owned;
 
 static uint64_t rng_counter;
@@ -555,20 +556,10 @@ TEST(bound_interior_matches_simplex)
 }
 
 /* a chain of NL layers (the relaxation takes the interior point tens of iterations) */
-#define NL 36
-typedef struct ownedn {
-    tp_chain c;
-    double uf[NL], ub[NL];
-    uint64_t w[NL], a[NL + 1];
-} ownedn;
-
-static void chain_n(ownedn *o)
+#define NL MAXL
+static void chain_n(owned *o)
 {
-    o->c.layers = NL;
-    o->c.uf = o->uf;
-    o->c.ub = o->ub;
-    o->c.w = o->w;
-    o->c.a = o->a;
+    wire(o, NL);
     for (int i = 0; i < NL; i++) {
         o->uf[i] = 1e-3 * (0.2 + rnd01());
         o->ub[i] = 3 * o->uf[i];
@@ -587,7 +578,7 @@ static void chain_n(ownedn *o)
  * some iteration or not at all. */
 TEST(bound_interior_time_limit)
 {
-    ownedn o;
+    owned o;
     chain_n(&o);
     double s = 0;
     for (int i = 0; i < NL; i++)
