@@ -93,9 +93,7 @@ static int write_profile(const tp_chain *c, double flops, const char *path)
             " \"mem_bw\": 1e18,\n \"launch_s\": 0,\n \"h2d_bw\": %.17g,\n \"d2h_bw\": %.17g,\n \"peer_bw\": %.17g,\n"
             " \"copy_latency_s\": 0}\n",
             (unsigned long long)c->mgpu, flops, c->beta, c->beta, c->beta);
-    tp_error e = {0};
-    tp_status s = ferror(out.f) ? cli_set_error(&e, TP_ERR_IO, "write error") : TP_OK;
-    return cli_out_finish("offload-plan", &out, s, &e);
+    return cli_out_finish("offload-plan", &out, TP_OK, NULL); /* closing checks the stream */
 }
 
 static int run(int argc, char **argv)
@@ -118,9 +116,12 @@ static int run(int argc, char **argv)
     tp_chain_bound_result b = {0};
     tp_offload_schedule *sc = NULL;
     tp_offload_report r;
-    if (algo == TP_OFFLOAD_MILP) s = tp_offload_plan_milp(c, fl.time_limit, &sc, &b, &e);
-    else if (fl.bound && (s = tp_chain_bound(c, fl.time_limit, &b, &e))) goto failed;
-    else s = tp_offload_plan(c, algo, &sc, &e);
+    if (algo == TP_OFFLOAD_MILP) {
+        s = tp_offload_plan_milp(c, fl.time_limit, &sc, &b, &e); /* the bound comes with it */
+    } else {
+        if (fl.bound) s = tp_chain_bound(c, fl.time_limit, &b, &e);
+        if (!s) s = tp_offload_plan(c, algo, &sc, &e);
+    }
     if (s) goto failed;
     if (tp_offload_check(c, sc, &r, &e)) { /* a schedule the checker refuses is a bug in the scheduler */
         rc = cli_errorf("offload-plan", 3, "internal error: the schedule fails the check: %s", e.msg);

@@ -62,12 +62,8 @@ static int run(int argc, char **argv)
     tp_plan_opts_init(&o, tp_graph_devices(g), prof.device_mem);
     rc = cli_plan_opts("sim", &fl.p, o.ndevices, &o);
     tp_plan_evict *ev = NULL;
-    /* milp's chain: opaque kernels at the vector rate, one link at the slowest of h2d, d2h and
-     * the host bus (exactly the sim's times for a profile of offload-plan --sim-profile; launch,
-     * memory bandwidth and copy latency are left out) */
-    tp_chain_machine m = {(prof.vector_flops > 0 ? prof.vector_flops : prof.peak_flops) * prof.efficiency,
-                          prof.h2d_bw < prof.d2h_bw ? prof.h2d_bw : prof.d2h_bw, 0};
-    if (prof.host_bus_bw > 0 && prof.host_bus_bw < m.beta) m.beta = prof.host_bus_bw;
+    tp_chain_machine m = {0, 0, 0}; /* milp's chain: the sim's own rates (exact for offload-plan --sim-profile) */
+    tp_sim_profile_rates(&prof, &m.flops_per_s, &m.beta);
     if (!rc) rc = cli_plan_evictions("sim", &fl.p, g, &o, &m, &ev);
     tp_memgraph *mg;
     if (!rc && (s = tp_plan(g, &o, &mg, &e))) rc = cli_fail_file(NULL, in, s, &e);

@@ -101,6 +101,11 @@ typedef struct tp_sim_profile {
 /* Reads a profile: a JSON file (a path, or NAME for profiles/NAME.json in the source tree).
  * Every number is {"value": V, "comment": "its source"} or a plain number. */
 tp_status tp_sim_profile_read(const char *name_or_path, tp_sim_profile *p, tp_error *err);
+/* The sim's rates on p for work that is neither memory-bound nor latency-bound: *flops_per_s of
+ * a non-matmul kernel (opaque ones included) and *copy_bw, the slower of a reload and an offload
+ * alone (each the smaller of its link and the host bus). Kernel launch, memory bandwidth and
+ * copy latency are left out. */
+void tp_sim_profile_rates(const tp_sim_profile *p, double *flops_per_s, double *copy_bw);
 /* A simulating backend: kernel time = launch + max(flops / (peak x efficiency), bytes /
  * memory bandwidth); a copy's bytes flow at the fair share of every link it uses; kernel
  * times and copy sizes x exp(jitter x N(0,1)), seeded by the run's seed and the vertex. */

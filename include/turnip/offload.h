@@ -56,6 +56,9 @@ typedef struct tp_chain_bound_result {
     const char *solver; /* static string: which solver and version */
 } tp_chain_bound_result;
 tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_result *out, tp_error *err);
+/* The MILP's layers (it has about 10 L^2 columns; the paper's chains have 36-144): more is
+ * TP_ERR_ARG, for the bound and for the milp strategy. */
+#define TP_CHAIN_BOUND_MAX_LAYERS 160u
 /* tp_chain_bound, and the choices of the solver's incumbent (the MILP solution behind
  * out->incumbent: D1 as TP_OFFLOAD_SEL1, D0 as TP_OFFLOAD_SEL0) in sel, the caller's c->layers
  * bytes; all 0 when the time limit left no incumbent (out->incumbent is then HUGE_VAL). */

@@ -60,7 +60,7 @@ static tp_status bottom_levels(const tp__policy_env *env, double *prio)
         free(order);
         return s;
     }
-    for (uint32_t v = 0; v < n; v++) prio[v] = env->cost ? env->cost[v] : 0; /* (all reached: a MemGraph is acyclic) */
+    for (uint32_t v = 0; v < n; v++) prio[v] = env->cost[v]; /* needs_cost: always there (all reached: a MemGraph is acyclic) */
     tp__bottom_levels(env->succ_off, env->succ, order, reached, env->cost, prio);
     free(order);
     return TP_OK;

@@ -55,12 +55,10 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "io/util.h"
 #include "plan/offload_bound.h"
 #include "turnip/offload.h"
 
-#define TP__BOUND_MAX_LAYERS 160u /* the model has ~10 L^2 columns (the paper's chains: 36-144 layers) */
 
 typedef struct trip {
     int *ia, *ja;
@@ -294,8 +292,8 @@ static double *round_up(job *j, glp_prob *lp, int ipt, int L, int ncols, double 
     return x;
 }
 
-/* The incumbent's choices into j->sel (when asked): D1 -> (k,1), D0 -> (k,0); col(k) gives the
- * value of column k (1-based), the binaries being the last 3L columns. */
+/* The incumbent's choices into j->sel (when asked): D1 -> (k,1), D0 -> (k,0), from x (1-based
+ * column values) or, x NULL, from mip's solution; the binaries are the last 3L columns. */
 static void keep_sel(job *j, int L, int ncols, const double *x, glp_prob *mip)
 {
     if (!j->sel) return;
@@ -307,11 +305,10 @@ static void keep_sel(job *j, int L, int ncols, const double *x, glp_prob *mip)
     }
 }
 
-static const char solver_ipm[] =
-    "GLPK " TP__STR(GLP_MAJOR_VERSION) "." TP__STR(GLP_MINOR_VERSION) " interior point";
-static const char solver_spx[] =
-    "GLPK " TP__STR(GLP_MAJOR_VERSION) "." TP__STR(GLP_MINOR_VERSION) " simplex";
-static const char solver_none[] = "GLPK " TP__STR(GLP_MAJOR_VERSION) "." TP__STR(GLP_MINOR_VERSION);
+#define GLPK_NAME "GLPK " TP__STR(GLP_MAJOR_VERSION) "." TP__STR(GLP_MINOR_VERSION)
+static const char solver_ipm[] = GLPK_NAME " interior point";
+static const char solver_spx[] = GLPK_NAME " simplex";
+static const char solver_none[] = GLPK_NAME;
 
 static const char *op_name(uint32_t L, uint32_t k, char *buf, size_t n)
 {
@@ -322,7 +319,7 @@ static const char *op_name(uint32_t L, uint32_t k, char *buf, size_t n)
     return buf;
 }
 
-/* Checks the chain, builds the model into *lpo (colub: each column's upper bound for
+/* Refuses an op that does not fit M_GPU alone (TP_ERR_INFEASIBLE), builds the model into *lpo (colub: each column's upper bound for
  * dual_bound, malloc'd) and fills *sum_u, *St. Runs in the worker. */
 static tp_status build(job *jo, glp_prob **lpo, double **colubo, int *ncolso, double *sum_uo,
                        double *Sto)
@@ -339,7 +336,7 @@ static tp_status build(job *jo, glp_prob **lpo, double **colubo, int *ncolso, do
         wsum += (double)c->w[i];
     }
 
-    /* M_k of eq. (1) for every op; sizes <= 2^53 and L <= 512 keep these sums exact in uint64 */
+    /* M_k of eq. (1) for every op; sizes <= 2^53 (tp_chain_check) keep these sums exact in uint64 */
     const uint32_t n = 2 * L;
     uint64_t *Mk = malloc(n * sizeof *Mk);
     double *uk = malloc(n * sizeof *uk);
@@ -616,7 +613,7 @@ static void solve(job *j)
         }
     }
     /* the interior point: forced, or the simplex did not finish in its time */
-    if (!j->st && !solved && j->method != TP__LP_SIMPLEX) {
+    if (!solved && j->method != TP__LP_SIMPLEX) {
         int r = ipm(j, lp);
         if (r == 2) goto out;
         if (r == 0) {
@@ -642,7 +639,6 @@ static void solve(job *j)
 out:
     free(x);
     free(colub);
-    if (j->st) return;
     if (best > inc) best = inc;
     if (best < 0) best = 0;
     j->res.solver = name;
@@ -683,9 +679,9 @@ static tp_status bound_run(const tp_chain *c, double time_limit_s, tp__lp_method
     tp_status valid = tp_chain_check(c, err);
     if (valid) return valid;
     const uint32_t L = c->layers;
-    if (L < 1 || L > TP__BOUND_MAX_LAYERS)
+    if (L < 1 || L > TP_CHAIN_BOUND_MAX_LAYERS)
         return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: %u layers (the MILP takes 1..%u)", L,
-                        TP__BOUND_MAX_LAYERS);
+                        TP_CHAIN_BOUND_MAX_LAYERS);
     if (!isfinite(time_limit_s) || time_limit_s <= 0 || time_limit_s > 1e6)
         return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: time limit %g s (want 0 < t <= 1e6)",
                         time_limit_s);

@@ -156,13 +156,20 @@ done:
     return TP_OK;
 }
 
+/* vertex `prefix``k` of g if it is of kind `kind`, else -1; its name into id (32 bytes) */
+static int64_t lookup(const tp_graph *g, char prefix, uint32_t k, tp_vkind kind, char *id)
+{
+    snprintf(id, 32, "%c%u", prefix, k);
+    int64_t v = tp_graph_find(g, id);
+    return v >= 0 && tp_graph_vertex(g, (uint32_t)v)->kind == kind ? v : -1;
+}
+
 /* vertex `prefix``k` of g, of kind `kind`, or -1 with err filled */
 static int64_t named(const tp_graph *g, char prefix, uint32_t k, tp_vkind kind, tp_error *err)
 {
     char id[32];
-    snprintf(id, sizeof id, "%c%u", prefix, k);
-    int64_t v = tp_graph_find(g, id);
-    if (v < 0 || tp_graph_vertex(g, (uint32_t)v)->kind != kind) {
+    int64_t v = lookup(g, prefix, k, kind, id);
+    if (v < 0) {
         tp__fail(err, TP_ERR_INVALID,
                  "not a chain graph (turnip offload-plan --taskgraph): no %s '%s'", kind == TP_V_INPUT ? "input" : "kernel", id);
         return -1;
@@ -170,27 +177,24 @@ static int64_t named(const tp_graph *g, char prefix, uint32_t k, tp_vkind kind, 
     return v;
 }
 
-/* the MILP's selection for c, whose times came from the graph's flops at m's rate */
-static tp_status milp_select(const tp_chain *c, const tp_chain_machine *m, uint8_t *sel, tp_error *err)
+/* c, read from a graph's sizes (and, for milp, its flops at m's rate), within the chain model's
+ * ranges (tp_chain_check): TP_ERR_INVALID naming where the numbers came from otherwise */
+static tp_status chain_from_graph_ok(const tp_chain *c, const tp_chain_machine *m, tp_error *err)
 {
-    tp_status st = tp_chain_check(c, err);
-    if (st) { /* the graph's flops at this rate: say so, not just the chain's rule */
-        tp_error why = err ? *err : (tp_error){0};
+    if (!tp_chain_check(c, err)) return TP_OK;
+    tp_error why = err ? *err : (tp_error){0};
+    if (m)
         return tp__fail(err, TP_ERR_INVALID, "weight offload milp: the kernels' times at %g flops/s and the link at %g B/s: %s",
                         m->flops_per_s, m->beta, why.msg);
-    }
-    st = tp_offload_select_milp(c, m->time_limit_s > 0 ? m->time_limit_s : TP_OFFLOAD_MILP_TIME_LIMIT, sel, NULL, err);
-    return st == TP_ERR_ARG ? TP_ERR_INVALID : st; /* the graph's numbers, not the call */
+    return tp__fail(err, TP_ERR_INVALID, "weight offload: the chain graph's sizes: %s", why.msg);
 }
 
 /* the flops of kernel `prefix``k` of g, 0 when g has none of that name */
 static double flops_of(const tp_graph *g, char prefix, uint32_t k)
 {
     char id[32];
-    snprintf(id, sizeof id, "%c%u", prefix, k);
-    int64_t v = tp_graph_find(g, id);
-    const tp_vertex *tv = v < 0 ? NULL : tp_graph_vertex(g, (uint32_t)v);
-    return tv && tv->kind == TP_V_KERNEL ? tv->flops : 0;
+    int64_t v = lookup(g, prefix, k, TP_V_KERNEL, id);
+    return v < 0 ? 0 : tp_graph_vertex(g, (uint32_t)v)->flops;
 }
 
 tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint64_t mgpu, const tp_chain_machine *machine,
@@ -259,10 +263,13 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
         uv[k - 1] = (uint32_t)u;
         fv[k - 1] = (uint32_t)f;
     }
+    if (!st) st = chain_from_graph_ok(c, algo == TP_OFFLOAD_MILP ? mc : NULL, err);
     if (!st && algo == TP_OFFLOAD_L2L) /* only the weight in use stays; w_L stays from F_L to B_L */
         for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
-    else if (!st && algo == TP_OFFLOAD_MILP)
-        st = milp_select(c, mc, sel, err);
+    else if (!st && algo == TP_OFFLOAD_MILP) {
+        st = tp_offload_select_milp(c, mc->time_limit_s > 0 ? mc->time_limit_s : TP_OFFLOAD_MILP_TIME_LIMIT, sel, NULL, err);
+        if (st == TP_ERR_ARG) st = TP_ERR_INVALID; /* the graph's numbers (its layers), not the call */
+    }
     else if (!st)
         st = tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, err);
     uint32_t m = 0;

@@ -475,27 +475,6 @@ out:
     return st;
 }
 
-tp_status tp_offload_plan(const tp_chain *c, tp_offload_algo algo, tp_offload_schedule **out, tp_error *err)
-{
-    *out = NULL;
-    tp_status cs = tp_chain_check(c, err);
-    if (cs) return cs;
-    if (algo == TP_OFFLOAD_L2L) return tp_offload_schedule_l2l(c, out, err);
-    if (algo == TP_OFFLOAD_MILP) return tp_offload_plan_milp(c, TP_OFFLOAD_MILP_TIME_LIMIT, out, NULL, err);
-    if (algo != TP_OFFLOAD_GREEDY && algo != TP_OFFLOAD_GREEDY_STAR)
-        return tp__fail(err, TP_ERR_ARG, "offload: unknown algorithm %d", (int)algo);
-    if (c->layers < 1 || c->layers > TP_OFFLOAD_MAX_LAYERS)
-        return tp__fail(err, TP_ERR_ARG, "offload: %u layers, the algorithms take 1..%u", c->layers,
-                        TP_OFFLOAD_MAX_LAYERS);
-    uint8_t *sel = malloc(c->layers);
-    if (!sel) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-    int discount = algo == TP_OFFLOAD_GREEDY;
-    tp_status st = tp_offload_select(c, discount, sel, err);
-    if (!st) st = tp_offload_schedule_greedy(c, sel, discount, out, err);
-    free(sel);
-    return st;
-}
-
 /* a chain the algorithms take: valid, 1..TP_OFFLOAD_MAX_LAYERS layers */
 static tp_status chain_ok(const tp_chain *c, tp_error *err)
 {
@@ -507,15 +486,69 @@ static tp_status chain_ok(const tp_chain *c, tp_error *err)
     return TP_OK;
 }
 
-/* Algorithm 2's makespan for sel (discount on), or -1 when no cutoff fits; other errors in *st */
-static double makespan_of(const tp_chain *c, const uint8_t *sel, tp_status *st, tp_error *err)
+tp_status tp_offload_plan(const tp_chain *c, tp_offload_algo algo, tp_offload_schedule **out, tp_error *err)
 {
-    tp_offload_schedule *s = NULL;
-    *st = tp_offload_schedule_greedy(c, sel, 1, &s, err);
-    double m = *st ? -1 : s->makespan;
-    if (*st == TP_ERR_INFEASIBLE) *st = TP_OK;
-    tp_offload_schedule_free(s);
-    return m;
+    *out = NULL;
+    tp_status cs = chain_ok(c, err);
+    if (cs) return cs;
+    if (algo == TP_OFFLOAD_L2L) return tp_offload_schedule_l2l(c, out, err);
+    if (algo == TP_OFFLOAD_MILP) return tp_offload_plan_milp(c, TP_OFFLOAD_MILP_TIME_LIMIT, out, NULL, err);
+    if (algo != TP_OFFLOAD_GREEDY && algo != TP_OFFLOAD_GREEDY_STAR)
+        return tp__fail(err, TP_ERR_ARG, "offload: unknown algorithm %d", (int)algo);
+    uint8_t *sel = malloc(c->layers);
+    if (!sel) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    int discount = algo == TP_OFFLOAD_GREEDY;
+    tp_status st = tp_offload_select(c, discount, sel, err);
+    if (!st) st = tp_offload_schedule_greedy(c, sel, discount, out, err);
+    free(sel);
+    return st;
+}
+
+/* Algorithm 2 (discount on) for sel into *s (NULL when no cutoff fits: not an error) */
+static tp_status schedule_or_none(const tp_chain *c, const uint8_t *sel, tp_offload_schedule **s, tp_error *err)
+{
+    tp_status st = tp_offload_schedule_greedy(c, sel, 1, s, err);
+    return st == TP_ERR_INFEASIBLE ? TP_OK : st;
+}
+
+/* tp_offload_select_milp on a checked chain; *best (may be NULL) gets Algorithm 2's schedule of
+ * the selection returned */
+static tp_status select_milp(const tp_chain *c, double time_limit_s, uint8_t *sel, tp_chain_bound_result *bound,
+                             tp_offload_schedule **best, tp_error *err)
+{
+    if (c->layers > TP_CHAIN_BOUND_MAX_LAYERS)
+        return tp__fail(err, TP_ERR_ARG, "offload: %u layers, the milp strategy takes 1..%u (its MILP's limit)",
+                        c->layers, TP_CHAIN_BOUND_MAX_LAYERS);
+    tp_chain_bound_result b;
+    tp_status st = tp_chain_bound_select(c, time_limit_s, &b, sel, err);
+    if (st) return st;
+    if (bound) *bound = b; /* a valid bound, incumbent or not */
+    if (!isfinite(b.incumbent))
+        return tp__fail(err, TP_ERR_INFEASIBLE, "offload: the MILP solver found no solution in %g s (a longer time limit may)",
+                        time_limit_s);
+    tp_offload_schedule *cur = NULL;
+    if ((st = schedule_or_none(c, sel, &cur, err))) return st;
+    if (!cur) return tp__fail(err, TP_ERR_INFEASIBLE, "offload: Algorithm 2 fits no schedule to the MILP's selection");
+    /* the MILP is indifferent to transfers that cost no idle (it minimises idle alone): drop
+     * each choice whose removal leaves Algorithm 2's makespan as it was, layer 1 to L */
+    for (uint32_t k = 0; k < c->layers && !st; k++)
+        for (int d = 1; d >= 0 && !st; d--) {
+            uint8_t bit = d ? TP_OFFLOAD_SEL1 : TP_OFFLOAD_SEL0;
+            if (!(sel[k] & bit)) continue;
+            sel[k] &= (uint8_t)~bit;
+            tp_offload_schedule *s = NULL;
+            st = schedule_or_none(c, sel, &s, err);
+            if (!st && s && s->makespan <= cur->makespan * (1 + 1e-12)) {
+                tp_offload_schedule_free(cur);
+                cur = s;
+            } else {
+                sel[k] |= bit;
+                tp_offload_schedule_free(s);
+            }
+        }
+    if (!st && best) *best = cur;
+    else tp_offload_schedule_free(cur);
+    return st;
 }
 
 tp_status tp_offload_select_milp(const tp_chain *c, double time_limit_s, uint8_t *sel, tp_chain_bound_result *bound,
@@ -523,30 +556,7 @@ tp_status tp_offload_select_milp(const tp_chain *c, double time_limit_s, uint8_t
 {
     if (!sel) return tp__fail(err, TP_ERR_ARG, "tp_offload_select_milp: NULL selection");
     tp_status st = chain_ok(c, err);
-    if (st) return st;
-    tp_chain_bound_result b;
-    st = tp_chain_bound_select(c, time_limit_s, &b, sel, err);
-    if (st) return st;
-    if (bound) *bound = b; /* a valid bound, incumbent or not */
-    if (!isfinite(b.incumbent))
-        return tp__fail(err, TP_ERR_INFEASIBLE, "offload: the MILP solver found no solution in %g s (a longer time limit may)",
-                        time_limit_s);
-    double m = makespan_of(c, sel, &st, err);
-    if (st) return st;
-    if (m < 0) return tp__fail(err, TP_ERR_INFEASIBLE, "offload: Algorithm 2 fits no schedule to the MILP's selection");
-    /* the MILP is indifferent to transfers that cost no idle (it minimises idle alone): drop
-     * each choice whose removal leaves Algorithm 2's makespan as it was, layer 1 to L */
-    for (uint32_t k = 0; k < c->layers; k++)
-        for (int d = 1; d >= 0; d--) {
-            uint8_t bit = d ? TP_OFFLOAD_SEL1 : TP_OFFLOAD_SEL0;
-            if (!(sel[k] & bit)) continue;
-            sel[k] &= (uint8_t)~bit;
-            double mk = makespan_of(c, sel, &st, err);
-            if (st) return st;
-            if (mk < 0 || mk > m * (1 + 1e-12)) sel[k] |= bit;
-            else if (mk < m) m = mk;
-        }
-    return TP_OK;
+    return st ? st : select_milp(c, time_limit_s, sel, bound, NULL, err);
 }
 
 tp_status tp_offload_plan_milp(const tp_chain *c, double time_limit_s, tp_offload_schedule **out,
@@ -558,8 +568,7 @@ tp_status tp_offload_plan_milp(const tp_chain *c, double time_limit_s, tp_offloa
     if (st) return st;
     uint8_t *sel = malloc(c->layers);
     if (!sel) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-    st = tp_offload_select_milp(c, time_limit_s, sel, bound, err);
-    if (!st) st = tp_offload_schedule_greedy(c, sel, 1, out, err);
+    st = select_milp(c, time_limit_s, sel, bound, out, err); /* the pruning's last schedule is the plan */
     free(sel);
     return st;
 }

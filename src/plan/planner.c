@@ -432,21 +432,27 @@ static int evict_window(planner *P, int d, uint64_t size, uint32_t pin, uint64_t
     return !P->st;
 }
 
-/* Memory for a need of position p on d. The allocation horizon (forced = 0) evicts ahead of
- * execution only when the bytes free now plus those dying before p cannot hold `size`:
- * waiting would not help, so values needed after p go now and the transfers start early.
- * A forced step (the execution horizon is at p) evicts whatever it must, p's inputs aside. */
+/* Whether the allocation horizon waits, rather than evicting ahead of execution, for `size`
+ * bytes at position p on d (no window holds them now). By default while the bytes free now plus
+ * those dying before p can hold them: otherwise waiting would not help, so values needed after
+ * p go now and the transfers start early. In a plan with directed evictions
+ * (tp_plan_opts.evictions) while the free bytes cannot: the strategy's evictions make the room,
+ * and evicting ahead of them took weights it keeps; bytes that are free but not in one window
+ * get one now (victims of the planner's choosing), or the reload would wait for later deaths
+ * and the kernel needing it with it (docs/weight-offload.md "Inside turnip"). */
+static int may_wait(const planner *P, int d, uint32_t p, uint64_t size)
+{
+    uint64_t avail = P->dev[d].cap - P->dev[d].used;
+    return P->dir_off ? avail < size : avail + dying(P, d, p) >= size;
+}
+
+/* Memory for a need of position p on d: a free window, or, unless the allocation horizon
+ * (forced = 0) may wait (may_wait), one cleared by eviction. A forced step (the execution
+ * horizon is at p) evicts whatever it must, p's inputs aside. */
 static int alloc_for(planner *P, int d, uint32_t p, uint64_t size, int forced, uint64_t *addr)
 {
     if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
-    uint64_t avail = P->dev[d].cap - P->dev[d].used;
-    if (!forced && P->dir_off) { /* a strategy's evictions (tp_plan_opts.evictions) decide what leaves */
-        if (avail < size) return 0; /* its evictions will make the room: no eviction ahead of them */
-        /* the bytes are free but not as one window: open one now, or the reload would wait for
-         * later deaths (and the kernel needing it with it) */
-    } else if (!forced && avail + dying(P, d, p) >= size) {
-        return 0;
-    }
+    if (!forced && may_wait(P, d, p, size)) return 0;
     if (!P->ending && P->nkeep_in) { /* first a window of free bytes and dead kept inputs only: as if freed */
         P->only_dead = 1;
         int got = evict_window(P, d, size, p, addr);
@@ -901,17 +907,21 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         tp_status st = setup_directed(P, opts);
         if (st) return st;
     }
-    /* bytes dying at each position, per device (a value dies after its last use) */
-    P->dies = calloc((size_t)P->nd * (P->npos + 1), sizeof *P->dies);
-    if (!P->dies) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
-    for (uint32_t x = 0; x < n; x++) {
-        uint32_t nu = P->use_off[x + 1] - P->use_off[x];
-        if (!nu || P->is_out[x] || P->pin[x]) continue; /* kept inputs: droppable once dead, as good as freed */
-        uint32_t last = P->use_pos[P->use_off[x + 1] - 1];
-        if (last + 1 <= P->npos) P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + last + 1] += V_(P, x)->bytes;
+    /* bytes dying at each position, per device (a value dies after its last use); may_wait
+     * reads them only in a plan without directed evictions */
+    if (!P->dir_off) {
+        P->dies = calloc((size_t)P->nd * (P->npos + 1), sizeof *P->dies);
+        if (!P->dies) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
+        for (uint32_t x = 0; x < n; x++) {
+            uint32_t nu = P->use_off[x + 1] - P->use_off[x];
+            if (!nu || P->is_out[x] || P->pin[x]) continue; /* kept inputs: droppable once dead, as good as freed */
+            uint32_t last = P->use_pos[P->use_off[x + 1] - 1];
+            if (last + 1 <= P->npos) P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + last + 1] += V_(P, x)->bytes;
+        }
+        for (int d = 0; d < P->nd; d++)
+            for (uint32_t q = 1; q <= P->npos; q++)
+                P->dies[(size_t)d * (P->npos + 1) + q] += P->dies[(size_t)d * (P->npos + 1) + q - 1];
     }
-    for (int d = 0; d < P->nd; d++)
-        for (uint32_t q = 1; q <= P->npos; q++) P->dies[(size_t)d * (P->npos + 1) + q] += P->dies[(size_t)d * (P->npos + 1) + q - 1];
     /* per-device horizon lists */
     for (int d = 0; d < P->nd; d++) {
         P->L[d] = malloc((P->npos + 1) * sizeof *P->L[d]);

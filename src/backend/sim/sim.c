@@ -174,6 +174,13 @@ static double alone_rate(const tp_sim_profile *p, tp_mkind k)
     return on_bus(p, k) && p->host_bus_bw < r ? p->host_bus_bw : r;
 }
 
+void tp_sim_profile_rates(const tp_sim_profile *p, double *flops_per_s, double *copy_bw)
+{
+    *flops_per_s = (p->vector_flops > 0 ? p->vector_flops : p->peak_flops) * p->efficiency; /* kernel_time's */
+    double r = alone_rate(p, TP_M_RELOAD), o = alone_rate(p, TP_M_OFFLOAD);
+    *copy_bw = r < o ? r : o;
+}
+
 /* a copy of kind k and `bytes` with its links to itself, no jitter and no wake-up: its bytes at
  * that rate, then its latency */
 static double copy_time(const tp_sim_profile *p, tp_mkind k, double bytes)
