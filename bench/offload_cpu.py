@@ -130,6 +130,10 @@ NUMERIC = {"--bytes-scale": ("s", int, 1, 1 << 30), "--time-scale": ("k", float,
            "--flops": ("flops", float, 1, 1e18), "--time-limit": ("limit", float, 0.01, 86400)}
 
 
+# list flags: key in the arguments, the names allowed (defaults: PLANNERS, ORDERS)
+CHOICES = {"--planners": ("planners", PLANNERS), "--orders": ("orders", ["any", "fixed", "random", "priority"])}
+
+
 def parse_args(argv):
     a = {"turnip": os.path.join(ROOT, "build", "turnip"), "chain": os.path.join(ROOT, "examples", "chains",
                                                                                 "gpt2-38-b16.json"),
@@ -154,14 +158,11 @@ def parse_args(argv):
                 a[key] = kind(v)
                 if not lo <= a[key] <= hi:  # NaN fails too
                     die("%s: %s in [%g, %g]" % (f, "an integer" if kind is int else "a number", lo, hi))
-            elif f == "--planners":
-                a["planners"] = v.split(",")
-                if not a["planners"] or any(p not in PLANNERS for p in a["planners"]):
-                    die("--planners: a comma-separated list of %s" % ", ".join(PLANNERS))
-            elif f == "--orders":
-                a["orders"] = v.split(",")
-                if not a["orders"] or any(o not in ("any", "fixed", "random", "priority") for o in a["orders"]):
-                    die("--orders: a comma-separated list of any, fixed, random, priority")
+            elif f in CHOICES:
+                key, allowed = CHOICES[f]
+                a[key] = v.split(",")
+                if any(x not in allowed for x in a[key]):
+                    die("%s: a comma-separated list of %s" % (f, ", ".join(allowed)))
             elif f == "--csv":
                 a["csv"] = v
             else:

@@ -20,6 +20,7 @@ temporary name and renamed into place).
 usage: bench/offload_table.py [--turnip PATH] [--time-limit S] [--out DIR] [--sweep-chain NAME]
                               [--betas 1,2,4,8,12,16] [--only NAME,...]"""
 import csv
+import io
 import json
 import os
 import re
@@ -56,29 +57,29 @@ def plan(turnip, chain, algo, limit, extra=(), may_fail=False):
 
 
 def row(turnip, chain, limit):
-    res = {a: plan(turnip, chain, a, limit, may_fail=a == "milp") for a in ALGOS}
-    b = res["milp"] or plan(turnip, chain, "greedy", limit, ["--bound"])  # the bound without milp's schedule
-    bound = float(b["bound"].split()[0])
     with open(chain) as f:
         layers = json.load(f)["layers"]
-    r = {"chain": os.path.basename(chain)[:-5], "compute_s": sum(x["uf"] + x["ub"] for x in layers),
-         "bound_s": bound, "optimal": "proved optimal" in b["bound"], "gap": float(b["gap"]),
-         "solver_s": float(b["solver"].rsplit(",", 1)[1].split()[0])}
-    for a in ALGOS:
-        m = float(res[a]["makespan"].split()[0]) if res[a] else float("nan")
-        r[a + "_s"] = m
-        r[a + "/bound"] = m / bound if bound > 0 else 1.0
     with tempfile.TemporaryDirectory(prefix="offload_turnip.") as d:
+        # each strategy once; those the planners start from also write their TaskGraph (in the
+        # start state of their schedule) and the chain's machine profile
         prof = os.path.join(d, "chain.profile.json")
-        graphs = {}
-        for a in sorted(set(start for _, _, start in PLANNERS)):
-            graphs[a] = os.path.join(d, "chain.%s.taskgraph.json" % a)
-            if not plan(turnip, chain, a, limit, ["--taskgraph", graphs[a], "--sim-profile", prof], may_fail=a == "milp"):
-                graphs[a] = None
+        starts = set(start for _, _, start in PLANNERS)
+        graphs = {a: os.path.join(d, "chain.%s.taskgraph.json" % a) for a in starts}
+        res = {a: plan(turnip, chain, a, limit, ["--taskgraph", graphs[a], "--sim-profile", prof] if a in starts else [],
+                       may_fail=a == "milp") for a in ALGOS}
+        b = res["milp"] or plan(turnip, chain, "greedy", limit, ["--bound"])  # the bound without milp's schedule
+        bound = float(b["bound"].split()[0])
+        r = {"chain": os.path.basename(chain)[:-5], "compute_s": sum(x["uf"] + x["ub"] for x in layers),
+             "bound_s": bound, "optimal": "proved optimal" in b["bound"], "gap": float(b["gap"]),
+             "solver_s": float(b["solver"].rsplit(",", 1)[1].split()[0])}
+        for a in ALGOS:
+            m = float(res[a]["makespan"].split()[0]) if res[a] else float("nan")
+            r[a + "_s"] = m
+            r[a + "/bound"] = m / bound if bound > 0 else 1.0
         for planner, flags, start in PLANNERS:
             for policy in POLICIES:
                 k = "%s_%s" % (planner, policy)
-                if not graphs[start]:
+                if not res[start]:  # its strategy failed: no TaskGraph
                     r[k + "_s"] = r[k + "/bound"] = float("nan")
                     continue
                 extra = ["--milp-time-limit", str(limit)] if "milp" in flags else []
@@ -102,14 +103,29 @@ TCOLS = ["%s_%s%s" % (p, o, x) for p, _, _ in PLANNERS for o in POLICIES for x i
 COLS = ["chain", "compute_s", "bound_s", "optimal", "gap", "solver_s"] + [a + x for a in ALGOS for x in ("_s", "/bound")] + TCOLS
 
 
+def replace_atomically(path, write):
+    """write(f) into a fresh temporary file beside path, then renamed onto it"""
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def write_csv(path, rows, extra=()):
-    tmp = path + ".tmp"
-    with open(tmp, "w", newline="") as f:
-        w = csv.writer(f)
+    def write(f):
+        t = io.TextIOWrapper(f, newline="")
+        w = csv.writer(t)
         w.writerow(list(extra) + COLS)
         for r in rows:
             w.writerow([r[c] for c in list(extra) + COLS])
-    os.replace(tmp, path)
+        t.flush()
+        t.detach()
+    replace_atomically(path, write)
 
 
 def show_header(first):
@@ -142,7 +158,10 @@ def main(argv):
         if a == "--turnip":
             turnip = v
         elif a == "--time-limit":
-            limit = float(v)
+            try:
+                limit = float(v)
+            except ValueError:
+                limit = float("nan")
             if not 0.01 <= limit <= 86400:
                 die("--time-limit must be in [0.01, 86400]")
         elif a == "--out":
@@ -168,6 +187,9 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     chains = sorted(f for f in os.listdir(os.path.join(ROOT, "examples", "chains")) if f.endswith(".json"))
     if only:
+        unknown = sorted(set(only) - set(c[:-5] for c in chains))
+        if unknown:
+            die("--only: no chain %s in examples/chains" % ", ".join(unknown))
         chains = [c for c in chains if c[:-5] in only]
     print("Table 1 (12 GB/s), time limit %g s per bound; ratios are makespan / bound" % limit)
     rows = []
@@ -210,8 +232,8 @@ def main(argv):
             with open(os.path.join(tmpd, "sweep.gp"), "w") as f:
                 f.write(script)
             subprocess.run(["gnuplot", "sweep.gp"], cwd=tmpd, check=True)
-            shutil.copy(os.path.join(tmpd, "sweep.png"), os.path.join(out, "offload_sweep.png.tmp"))
-            os.replace(os.path.join(out, "offload_sweep.png.tmp"), os.path.join(out, "offload_sweep.png"))
+            with open(os.path.join(tmpd, "sweep.png"), "rb") as png:
+                replace_atomically(os.path.join(out, "offload_sweep.png"), lambda f: shutil.copyfileobj(png, f))
             print("wrote %s, %s" % (csvp, os.path.join(out, "offload_sweep.png")))
         else:
             print("wrote %s (no gnuplot: no PNG)" % csvp)

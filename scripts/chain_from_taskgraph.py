@@ -64,14 +64,24 @@ def number(p, key, required=True):
     return float(v)
 
 
+def read_json(path):
+    """the JSON in path, or exit 2 with one line"""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:  # ValueError: bad JSON or bad UTF-8
+        die("%s: %s" % (path, e))
+
+
 def load_profile(name):
     path = name
     if os.sep not in name and not name.endswith(".json"):
         path = os.path.join(ROOT, "profiles", name + ".json")
     if not os.path.isfile(path):
         die("%s: not a regular file" % path)
-    with open(path) as f:
-        p = json.load(f)
+    p = read_json(path)
+    if not isinstance(p, dict):
+        die("%s: not a JSON object" % path)
     prof = {k: number(p, k) for k in ("peak_flops", "efficiency", "mem_bw", "launch_s", "h2d_bw")}
     prof["vector_flops"] = number(p, "vector_flops", required=False)
     if not (prof["peak_flops"] > 0 and prof["efficiency"] > 0 and prof["mem_bw"] > 0):
@@ -239,8 +249,7 @@ def main(argv):
     if not os.path.isfile(path):
         die("%s: not a regular file" % path)
     prof = load_profile(opts["--profile"])
-    with open(path) as f:
-        g = json.load(f)
+    g = read_json(path)
     if not isinstance(g, dict) or g.get("format") != "turnip.taskgraph/1" or g.get("devices") != 1:
         die("%s: a turnip.taskgraph/1 graph on one device (gen layered --devices 1, train --devices 1)" % path)
     verts = check_vertices(path, g)

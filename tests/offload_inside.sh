@@ -33,7 +33,7 @@ PY
 compute=$(/usr/bin/python3 -c "import json,sys; print(sum(l['uf']+l['ub'] for l in json.load(open(sys.argv[1]))['layers']))" "$C")
 for w in none greedy greedy-star l2l; do
     flag=(); [ "$w" = none ] || flag=(--weight-offload "$w")
-    expect 0 "" "$T" plan "$D/g.json" --device-mem "$(sed -n 's/^ "device_mem": \([0-9]*\),$/\1/p' "$D/p.json")" --order topo "${flag[@]}" -o "$D/m-$w.json"
+    expect 0 "" "$T" plan "$D/g.json" --device-mem "$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["device_mem"])' "$D/p.json")" --order topo "${flag[@]}" -o "$D/m-$w.json"
     expect 0 "" "$T" verify "$D/m-$w.json" --taskgraph "$D/g.json"
     for o in any fixed; do
         "$T" sim "$D/g.json" --machine "$D/p.json" --plan-order topo --order "$o" "${flag[@]}" >"$D/sim-$w-$o.txt" 2>&1
@@ -172,5 +172,7 @@ expect 2 "opaque-rate needs a number in" "$T" run "$D/sg.json" --device-mem 2000
 expect 2 "opaque-rate needs a number in" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --opaque-rate nan
 expect 2 "--opaque-rate is for --backend cpu" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --opaque-rate 1e9 --backend cuda
 expect 2 "vertex 'X4' (opaque, 1e+09 flops) would take 1e+09 s at --opaque-rate 1" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --opaque-rate 1
-check "no TaskGraph written by a refused command" test ! -e "$D/x.json"
+printf '{"format": "turnip.chain/1", "mgpu": 100000, "beta": 1e8, "a0": 4096, "layers": [{"uf": 0.001, "ub": 0.002, "w": 65536, "a": 4096}, {"uf": 0.001, "ub": 0.002, "w": 65536, "a": 4096}]}' >"$D/nofit.json"
+expect 2 "needs 43360 bytes more than mgpu" "$T" offload-plan "$D/nofit.json" --taskgraph "$D/x.json" --schedule "$D/xs.json"
+check "no TaskGraph or schedule written by a refused command" test ! -e "$D/x.json" -a ! -e "$D/xs.json"
 finish offload_inside

@@ -14,7 +14,7 @@ SRC=$(realpath "$2")
 for c in gpt2-56-b16 gpt2-74-b16; do
     C="$SRC/examples/chains/$c.json"
     expect 0 "algo greedy" "$T" offload-plan "$C" --taskgraph "$D/$c.g.json" --sim-profile "$D/$c.p.json"
-    mem=$(sed -n 's/^ "device_mem": \([0-9]*\),$/\1/p' "$D/$c.p.json")
+    mem=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["device_mem"])' "$D/$c.p.json")
     expect 0 "directed evictions" "$T" plan "$D/$c.g.json" --device-mem "$mem" --order topo --weight-offload greedy --stats -o "$D/$c.m.json"
     expect 0 "" "$T" verify "$D/$c.m.json" --taskgraph "$D/$c.g.json"
     "$T" sim "$D/$c.g.json" --machine "$D/$c.p.json" --plan-order topo --order fixed --weight-offload greedy >"$D/$c.sim.txt" 2>&1

@@ -492,8 +492,11 @@ TEST(offload_strategies_above_bound)
                 CHECKF(r.makespan >= b.bound * (1 - 1e-6), "seed %llu L %u frac %g algo %d: makespan %.9g < bound %.9g",
                        (unsigned long long)seed, L, fracs[f], a, r.makespan, b.bound);
                 /* milp drops what the MILP moves for nothing: with every weight resident, nothing */
-                if (a == TP_OFFLOAD_MILP && fracs[f] == 1.0) CHECKF(r.bytes_moved == 0, "seed %llu: milp moves %llu bytes", (unsigned long long)seed, (unsigned long long)r.bytes_moved);
-                if (a == TP_OFFLOAD_MILP && fracs[f] == 1.0) milp_all++;
+                if (a == TP_OFFLOAD_MILP && fracs[f] == 1.0) {
+                    CHECKF(r.bytes_moved == 0, "seed %llu: milp moves %llu bytes", (unsigned long long)seed,
+                           (unsigned long long)r.bytes_moved);
+                    milp_all++;
+                }
                 compared++;
                 tp_offload_schedule_free(s);
             }

@@ -20,13 +20,8 @@
 #include "io/util.h"
 #include "plan/offload_bound.h"
 #include "turnip/offload.h"
+#include "offload_chains.h"
 
-#define MAXL 36 /* the largest chain a test here builds */
-typedef struct owned {
-    tp_chain c;
-    double uf[MAXL], ub[MAXL];
-    uint64_t w[MAXL], a[MAXL + 1];
-} owned;
 
 static uint64_t rng_counter;
 static uint64_t rnd(void) /* the project's one RNG, counter-based */
@@ -38,48 +33,9 @@ static double rnd01(void)
     return (double)(rnd() >> 11) / 9007199254740992.0;
 }
 
-static void wire(owned *o, uint32_t L)
-{
-    o->c.layers = L;
-    o->c.uf = o->uf;
-    o->c.ub = o->ub;
-    o->c.w = o->w;
-    o->c.a = o->a;
-}
 
-/* M_k of eq. (1): max over ops with no other weight resident */
-static uint64_t need_alone(const tp_chain *c)
-{
-    uint64_t acc = c->a[0], mx = 0;
-    for (uint32_t i = 0; i < c->layers; i++) {
-        acc += c->a[i + 1];
-        uint64_t m = 2 * c->w[i] + acc;
-        if (m > mx) mx = m;
-    }
-    return mx;
-}
 
-/* memory that holds every weight at every op: max_i (M_{B_i} + sum_{j != i} w_j) */
-static uint64_t need_all(const tp_chain *c)
-{
-    uint64_t acc = c->a[0], mx = 0, sw = 0;
-    for (uint32_t i = 0; i < c->layers; i++)
-        sw += c->w[i];
-    for (uint32_t i = 0; i < c->layers; i++) {
-        acc += c->a[i + 1];
-        uint64_t m = 2 * c->w[i] + acc + (sw - c->w[i]);
-        if (m > mx) mx = m;
-    }
-    return mx;
-}
 
-static double sum_u(const tp_chain *c)
-{
-    double s = 0;
-    for (uint32_t i = 0; i < c->layers; i++)
-        s += c->uf[i] + c->ub[i];
-    return s;
-}
 
 /* The fully serial schedule, a valid OFF schedule whenever need_alone <= mgpu: nothing is
  * resident at the start of B_L but w_L's prefetch. For B_i: prefetch w_i (|w_i|/beta), B_i,
@@ -93,12 +49,12 @@ static double serial_makespan(const tp_chain *c)
     double sw = 0;
     for (uint32_t i = 0; i < c->layers; i++)
         sw += (double)c->w[i];
-    return sum_u(c) + 3 * sw / c->beta;
+    return tpt_sum_u(c) + 3 * sw / c->beta;
 }
 
-static void random_chain(owned *o, uint32_t L)
+static void random_chain(tpt_chain *o, uint32_t L)
 {
-    wire(o, L);
+    tpt_chain_wire(o, L);
     for (uint32_t i = 0; i < L; i++) {
         o->uf[i] = 1e-3 * (0.2 + rnd01());
         o->ub[i] = 1e-3 * (0.4 + 2 * rnd01());
@@ -108,7 +64,7 @@ static void random_chain(owned *o, uint32_t L)
         o->a[i] = rnd() % 5000000;
     /* transfers of the mean weight take 0.3x..3x the mean op time */
     o->c.beta = 25e6 / (1e-3 * (0.3 + 2.7 * rnd01()));
-    uint64_t lo = need_alone(&o->c), hi = need_all(&o->c);
+    uint64_t lo = tpt_need_alone(&o->c), hi = tpt_need_all(&o->c);
     o->c.mgpu = lo + (uint64_t)((double)(hi - lo) * rnd01());
 }
 
@@ -126,7 +82,7 @@ static void bound_ok(const tp_chain *c, double tl, tp_chain_bound_result *r)
 
 TEST(bound_rejects_bad_input)
 {
-    owned o;
+    tpt_chain o;
     random_chain(&o, 3);
     tp_chain_bound_result r;
     tp_error err = {0};
@@ -134,8 +90,8 @@ TEST(bound_rejects_bad_input)
     ASSERT_STATUS(tp_chain_bound(&o.c, 1, NULL, &err), TP_ERR_ARG);
     ASSERT_STATUS(tp_chain_bound(&o.c, 0, &r, &err), TP_ERR_ARG);
     ASSERT_STATUS(tp_chain_bound(&o.c, NAN, &r, &err), TP_ERR_ARG);
-    owned b = o;
-    wire(&b, 3);
+    tpt_chain b = o;
+    tpt_chain_wire(&b, 3);
     b.c.beta = 0;
     ASSERT_STATUS(tp_chain_bound(&b.c, 1, &r, &err), TP_ERR_ARG);
     b.c.beta = INFINITY;
@@ -153,10 +109,10 @@ TEST(bound_rejects_bad_input)
     ASSERT_STATUS(tp_chain_bound(&b.c, 1, &r, &err), TP_ERR_ARG);
     b.c.layers = 3;
     /* one op that cannot run even alone */
-    b.c.mgpu = need_alone(&b.c) - 1;
+    b.c.mgpu = tpt_need_alone(&b.c) - 1;
     ASSERT_STATUS(tp_chain_bound(&b.c, 1, &r, &err), TP_ERR_INFEASIBLE);
     CHECKF(strstr(err.msg, "B_") != NULL, "%s", err.msg);
-    b.c.mgpu = need_alone(&b.c);
+    b.c.mgpu = tpt_need_alone(&b.c);
     bound_ok(&b.c, 10, &r);
 }
 
@@ -164,22 +120,22 @@ TEST(bound_rejects_bad_input)
 TEST(bound_all_fit_equals_compute_sum)
 {
     for (int it = 0; it < 20; it++) {
-        owned o;
+        tpt_chain o;
         random_chain(&o, 1 + (uint32_t)(rnd() % 8));
-        o.c.mgpu = need_all(&o.c) + (it % 2 ? rnd() % 1000000 : 0);
+        o.c.mgpu = tpt_need_all(&o.c) + (it % 2 ? rnd() % 1000000 : 0);
         tp_chain_bound_result r;
         bound_ok(&o.c, 10, &r);
         CHECK(r.optimal);
-        double s = sum_u(&o.c);
+        double s = tpt_sum_u(&o.c);
         CHECKF(fabs(r.bound - s) <= 1e-6 * s, "L %u bound %.17g sum %.17g", o.c.layers, r.bound, s);
     }
     /* one layer: no other weight, never any idle */
-    owned o;
+    tpt_chain o;
     random_chain(&o, 1);
-    o.c.mgpu = need_alone(&o.c);
+    o.c.mgpu = tpt_need_alone(&o.c);
     tp_chain_bound_result r;
     bound_ok(&o.c, 10, &r);
-    ASSERT_NEAR(r.bound, sum_u(&o.c), 1e-6 * sum_u(&o.c));
+    ASSERT_NEAR(r.bound, tpt_sum_u(&o.c), 1e-6 * tpt_sum_u(&o.c));
 }
 
 /* Two layers, |w| = W each, no activations, u = 1 for all four ops, mgpu = 2W, W/beta = x.
@@ -194,9 +150,9 @@ TEST(bound_two_layer_closed_form)
 {
     const double xs[] = {0.25, 0.5, 1, 2, 3, 5};
     for (size_t q = 0; q < sizeof xs / sizeof xs[0]; q++) {
-        owned o;
+        tpt_chain o;
         memset(&o, 0, sizeof o);
-        wire(&o, 2);
+        tpt_chain_wire(&o, 2);
         for (int i = 0; i < 2; i++) {
             o.uf[i] = o.ub[i] = 1;
             o.w[i] = 1000;
@@ -219,12 +175,12 @@ TEST(bound_two_layer_closed_form)
 TEST(bound_between_compute_sum_and_serial_schedule)
 {
     for (int it = 0; it < 30; it++) {
-        owned o;
+        tpt_chain o;
         random_chain(&o, 2 + (uint32_t)(rnd() % 7));
-        if (it % 3 == 0) o.c.mgpu = need_alone(&o.c); /* the tightest */
+        if (it % 3 == 0) o.c.mgpu = tpt_need_alone(&o.c); /* the tightest */
         tp_chain_bound_result r;
         bound_ok(&o.c, 5, &r);
-        double s = sum_u(&o.c), ser = serial_makespan(&o.c);
+        double s = tpt_sum_u(&o.c), ser = serial_makespan(&o.c);
         CHECKF(r.bound >= s * (1 - 1e-9), "bound %.17g < compute sum %.17g", r.bound, s);
         CHECKF(r.bound <= ser * (1 + 1e-9), "bound %.17g > serial %.17g", r.bound, ser);
         if (r.optimal)
@@ -236,13 +192,13 @@ TEST(bound_between_compute_sum_and_serial_schedule)
 /* a chain too big to solve in the time given still gets a valid bound and a gap */
 TEST(bound_time_limit_reports_valid_bound)
 {
-    owned o;
+    tpt_chain o;
     memset(&o, 0, sizeof o);
     random_chain(&o, 16);
-    o.c.mgpu = need_alone(&o.c);
+    o.c.mgpu = tpt_need_alone(&o.c);
     tp_chain_bound_result r;
     bound_ok(&o.c, 0.05, &r);
-    CHECK(r.bound >= sum_u(&o.c) * (1 - 1e-9));
+    CHECK(r.bound >= tpt_sum_u(&o.c) * (1 - 1e-9));
     CHECK(r.bound <= serial_makespan(&o.c) * (1 + 1e-9));
     CHECK(r.seconds < 30);
 }
@@ -251,9 +207,9 @@ TEST(bound_monotone_in_memory_and_bandwidth)
 {
     int compared = 0;
     for (int it = 0; it < 12; it++) {
-        owned o;
+        tpt_chain o;
         random_chain(&o, 2 + (uint32_t)(rnd() % 5));
-        uint64_t lo = need_alone(&o.c), hi = need_all(&o.c);
+        uint64_t lo = tpt_need_alone(&o.c), hi = tpt_need_all(&o.c);
         double prev = 0;
         int all_opt = 1;
         /* memory from loose to tight */
@@ -460,13 +416,13 @@ TEST(bound_brute_force_tiny_chains)
 {
     int tight = 0;
     for (int it = 0; it < 8; it++) {
-        owned o;
+        tpt_chain o;
         uint32_t L = 2 + (uint32_t)(it % 2);
         random_chain(&o, L);
-        if (it % 4 < 2) o.c.mgpu = need_alone(&o.c);
+        if (it % 4 < 2) o.c.mgpu = tpt_need_alone(&o.c);
         double best = bf_min(&o.c, L);
         CHECK(best >= 0);
-        double want = sum_u(&o.c) + best;
+        double want = tpt_sum_u(&o.c) + best;
         tp_chain_bound_result r;
         bound_ok(&o.c, 10, &r);
         CHECK(r.optimal);
@@ -486,12 +442,12 @@ TEST(bound_brute_force_four_layers)
 {
     int tight = 0;
     for (int it = 0; it < 4; it++) {
-        owned o;
+        tpt_chain o;
         random_chain(&o, 4);
-        if (it % 2 == 0) o.c.mgpu = need_alone(&o.c);
+        if (it % 2 == 0) o.c.mgpu = tpt_need_alone(&o.c);
         double best = bf_min(&o.c, 4);
         CHECK(best >= 0);
-        double want = sum_u(&o.c) + best;
+        double want = tpt_sum_u(&o.c) + best;
         tp_chain_bound_result r;
         bound_ok(&o.c, 10, &r);
         CHECK(r.optimal);
@@ -511,9 +467,9 @@ TEST(bound_interior_matches_simplex)
 {
     int positive = 0, proved = 0, failed = 0;
     for (int it = 0; it < 24; it++) {
-        owned o;
+        tpt_chain o;
         random_chain(&o, 2 + (uint32_t)(rnd() % 7));
-        if (it % 3 == 0) o.c.mgpu = need_alone(&o.c);
+        if (it % 3 == 0) o.c.mgpu = tpt_need_alone(&o.c);
         tp_chain_bound_result rs, ri, ra;
         tp__bound_detail ds, di;
         tp_error err = {0};
@@ -521,7 +477,7 @@ TEST(bound_interior_matches_simplex)
         ASSERT_OK_ERR(tp__chain_bound_method(&o.c, 10, TP__LP_INTERIOR, &ri, &di, &err), err);
         bound_ok(&o.c, 10, &ra);
         CHECK(ds.lp_method == TP__LP_SIMPLEX && !di.ipm_stopped && strstr(rs.solver, "simplex"));
-        double s = sum_u(&o.c), lp = ds.lp_obj;
+        double s = tpt_sum_u(&o.c), lp = ds.lp_obj;
         /* the simplex's own dual bound equals its objective (its duals are optimal) */
         CHECKF(fabs(ds.lp_bound - lp) <= 1e-9 * lp,
                "L %u: simplex dual bound %.17g objective %.17g", o.c.layers, ds.lp_bound, lp);
@@ -556,10 +512,10 @@ TEST(bound_interior_matches_simplex)
 }
 
 /* a chain of NL layers (the relaxation takes the interior point tens of iterations) */
-#define NL MAXL
-static void chain_n(owned *o)
+#define NL TPT_CHAIN_MAXL
+static void chain_n(tpt_chain *o)
 {
-    wire(o, NL);
+    tpt_chain_wire(o, NL);
     for (int i = 0; i < NL; i++) {
         o->uf[i] = 1e-3 * (0.2 + rnd01());
         o->ub[i] = 3 * o->uf[i];
@@ -568,7 +524,7 @@ static void chain_n(owned *o)
     for (int i = 0; i <= NL; i++)
         o->a[i] = rnd() % 1000000;
     o->c.beta = 8e9; /* a transfer takes 2.5-3.8 ms, a forward 0.2-1.2 ms: link-bound */
-    o->c.mgpu = need_alone(&o->c) + 12 * 25000000ull;
+    o->c.mgpu = tpt_need_alone(&o->c) + 12 * 25000000ull;
 }
 
 /* The time limit stops the interior point inside glp_interior (its terminal hook, a longjmp,
@@ -578,7 +534,7 @@ static void chain_n(owned *o)
  * some iteration or not at all. */
 TEST(bound_interior_time_limit)
 {
-    owned o;
+    tpt_chain o;
     chain_n(&o);
     double s = 0;
     for (int i = 0; i < NL; i++)

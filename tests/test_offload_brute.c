@@ -49,6 +49,7 @@
 #include "harness.h"
 #include "io/util.h"
 #include "turnip/offload.h"
+#include "offload_chains.h"
 
 #define BL 4                 /* most layers */
 #define NOPS (2 * BL + 5 * BL) /* computations, then per layer at most two prefetches, two d2h transfers, a delete */
@@ -409,44 +410,16 @@ static double rnd01(void)
     return (double)(tp__mix64(0xb5ad4eceda1ce2a9ull + ++rng_counter) >> 11) / 9007199254740992.0;
 }
 
-typedef struct {
-    tp_chain c;
-    double uf[BL], ub[BL];
-    uint64_t w[BL], a[BL + 1];
-} owned;
 
-static uint64_t need_alone(const tp_chain *c)
-{
-    uint64_t acc = c->a[0], mx = 0;
-    for (uint32_t i = 0; i < c->layers; i++) {
-        acc += c->a[i + 1];
-        if (2 * c->w[i] + acc > mx) mx = 2 * c->w[i] + acc;
-    }
-    return mx;
-}
 
-static uint64_t need_all(const tp_chain *c)
-{
-    uint64_t acc = c->a[0], mx = 0, sw = 0;
-    for (uint32_t i = 0; i < c->layers; i++) sw += c->w[i];
-    for (uint32_t i = 0; i < c->layers; i++) {
-        acc += c->a[i + 1];
-        if (c->w[i] + acc + sw > mx) mx = c->w[i] + acc + sw;
-    }
-    return mx;
-}
 
 /* L layers; times 1..3 (B about twice F); weights 100..1000 bytes, activations 0..200; a
  * transfer of the mean weight 0.5..3 x the mean computation; memory at level q of 4 between
  * the least any schedule needs (q = 0) and room for every weight (q = 4) */
-static void random_chain(owned *o, uint32_t L, int q)
+static void random_chain(tpt_chain *o, uint32_t L, int q)
 {
     memset(o, 0, sizeof *o);
-    o->c.layers = L;
-    o->c.uf = o->uf;
-    o->c.ub = o->ub;
-    o->c.w = o->w;
-    o->c.a = o->a;
+    tpt_chain_wire(o, L);
     for (uint32_t i = 0; i < L; i++) {
         o->uf[i] = 1 + rnd01();
         o->ub[i] = 2 + rnd01();
@@ -454,30 +427,24 @@ static void random_chain(owned *o, uint32_t L, int q)
     }
     for (uint32_t i = 0; i <= L; i++) o->a[i] = (uint64_t)(200 * rnd01());
     o->c.beta = 550.0 / (2.0 * (0.5 + 2.5 * rnd01()));
-    uint64_t lo = need_alone(&o->c), hi = need_all(&o->c);
+    uint64_t lo = tpt_need_alone(&o->c), hi = tpt_need_all(&o->c);
     o->c.mgpu = lo + (hi - lo) * (uint64_t)q / 4;
 }
 
-static double sum_u(const tp_chain *c)
-{
-    double s = 0;
-    for (uint32_t i = 0; i < c->layers; i++) s += c->uf[i] + c->ub[i];
-    return s;
-}
 
 static int equal_count, proved_count;
 static long total_leaves;
 
 static void one_chain(uint32_t L, int q, int bb)
 {
-    owned o;
+    tpt_chain o;
     random_chain(&o, L, q);
     tp_error err = {0};
     tp_chain_bound_result r;
     ASSERT_OK_ERR(tp_chain_bound(&o.c, 10, &r, &err), err);
     long leaves = 0;
     double bf = brute(&o.c, r.bound, bb, &leaves);
-    double s = sum_u(&o.c);
+    double s = tpt_sum_u(&o.c);
     CHECKF(bf < INFINITY, "L %u q %d: no schedule in the family fits", L, q);
     CHECKF(bf >= r.bound * (1 - 1e-9), "brute force %.17g < bound %.17g", bf, r.bound);
     if (bf <= s * (1 + 1e-9))
@@ -540,13 +507,9 @@ TEST(offload_brute_force_two_layer_closed_form)
 {
     const double xs[] = {0.25, 0.5, 1, 2, 3, 5};
     for (size_t q = 0; q < sizeof xs / sizeof xs[0]; q++) {
-        owned o;
+        tpt_chain o;
         memset(&o, 0, sizeof o);
-        o.c.layers = 2;
-        o.c.uf = o.uf;
-        o.c.ub = o.ub;
-        o.c.w = o.w;
-        o.c.a = o.a;
+        tpt_chain_wire(&o, 2);
         for (int i = 0; i < 2; i++) {
             o.uf[i] = o.ub[i] = 1;
             o.w[i] = 1000;
@@ -763,13 +726,9 @@ TEST(offload_exact_integer_chains)
     for (uint32_t L = 2; L <= 3; L++)
         for (int rp = 0; rp < 4; rp++)
             for (int q = 0; q <= 3; q++) {
-                owned o;
+                tpt_chain o;
                 memset(&o, 0, sizeof o);
-                o.c.layers = L;
-                o.c.uf = o.uf;
-                o.c.ub = o.ub;
-                o.c.w = o.w;
-                o.c.a = o.a;
+                tpt_chain_wire(&o, L);
                 for (uint32_t i = 0; i < L; i++) {
                     o.uf[i] = 1 + (int)(2 * rnd01());
                     o.ub[i] = 1 + (int)(3 * rnd01());
@@ -777,7 +736,7 @@ TEST(offload_exact_integer_chains)
                 }
                 for (uint32_t i = 0; i <= L; i++) o.a[i] = (uint64_t)(60 * rnd01());
                 o.c.beta = 100;
-                uint64_t lo = need_alone(&o.c), hi = need_all(&o.c);
+                uint64_t lo = tpt_need_alone(&o.c), hi = tpt_need_all(&o.c);
                 o.c.mgpu = lo + (hi - lo) * (uint64_t)q / 4;
                 tp_error err = {0};
                 tp_chain_bound_result r;
@@ -803,7 +762,7 @@ TEST(offload_exact_integer_chains)
                 n++;
                 fam += fabs(bf - opt) <= 1e-9 * opt;
                 milp += r.optimal && fabs(r.bound - opt) <= 1e-6 * opt;
-                printf("L %u mem %d/4: compute %g MILP %.4f optimum %d (%zu states) family %.4f\n", L, q, sum_u(&o.c), r.bound,
+                printf("L %u mem %d/4: compute %g MILP %.4f optimum %d (%zu states) family %.4f\n", L, q, tpt_sum_u(&o.c), r.bound,
                        opt, states, bf);
             }
     printf("integer chains: the family reaches the optimum on %d of %d, the MILP on %d\n", fam, n, milp);

@@ -112,8 +112,8 @@ tp_offload_algo cli_offload_algo(const char *name);
                  "a training chain's graph (turnip offload-plan --taskgraph): the weight-offload\n"                    \
                  "strategy greedy, greedy-star, l2l or milp decides which weights leave the\n"                          \
                  "device and when (docs/weight-offload.md \"Inside turnip\"); milp solves the\n"                         \
-                 "chain's MILP (GLPK, --milp-time-limit) with the machine's kernel rate and link (sim, or\n"                   \
-                 "run with --opaque-rate and --link-bandwidth); plans in the graph's order\n"                           \
+                 "chain's MILP (GLPK, --milp-time-limit) with the machine's kernel rate and link, so\n"                   \
+                 "only sim and run (with --opaque-rate and --link-bandwidth) take it; plans in the graph's order\n"       \
                  "(topo), without sum-into; default: the planner's own eviction")
 #define CLI_O_MILP_TIME_LIMIT(S, F)                                                                   \
     CLI_O_NUM("--milp-time-limit", "S", S, F.milp_time_limit, 0.01, 86400,                              \

@@ -1,0 +1,63 @@
+/* offload_chains.h - test helpers for training chains (include/turnip/offload.h): a chain on
+ * arrays of the test's own, and the memory bounds every offload test sets M_GPU between.
+ * Computed here from the paper's equation 1, sharing nothing with src/plan/offload*.c. */
+#ifndef TP_TESTS_OFFLOAD_CHAINS_H
+#define TP_TESTS_OFFLOAD_CHAINS_H
+
+#include <stdint.h>
+#include "turnip/offload.h"
+
+#define TPT_CHAIN_MAXL 36 /* the largest chain a test builds on an owned */
+
+/* a chain whose arrays it holds (no tp_chain_free) */
+typedef struct tpt_chain {
+    tp_chain c;
+    double uf[TPT_CHAIN_MAXL], ub[TPT_CHAIN_MAXL];
+    uint64_t w[TPT_CHAIN_MAXL], a[TPT_CHAIN_MAXL + 1];
+} tpt_chain;
+
+/* points o->c at o's arrays, L layers (at most TPT_CHAIN_MAXL) */
+static inline void tpt_chain_wire(tpt_chain *o, uint32_t L)
+{
+    o->c.layers = L;
+    o->c.uf = o->uf;
+    o->c.ub = o->ub;
+    o->c.w = o->w;
+    o->c.a = o->a;
+}
+
+/* M_k of eq. (1), the most over ops with no other weight resident: the least memory any
+ * schedule needs */
+static inline uint64_t tpt_need_alone(const tp_chain *c)
+{
+    uint64_t acc = c->a[0], mx = 0;
+    for (uint32_t i = 0; i < c->layers; i++) {
+        acc += c->a[i + 1];
+        uint64_t m = 2 * c->w[i] + acc;
+        if (m > mx) mx = m;
+    }
+    return mx;
+}
+
+/* memory that holds every weight at every op: max_i (M_{B_i} + sum_{j != i} w_j) */
+static inline uint64_t tpt_need_all(const tp_chain *c)
+{
+    uint64_t acc = c->a[0], mx = 0, sw = 0;
+    for (uint32_t i = 0; i < c->layers; i++) sw += c->w[i];
+    for (uint32_t i = 0; i < c->layers; i++) {
+        acc += c->a[i + 1];
+        uint64_t m = 2 * c->w[i] + acc + (sw - c->w[i]);
+        if (m > mx) mx = m;
+    }
+    return mx;
+}
+
+/* the compute sum, sum of uf + ub: no schedule is shorter */
+static inline double tpt_sum_u(const tp_chain *c)
+{
+    double s = 0;
+    for (uint32_t i = 0; i < c->layers; i++) s += c->uf[i] + c->ub[i];
+    return s;
+}
+
+#endif
