@@ -22,11 +22,20 @@ ap.add_argument("--residual", default="gather,scatter")
 ap.add_argument("--policies", default=None, help="default: every policy of `turnip llama --help` but random")
 ap.add_argument("--from-csv", default=None, help="FILE[,FILE..]: print the tables of earlier runs (their CSVs) instead of running")
 a = ap.parse_args()
+if not 0 <= a.seeds <= 1000:
+    ap.error("--seeds: an integer in [0, 1000]")
+if not 0 <= a.jitter <= 10:  # NaN fails too; the sim's own limit (TP_SIM_JITTER_MAX)
+    ap.error("--jitter: a number in [0, 10]")
+for p in a.points.split(","):
+    f = p.split(":")
+    if len(f) != 4 or not re.fullmatch(r"[A-Za-z0-9_.-]+", f[0]) or not re.fullmatch(r"[a-z0-9-]+", f[2]) \
+            or not (f[1].isdigit() and 1 <= int(f[1]) <= 64) or not (f[3].isdigit() and 1 <= int(f[3]) <= 1 << 20):
+        ap.error("--points: MACHINE:DEVICES:PRESET:SEQ, DEVICES in [1, 64], SEQ in [1, 2^20]; got %r" % p)
 
 if a.from_csv:
     policies = a.policies.split(",") if a.policies else None
 else:
-    helptext = subprocess.run([a.turnip, "llama", "--help"], capture_output=True, text=True).stdout
+    helptext = subprocess.run([a.turnip, "llama", "--help"], capture_output=True, text=True, timeout=60).stdout
     policies = a.policies.split(",") if a.policies else [p for p in ("any", "fixed", "priority") if p + ":" in helptext or p + " (default)" in helptext]
 RUN = re.compile(r"makespan ([0-9.]+) ms .*lower bound ([0-9.]+) ms")
 PARTS = re.compile(r"resources ([0-9.]+) ms, critical path ([0-9.]+) ms")
@@ -35,7 +44,7 @@ PARTS = re.compile(r"resources ([0-9.]+) ms, critical path ([0-9.]+) ms")
 def sim(machine, D, model, T, res, pol, seed, jitter):
     args = [a.turnip, "llama", "--preset", model, "--seq-len", str(T), "--devices", str(D), "--backend", "sim", "--machine", machine,
             "--residual", res, "--order", pol, "--seed", str(seed)] + (["--jitter", str(jitter)] if jitter else [])
-    r = subprocess.run(args, capture_output=True, text=True)
+    r = subprocess.run(args, capture_output=True, text=True, timeout=3600)
     line = next((l for l in r.stdout.splitlines() if l.startswith("run:")), None)
     if r.returncode or not line:
         sys.exit(f"{' '.join(args)}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")
@@ -55,10 +64,13 @@ if a.from_csv:
                 rows.append(r)
     points = list(dict.fromkeys((r["machine"], r["devices"], r["model"], r["seq"]) for r in rows))
     policies = policies or list(dict.fromkeys(r["policy"] for r in rows))
-    print(f"# from {a.from_csv}: seeds 1-{max(r['seed'] for r in rows)}, jitter {max(r['jitter'] for r in rows)}; policies {', '.join(policies)}")
+    seeds = sorted(set(r["seed"] for r in rows if r["seed"] > 0))  # the ablation's: the CSV's, not the flags'
+    jitter = max(r["jitter"] for r in rows)
+    print(f"# from {a.from_csv}: seeds 1-{max(r['seed'] for r in rows)}, jitter {jitter}; policies {', '.join(policies)}")
 else:
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {platform.node()}, {os.cpu_count()} cores; simulated (no BLAS involved); "
           f"seeds 1-{a.seeds}, jitter {a.jitter}; policies {', '.join(policies)}")
+    seeds, jitter = list(range(1, a.seeds + 1)), a.jitter
     t0 = time.time()
     points = [tuple(p.split(":")) for p in a.points.split(",")]
     for machine, D, model, T in points:
@@ -74,12 +86,17 @@ else:
                 print(f"#   {model} {machine} {T} {res} {pol} done ({time.time() - t0:.0f} s)", file=sys.stderr)
 
 if a.csv and not a.from_csv:
-    tmp = a.csv + ".tmp"
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, a.csv)
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(a.csv) + ".", dir=os.path.dirname(a.csv) or ".")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, a.csv)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def sel(**k):
@@ -107,7 +124,7 @@ for machine, D, model, T in points:
                   f"{fmt(js) if js else '-'} | {statistics.mean(js) if js else 0:.3f} |")
 
 if "any" in policies and "fixed" in policies and any(r["seed"] > 0 for r in rows):
-    print(f"\nablation: makespan(any) / makespan(fixed), jitter {a.jitter}, seeds 1-{a.seeds}")
+    print(f"\nablation: makespan(any) / makespan(fixed), jitter {jitter}, seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})")
     print("| point | residual | mean | sd | min | median | max | any faster by |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for machine, D, model, T in points:
@@ -115,7 +132,7 @@ if "any" in policies and "fixed" in policies and any(r["seed"] > 0 for r in rows
             if not sel(machine=machine, model=model, seq=T, residual=res, policy="fixed"):
                 continue
             q = [sel(machine=machine, model=model, seq=T, residual=res, policy="any", seed=s)[0]["makespan"] /
-                 sel(machine=machine, model=model, seq=T, residual=res, policy="fixed", seed=s)[0]["makespan"] for s in range(1, a.seeds + 1)]
+                 sel(machine=machine, model=model, seq=T, residual=res, policy="fixed", seed=s)[0]["makespan"] for s in seeds]
             sd = statistics.stdev(q) if len(q) > 1 else 0
             print(f"| {model} {machine} {int(T) // 1024}K | {res} | {statistics.mean(q):.4f} | {sd:.4f} | {min(q):.4f} | "
                   f"{statistics.median(q):.4f} | {max(q):.4f} | {(1 / statistics.mean(q) - 1) * 100:.1f}% |")

@@ -6,7 +6,7 @@ split unevenly over the devices, caps that force offloads, both residual decompo
 (gather, scatter) and every dispatch policy, against the PyTorch reference (tests/llama_ref.py).
 Within one configuration every policy and random order gives the same bits.
 usage: llama_devices.py TURNIP SOURCE_DIR"""
-import os, re, shutil, subprocess, sys, tempfile
+import atexit, os, re, shutil, subprocess, sys, tempfile
 import numpy as np
 
 turnip, src = sys.argv[1], sys.argv[2]
@@ -18,6 +18,7 @@ import llama_ref
 
 torch = need_torch()
 tmp = tempfile.mkdtemp(prefix="tp-llama-dev-")
+atexit.register(shutil.rmtree, tmp, True)  # on every way out, a crash included
 failures = 0
 
 # the policies the binary has (its --order choices), and two random orders
@@ -98,6 +99,5 @@ ok = p.returncode == 2 and "devices x MLP chunks (8 x 17)" in p.stderr
 print(f"{'ok  ' if ok else 'FAIL'} 8 devices x 17 MLP chunks > 128 columns: exit {p.returncode}: {p.stderr.strip()[:120]}")
 failures += not ok
 
-shutil.rmtree(tmp)
 print("llama_devices:", "FAILED" if failures else "passed", f"({failures} failures)")
 sys.exit(1 if failures else 0)
