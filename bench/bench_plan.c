@@ -5,7 +5,9 @@
  * last use), and plans with every device capped at 50% and 20% of that peak. Prints
  * vertices per second and, side by side from the same run, time(2N)/time(N). Then the same
  * for the training-shaped graph (tp_layered_opts.backward: forward, then backward in reverse
- * reading saved activations), 3 runs each, min / median / max.
+ * reading saved activations), 3 runs each, min / median / max, with the default eviction search
+ * and with --evict-budget 64, each plan's bytes moved over the exact windows' (one run of
+ * --exact-windows up to 250,000 vertices: it is quadratic on this graph).
  *
  * usage: bench_plan [--quick] [--max N] */
 #include <stdio.h>
@@ -21,8 +23,9 @@ typedef struct {
     uint64_t moved[2];    /* offload + reload bytes of the plan */
 } result;
 
-static uint32_t evict_budget; /* tp_plan_opts.evict_budget of every plan (0: exact windows) */
+static uint32_t evict_budget; /* tp_plan_opts.evict_budget of every plan (0: the default search) */
 
+/* verbose: 1 prints the plan's offloads and reloads; -1 plans once (a slow mode) */
 static int run(const tp_layered_opts *lo, result *r, int verbose)
 {
     tp_error e;
@@ -52,7 +55,7 @@ static int run(const tp_layered_opts *lo, result *r, int verbose)
             o.device_mem[d] = c > minf[d] ? c : minf[d];
         }
         tp_memgraph *mg = NULL;
-        int reps = lo->backward || r->nv < 300000 ? 3 : 1; /* forward: best of 3 where a run is short and noisy */
+        int reps = verbose < 0 ? 1 : lo->backward || r->nv < 300000 ? 3 : 1; /* forward: best of 3 where a run is short and noisy */
         double ts[3];
         for (int rep = 0; rep < reps; rep++) {
             tp_memgraph_free(mg);
@@ -72,7 +75,7 @@ static int run(const tp_layered_opts *lo, result *r, int verbose)
         tp_memgraph_stats(mg, &st);
         r->moved[i] = 0;
         for (int d = 0; d < nd; d++) r->moved[i] += st.dev[d].offload_bytes + st.dev[d].reload_bytes;
-        if (verbose) {
+        if (verbose > 0) {
             uint64_t off = 0, rel = 0;
             for (int d = 0; d < nd; d++) {
                 off += st.dev[d].offload_count;
@@ -85,7 +88,7 @@ static int run(const tp_layered_opts *lo, result *r, int verbose)
         }
         tp_memgraph_free(mg);
     }
-    if (verbose) printf("  (graph built in %.2f s)\n", tb);
+    if (verbose > 0) printf("  (graph built in %.2f s)\n", tb);
     tp_graph_free(g);
     return 0;
 }
@@ -142,24 +145,35 @@ int main(int argc, char **argv)
     printf("detail, %llu vertices:\n", (unsigned long long)tp_layered_vertices(&lo));
     if (run(&lo, &res[0], 1)) return 1;
 
-    /* training-shaped: forward, then backward reading the saved activations; exact eviction
-     * windows (the default), then with tp_plan_opts.evict_budget 64, side by side */
+    /* training-shaped: forward, then backward reading the saved activations; the default
+     * eviction search, then tp_plan_opts.evict_budget 64, side by side, each plan's bytes moved
+     * over those of the exact windows (TP_EVICT_EXACT, quadratic here: one run, up to 250,000
+     * vertices) */
     lo.backward = 1;
     lo.layers = 1;
     per = tp_layered_vertices(&lo) - (uint64_t)lo.devices;
     const uint64_t bsizes[] = {10000, 20000, 125000, 250000, 500000, 1000000};
-    static result bres[2][6];
+    static result bres[2][6], exact[6];
     const uint32_t budgets[2] = {0, 64};
+    evict_budget = TP_EVICT_EXACT;
+    printf("training-shaped (--backward), %llu vertices per layer; exact windows (--exact-windows), one run, s:",
+           (unsigned long long)per);
+    for (int i = 0; i < 4 && bsizes[i] <= max; i++) {
+        lo.layers = (int)(bsizes[i] / per);
+        if (lo.layers < 1) lo.layers = 1;
+        if (run(&lo, &exact[i], -1)) return 1;
+        printf(" %llu: %.3f / %.3f;", (unsigned long long)exact[i].nv, exact[i].secs[0], exact[i].secs[1]);
+        fflush(stdout);
+    }
+    printf("\n");
     for (int pass = 0; pass < 2; pass++) {
         evict_budget = budgets[pass];
         if (pass == 0)
-            printf("training-shaped (--backward), exact eviction windows (default): %llu vertices per layer, 3 runs, median (min-max) s\n",
-                   (unsigned long long)per);
+            printf("training-shaped, the default eviction search, 3 runs, median (min-max) s; bytes moved (offload + reload) over the exact plan's\n");
         else
-            printf("training-shaped, --evict-budget %u; last columns: bytes moved (offload + reload) over the exact plan's\n",
-                   evict_budget);
+            printf("training-shaped, --evict-budget %u, the same columns\n", evict_budget);
         int nb = 0;
-        printf("%10s %10s | %24s | %24s%s\n", "vertices", "memgraph", "50%: s", "20%: s", pass ? " | moved 50%  moved 20%" : "");
+        printf("%10s %10s | %24s | %24s | moved 50%%  moved 20%%\n", "vertices", "memgraph", "50%: s", "20%: s");
         for (int i = 0; i < 6 && bsizes[i] <= max; i++) {
             result *r = &bres[pass][i];
             lo.layers = (int)(bsizes[i] / per);
@@ -168,10 +182,10 @@ int main(int argc, char **argv)
             char c0[40], c1[40];
             snprintf(c0, sizeof c0, "%.3f (%.3f-%.3f)", r->secs[0], r->lo[0], r->hi[0]);
             snprintf(c1, sizeof c1, "%.3f (%.3f-%.3f)", r->secs[1], r->lo[1], r->hi[1]);
-            printf("%10llu %10llu | %24s | %24s", (unsigned long long)r->nv, (unsigned long long)r->nmv[1], c0, c1);
-            if (pass)
-                printf(" | %9.4f  %9.4f", bres[0][i].moved[0] ? (double)r->moved[0] / (double)bres[0][i].moved[0] : 1.0,
-                       bres[0][i].moved[1] ? (double)r->moved[1] / (double)bres[0][i].moved[1] : 1.0);
+            printf("%10llu %10llu | %24s | %24s |", (unsigned long long)r->nv, (unsigned long long)r->nmv[1], c0, c1);
+            for (int c = 0; c < 2; c++)
+                if (i < 4 && exact[i].nv) printf(" %9.4f", exact[i].moved[c] ? (double)r->moved[c] / (double)exact[i].moved[c] : 1.0);
+                else printf(" %9s", "-");
             printf("\n");
             fflush(stdout);
             nb = i + 1;
@@ -183,7 +197,7 @@ int main(int argc, char **argv)
                        bres[pass][i].secs[0] / bres[pass][i - 1].secs[0], bres[pass][i].secs[1] / bres[pass][i - 1].secs[1]);
         if (nb == 6)
             printf("training-shaped 10^6 vertices planned in %.2f s (50%%) and %.2f s (20%%)%s; target < 5 s\n",
-                   bres[pass][5].secs[0], bres[pass][5].secs[1], pass ? " with --evict-budget 64" : ", exact windows");
+                   bres[pass][5].secs[0], bres[pass][5].secs[1], pass ? " with --evict-budget 64" : " by default");
     }
     return 0;
 }

@@ -28,6 +28,10 @@ expect 2 "vertex '3': needs 4.0 KiB of inputs and output on device 0, capacity i
 expect 2 "host memory too small" "$T" plan "$EX" --device-mem 4KiB --host-mem 1KiB
 expect 0 "" "$T" plan "$EX" --device-mem 4KiB,4KiB,4KiB -o "$D/mg.json" --stats
 expect 0 "valid" "$T" verify "$D/mg.json" --taskgraph "$EX"
+expect 2 "--evict-budget and --exact-windows: give one" "$T" plan "$EX" --device-mem 4KiB --evict-budget 8 --exact-windows
+# the exact windows and the default search agree on a small graph, byte for byte
+expect 0 "" "$T" plan "$EX" --device-mem 4KiB,4KiB,4KiB --exact-windows -o "$D/mg-exact.json"
+expect 0 "" cmp "$D/mg.json" "$D/mg-exact.json"
 expect 0 "digraph" "$T" dot "$D/mg.json"
 expect 2 "taskgraph is required" "$T" verify "$D/mg.json"
 

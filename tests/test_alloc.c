@@ -76,6 +76,31 @@ TEST(alloc_oldest_free_preferred)
     tp__alloc_free(&a);
 }
 
+/* inside the run it picks, an oldest fit goes where the bytes were freed longest ago, at the
+ * run's start or against its end */
+TEST(alloc_oldest_within_run)
+{
+    tp__alloc a;
+    tp__alloc_init(&a, 400);
+    uint32_t b[4];
+    for (int i = 0; i < 4; i++) b[i] = tp__alloc_take(&a, (uint64_t)i * 100, 100, (uint32_t)i, rec, NULL);
+    tp__alloc_release(&a, b[2], 1, 10); /* [200, 300) freed first */
+    tp__alloc_release(&a, b[1], 2, 20); /* then [100, 200): one run [100, 300) */
+    uint64_t addr;
+    CHECK(tp__alloc_find(&a, 100, TP__FIT_OLDEST, &addr));
+    ASSERT_EQ(addr, 200); /* against the end: only bytes freed at 10 */
+    CHECK(tp__alloc_find(&a, 196, TP__FIT_OLDEST, &addr));
+    ASSERT_EQ(addr, 100); /* either end covers both stamps: the start */
+    CHECK(tp__alloc_find(&a, 100, TP__FIT_LOWEST, &addr));
+    ASSERT_EQ(addr, 100);
+    tp__alloc_release(&a, b[3], 3, 30); /* run [100, 400): the end is now the newest */
+    CHECK(tp__alloc_find(&a, 100, TP__FIT_OLDEST, &addr));
+    ASSERT_EQ(addr, 100);
+    CHECK(tp__alloc_find(&a, 150, TP__FIT_OLDEST, &addr)); /* start covers 20 and 10, end 10 and 30 */
+    ASSERT_EQ(addr, 100);
+    tp__alloc_free(&a);
+}
+
 static tp__victim_score sc(void *ctx, uint32_t owner)
 {
     const uint64_t *use = ctx;
@@ -133,6 +158,43 @@ static int placement_free(const tp__alloc *a, uint64_t addr, uint64_t size)
         if (x->owner != TP__NONE) return 0;
     }
     return end <= a->cap;
+}
+
+/* the newest release stamp of the free segments [st, st+size) overlaps (UINT64_MAX over
+ * TP__RUN_SEGS of them), by a walk over every block */
+static uint64_t naive_covered_age(const tp__alloc *a, uint64_t st, uint64_t size)
+{
+    uint64_t m = 0;
+    int n = 0;
+    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
+        const tp__block *x = &a->b[i];
+        if (x->start + x->size <= st || x->start >= st + size) continue;
+        if (++n > TP__RUN_SEGS) return UINT64_MAX;
+        if (x->freed_at > m) m = x->freed_at;
+    }
+    return m;
+}
+
+/* an oldest fit at addr lies at the aligned start or against the aligned end of the free run
+ * holding it, at the end only when that covers strictly older bytes */
+static int oldest_at_run_end(const tp__alloc *a, uint64_t addr, uint64_t size)
+{
+    uint64_t rs = 0, re = 0, al = tp__align_of(size);
+    int in = 0;
+    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
+        const tp__block *x = &a->b[i];
+        if (x->owner != TP__NONE) {
+            if (in) break;
+            continue;
+        }
+        if (i == a->head || a->b[x->prev].owner != TP__NONE) rs = x->start;
+        re = x->start + x->size;
+        if (x->start <= addr && addr < re) in = 1;
+    }
+    if (!in) return 0;
+    uint64_t lo = (rs + al - 1) & ~(al - 1), hi = (re - size) & ~(al - 1);
+    if (hi <= lo) return addr == lo;
+    return addr == (naive_covered_age(a, hi, size) < naive_covered_age(a, lo, size) ? hi : lo);
 }
 
 /* The O(B * window) eviction-window search the allocator had before: every block's aligned start,
@@ -231,6 +293,7 @@ TEST(alloc_indexed_matches_naive)
             ASSERT_EQ(fo, fn);
             if (fl) ASSERT_EQ(lo, nlo);
             if (fo) CHECK(placement_free(&a, old, size));
+            if (fo) CHECK(oldest_at_run_end(&a, old, size));
             uint64_t wa = 0, na = 0;
             uint32_t wv[1100], nvw = 0, nvn = 0, vn[1100];
             int fw = tp__alloc_find_window(&a, size, score_tab, NULL, &wa, wv, &nvw);

@@ -149,7 +149,9 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
     if (f->host_mem) o->host_mem = f->host_mem;
     if (f->order) tp_order_parse(f->order, &o->order); /* a name of cli_plan_order_names: cannot fail */
     if (f->no_sum_into) o->sum_into = 0;
+    if (f->evict_budget && f->exact_windows) return cli_errorf(cmd, 2, "--evict-budget and --exact-windows: give one");
     if (f->evict_budget) o->evict_budget = (uint32_t)f->evict_budget; /* 1..10^6 by the table */
+    if (f->exact_windows) o->evict_budget = TP_EVICT_EXACT;
     return 0;
 }
 

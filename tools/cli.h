@@ -87,7 +87,8 @@ typedef struct cli_plan_flags {
     uint64_t host_mem;    /* --host-mem, 0: not given (unlimited) */
     const char *order;    /* the planner's serial order (cli_plan_order_names), NULL: default */
     int no_sum_into;      /* --no-sum-into: plan marked sums as kernels (tp_plan_opts.sum_into 0) */
-    long long evict_budget; /* --evict-budget N (tp_plan_opts.evict_budget), 0: not given (exact windows) */
+    long long evict_budget; /* --evict-budget N (tp_plan_opts.evict_budget), 0: not given (the default search) */
+    int exact_windows;      /* --exact-windows: tp_plan_opts.evict_budget TP_EVICT_EXACT */
     const char *weight_offload; /* --weight-offload greedy|greedy-star|l2l|milp (a chain graph's directed evictions), NULL: none */
     double milp_time_limit;     /* --milp-time-limit S (sim, run), 0: not given (TP_OFFLOAD_MILP_TIME_LIMIT) */
 } cli_plan_flags;
@@ -102,7 +103,10 @@ typedef struct cli_plan_flags {
                  "plan sums marked \"accumulate\" as kernels (default: lowered to\naccumulate groups, docs/planner.md)")
 #define CLI_O_EVICT_BUDGET(S, F)                                                                          \
     CLI_O_INT("--evict-budget", "N", S, F.evict_budget, 1, 1000000,                                         \
-              "bounded eviction search: after N blocks by next use without a fit, evict\nthe furthest first (default: the best window; docs/planner.md \"Eviction window\")")
+              "bounded eviction search: after N blocks by next use without a fit, evict\nthe furthest first (default: the best window while its scans stay within a\ncredit of 8 blocks per position; docs/planner.md \"The allocator's cost\")")
+#define CLI_O_EXACT_WINDOWS(S, F)                                                                 \
+    CLI_O_SWITCH("--exact-windows", S, F.exact_windows,                                             \
+                 "the best eviction window at every step, whatever its search costs (quadratic\nat worst; instead of --evict-budget)")
 extern const char *const cli_weight_offload_names[]; /* greedy greedy-star l2l milp */
 /* The strategy a --weight-offload or --algo name names (cli_weight_offload_names, in the
  * order of tp_offload_algo); greedy for NULL or another name. */

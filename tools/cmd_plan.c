@@ -18,6 +18,7 @@ static const cli_opt opts[] = {
     CLI_O_NO_SUM_INTO(flags, p),
     CLI_O_WEIGHT_OFFLOAD(flags, p),
     CLI_O_EVICT_BUDGET(flags, p),
+    CLI_O_EXACT_WINDOWS(flags, p),
     CLI_O_STR("-o|--output", "FILE", flags, out, "write the MemGraph there (default: standard output)"),
     CLI_O_CHOICE("--format", "json|binary", flags, format, format_names,
                  "json (turnip.memgraph/1, the default) or binary (the same plan, smaller and faster\nto load; turnip run --plan reads either, turnip convert turns one into the other)"),
@@ -29,7 +30,7 @@ static void help(FILE *f)
 {
     cli_print_help(f,
                    "usage: turnip plan TASKGRAPH --device-mem SIZE[,SIZE...] [--host-mem SIZE]\n"
-                   "                   [--order topo|dfs|greedy] [--no-sum-into] [--evict-budget N]\n"
+                   "                   [--order topo|dfs|greedy] [--no-sum-into] [--evict-budget N | --exact-windows]\n"
                    "                   [--weight-offload greedy|greedy-star|l2l]\n"
                    "                   [-o MEMGRAPH] [--format json|binary] [--stats]\n"
                    "\n"

@@ -78,13 +78,24 @@ typedef struct tp_plan_opts {
     int sum_into;                /* 1 (default): lower sums marked "accumulate": true into accumulate
                                     groups (docs/planner.md "Sum-into"); 0: plan every sum as a kernel */
     uint32_t evict_budget;       /* 0 (default): each eviction window is the best (docs/planner.md
-                                    "Eviction window"); N: a search that walks N blocks by next use
+                                    "The allocator's cost"), while the full scans that finding it can take
+                                    stay within their credit (TP_PLAN_SCAN_BASE, TP_PLAN_SCAN_CREDIT);
+                                    past it, as with a budget of 64. TP_EVICT_EXACT: always the best
+                                    (quadratic at worst). N: a search that walks N blocks by next use
                                     without a fit evicts the furthest first (Belady) and searches again:
                                     bounded time, a different plan */
     const tp_plan_evict *evictions; /* borrowed, may be NULL: directed evictions, any order; with
                                        sums to lower (sum_into and marked sums) TP_ERR_ARG */
     uint32_t nevictions;
 } tp_plan_opts;
+
+/* tp_plan_opts.evict_budget: the best eviction window at every step, whatever it costs. */
+#define TP_EVICT_EXACT UINT32_MAX
+/* Blocks the default eviction search may scan: TP_PLAN_SCAN_BASE, plus TP_PLAN_SCAN_CREDIT per
+ * position of the serial order planned so far. What keeps planning near-linear where the best
+ * window is costly to find, while small plans (a few milliseconds of scans) always get it. */
+#define TP_PLAN_SCAN_CREDIT 8
+#define TP_PLAN_SCAN_BASE (1u << 22)
 
 /* Fills opts with defaults: every device `device_mem`, host unlimited, default order, sum_into. */
 void tp_plan_opts_init(tp_plan_opts *opts, int ndevices, uint64_t device_mem);

@@ -275,6 +275,32 @@ void tp__alloc_free(tp__alloc *a)
     memset(a, 0, sizeof *a);
 }
 
+/* The newest release stamp among the free segments that [st, en) covers, walking from the
+ * segment holding `from` (st's or en's last byte) forward or backward; UINT64_MAX past
+ * TP__RUN_SEGS segments. */
+static uint64_t newest_covered(const tp__alloc *a, uint64_t from, int back, uint64_t st, uint64_t en)
+{
+    uint64_t m = 0;
+    uint32_t i = (uint32_t)a->segs.n[t_pred(&a->segs, from)].aux;
+    for (int n = 0; i != TP__NONE && a->b[i].start < en && a->b[i].start + a->b[i].size > st; n++) {
+        if (n == TP__RUN_SEGS) return UINT64_MAX;
+        if (a->b[i].freed_at > m) m = a->b[i].freed_at;
+        i = back ? a->b[i].prev : a->b[i].next;
+    }
+    return m;
+}
+
+/* Where in free run [rs, re) (which holds `size` at its aligned start) an oldest fit goes: at its
+ * start or against its end, whichever covers older bytes (the newest release stamp it covers;
+ * ties: the start). Either leaves the rest of the run in one piece. */
+static uint64_t oldest_in_run(const tp__alloc *a, uint64_t rs, uint64_t re, uint64_t size, uint64_t al)
+{
+    uint64_t lo = align_up(rs, al), hi = (re - size) & ~(al - 1);
+    if (hi <= lo) return lo;
+    uint64_t alo = newest_covered(a, lo, 0, lo, lo + size), ahi = newest_covered(a, hi + size - 1, 1, hi, hi + size);
+    return ahi < alo ? hi : lo;
+}
+
 int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *addr)
 {
     if (a->cap - a->used < size) return 0;
@@ -282,7 +308,8 @@ int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *add
     const tp__treap *T = fit == TP__FIT_LOWEST ? &a->runs : &a->aged;
     uint32_t t = t_first_fit(T->n, T->root, size, al);
     if (t == TP__NONE) return 0;
-    *addr = align_up(T->n[t].start, al);
+    *addr = fit == TP__FIT_LOWEST ? align_up(T->n[t].start, al)
+                                  : oldest_in_run(a, T->n[t].start, T->n[t].start + T->n[t].len, size, al);
     return 1;
 }
 

@@ -90,11 +90,15 @@ uint64_t tp__align_of(uint64_t size);
 
 /* Finds an address for `size` bytes inside free runs, in O(log B) (B: blocks). LOWEST: first
  * fit, the lowest aligned address. OLDEST: the free run with the oldest age that can hold
- * `size` at its aligned start (then the lowest run), placed at that start. A run's age is the
- * newest release stamp of the bytes it covers, kept conservatively: a run cut by a take keeps
- * the age of the run it was cut from; merged runs take the newest of their ages (0: never
- * used). 1 if found. */
+ * `size` at its aligned start (then the lowest run), placed at that start or against its end,
+ * whichever covers older bytes (the newest release stamp of the segments it covers, at most
+ * TP__RUN_SEGS of them per end; ties: the start). A run's age is the newest release stamp of
+ * the bytes it covers, kept conservatively: a run cut by a take keeps the age of the run it
+ * was cut from; merged runs take the newest of their ages (0: never used). 1 if found. */
 int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *addr);
+
+/* OLDEST compares the ages of at most this many segments at either end of the run it picks. */
+#define TP__RUN_SEGS 16
 
 /* Makes room for k more blocks (a take creates at most 2): 0 on OOM. */
 int tp__alloc_reserve(tp__alloc *a, size_t k);

@@ -30,7 +30,7 @@
 #include "plan/plan_internal.h"
 
 #define INF_USE UINT64_MAX
-#define WINDOW_WALK 256 /* blocks the exact keyed window search walks before the scan takes over */
+#define WINDOW_WALK 64 /* blocks the keyed window search walks before the scan (or Belady) takes over */
 
 typedef struct planner {
     const tp_graph *g;
@@ -61,7 +61,8 @@ typedef struct planner {
     size_t capkept;
     int only_dead;     /* eviction may take dead kept inputs with a host copy only */
     int check_window;  /* TURNIP_CHECK_WINDOW=1: every keyed window search checked against the scan */
-    uint32_t evict_budget; /* tp_plan_opts.evict_budget (0: exact windows) */
+    uint32_t evict_budget; /* tp_plan_opts.evict_budget (0: scans within scan_credit; TP_EVICT_EXACT: always) */
+    uint64_t scan_credit;  /* blocks the full window scans may still visit (TP_PLAN_SCAN_BASE, TP_PLAN_SCAN_CREDIT) */
     uint32_t nkeep_in; /* kept inputs (0: none of the keep logic runs) */
     uint64_t need_max[TP_MAX_DEVICES]; /* largest inputs-plus-output need of one position */
     uint32_t *dcopy, *dblk, *drd, *hcopy, *hblk, *hrd;
@@ -408,24 +409,25 @@ static int evict_window(planner *P, int d, uint64_t size, uint32_t pin, uint64_t
     if (P->only_dead || P->ending) { /* victims by more than their next use: the scan */
         got = tp__alloc_find_window(&P->dev[d], size, score_victim, P, addr, P->victims, &nvict);
     } else {
-        if (!P->evict_budget) { /* exact: the keyed search, or the scan where it would walk too far */
-            got = tp__alloc_find_window_keyed(&P->dev[d], size, pin, WINDOW_WALK, score_victim, P, addr, P->victims,
-                                              &nvict);
-            if (got == 2) {
+        /* The keyed search walks up to `walk` blocks. Past that the best window comes from the scan
+         * (always with TP_EVICT_EXACT; by default while the scans stay within their credit), or the
+         * furthest next use is evicted (Belady) and the search starts again. */
+        int budget = P->evict_budget && P->evict_budget != TP_EVICT_EXACT, scanned = 0;
+        uint32_t walk = budget ? P->evict_budget : WINDOW_WALK;
+        while ((got = tp__alloc_find_window_keyed(&P->dev[d], size, pin, walk, score_victim, P, addr, P->victims,
+                                                  &nvict)) == 2) {
+            if (!budget && (P->evict_budget == TP_EVICT_EXACT || P->scan_credit >= P->dev[d].nblocks)) {
+                if (!P->evict_budget) P->scan_credit -= P->dev[d].nblocks;
                 P->mg->counters.dev[d].window_scans++;
                 got = tp__alloc_find_window(&P->dev[d], size, score_victim, P, addr, P->victims, &nvict);
-            } else if (P->check_window) {
-                check_window(P, d, size, got, *addr, nvict);
+                scanned = 1;
+                break;
             }
-        } else { /* tp_plan_opts.evict_budget: over it, the furthest next use goes first (Belady) */
-            while ((got = tp__alloc_find_window_keyed(&P->dev[d], size, pin, P->evict_budget, score_victim, P, addr,
-                                                      P->victims, &nvict)) == 2) {
-                P->mg->counters.dev[d].window_belady++;
-                evict(P, P->victims[0]);
-                if (P->st) return 0;
-            }
-            if (P->check_window) check_window(P, d, size, got, *addr, nvict);
+            P->mg->counters.dev[d].window_belady++;
+            evict(P, P->victims[0]);
+            if (P->st) return 0;
         }
+        if (!scanned && P->check_window) check_window(P, d, size, got, *addr, nvict);
     }
     if (!got) return 0;
     for (uint32_t i = 0; i < nvict && !P->st; i++) evict(P, P->victims[i]);
@@ -1137,7 +1139,9 @@ tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__
         if (!tp__alloc_init(&P->host, P->host_cap - in_end)) oom(P);
     }
     if (!P->st) P->st = place_resident(P);
+    P->scan_credit = TP_PLAN_SCAN_BASE;
     for (P->e = 0; P->e < P->npos && !P->st; P->e++) {
+        P->scan_credit += TP_PLAN_SCAN_CREDIT;
         for (int d = 0; d < P->nd && !P->st; d++)
             while (P->dirty[d] && !P->st) {
                 P->dirty[d] = 0;

@@ -145,6 +145,6 @@ void tp_plan_stats_print(const tp_plan_stats *st, FILE *f)
     }
     if (dn) fprintf(f, "directed evictions: %llu (%s)\n", (unsigned long long)dn, tp_format_size(db, a, sizeof a));
     if (scans || belady)
-        fprintf(f, "eviction windows: %llu searched by the full scan, %llu furthest-next-use evictions (evict budget)\n",
+        fprintf(f, "eviction windows: %llu searched by the full scan, %llu furthest-next-use evictions (over the scan credit or budget)\n",
                 (unsigned long long)scans, (unsigned long long)belady);
 }
