@@ -103,7 +103,7 @@ typedef struct cli_plan_flags {
                  "plan sums marked \"accumulate\" as kernels (default: lowered to\naccumulate groups, docs/planner.md)")
 #define CLI_O_EVICT_BUDGET(S, F)                                                                          \
     CLI_O_INT("--evict-budget", "N", S, F.evict_budget, 1, 1000000,                                         \
-              "bounded eviction search: after N blocks by next use without a fit, evict\nthe furthest first (default: the best window while its scans stay within a\ncredit of 8 blocks per position; docs/planner.md \"The allocator's cost\")")
+              "bounded eviction search: after N blocks by next use without a fit, evict\nthe furthest first (default: the best window while its scans stay within a\ncredit of 2^22 blocks plus 8 per position; docs/planner.md \"The allocator's cost\")")
 #define CLI_O_EXACT_WINDOWS(S, F)                                                                 \
     CLI_O_SWITCH("--exact-windows", S, F.exact_windows,                                             \
                  "the best eviction window at every step, whatever its search costs (quadratic\nat worst; instead of --evict-budget)")

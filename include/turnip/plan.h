@@ -80,10 +80,10 @@ typedef struct tp_plan_opts {
     uint32_t evict_budget;       /* 0 (default): each eviction window is the best (docs/planner.md
                                     "The allocator's cost"), while the full scans that finding it can take
                                     stay within their credit (TP_PLAN_SCAN_BASE, TP_PLAN_SCAN_CREDIT);
-                                    past it, as with a budget of 64. TP_EVICT_EXACT: always the best
-                                    (quadratic at worst). N: a search that walks N blocks by next use
-                                    without a fit evicts the furthest first (Belady) and searches again:
-                                    bounded time, a different plan */
+                                    past it, as with a budget of TP_PLAN_WINDOW_WALK. TP_EVICT_EXACT:
+                                    always the best (quadratic at worst). N in 1..UINT32_MAX-1: a search
+                                    that walks N blocks by next use without a fit evicts the furthest
+                                    first (Belady) and searches again: bounded time, a different plan */
     const tp_plan_evict *evictions; /* borrowed, may be NULL: directed evictions, any order; with
                                        sums to lower (sum_into and marked sums) TP_ERR_ARG */
     uint32_t nevictions;
@@ -96,6 +96,8 @@ typedef struct tp_plan_opts {
  * window is costly to find, while small plans (a few milliseconds of scans) always get it. */
 #define TP_PLAN_SCAN_CREDIT 8
 #define TP_PLAN_SCAN_BASE (1u << 22)
+/* Blocks the default search walks by next use before a scan (or, past the credit, Belady). */
+#define TP_PLAN_WINDOW_WALK 64
 
 /* Fills opts with defaults: every device `device_mem`, host unlimited, default order, sum_into. */
 void tp_plan_opts_init(tp_plan_opts *opts, int ndevices, uint64_t device_mem);
@@ -173,7 +175,8 @@ typedef struct tp_device_stats {
     uint64_t mem_deps_superfluous; /* ...of which already implied by other paths (audited only) */
     uint64_t mem_deps_unchecked;   /* ...of which the implied-check gave up (search budget; audited only) */
     uint64_t window_scans;     /* eviction-window searches the keyed search handed to the scan */
-    uint64_t window_belady;    /* evict_budget: evictions of the furthest next use before a window fit */
+    uint64_t window_belady;    /* evictions of the furthest next use before a window fit (over the scan
+                                  credit or an evict_budget) */
     uint64_t directed_count, directed_bytes; /* tp_plan_opts.evictions carried out (drops and offloads) */
 } tp_device_stats;
 

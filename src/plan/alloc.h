@@ -88,7 +88,8 @@ _Static_assert(TP__MAX_ALIGN > 0 && (TP__MAX_ALIGN & (TP__MAX_ALIGN - 1)) == 0, 
  * of tensors whose sizes sum to at most the capacity always fits an empty allocator. */
 uint64_t tp__align_of(uint64_t size);
 
-/* Finds an address for `size` bytes inside free runs, in O(log B) (B: blocks). LOWEST: first
+/* Finds an address for `size` bytes inside free runs, in O(log B) (B: blocks; OLDEST: plus at
+ * most 2 TP__RUN_SEGS segment steps). LOWEST: first
  * fit, the lowest aligned address. OLDEST: the free run with the oldest age that can hold
  * `size` at its aligned start (then the lowest run), placed at that start or against its end,
  * whichever covers older bytes (the newest release stamp of the segments it covers, at most

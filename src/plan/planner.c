@@ -30,7 +30,6 @@
 #include "plan/plan_internal.h"
 
 #define INF_USE UINT64_MAX
-#define WINDOW_WALK 64 /* blocks the keyed window search walks before the scan (or Belady) takes over */
 
 typedef struct planner {
     const tp_graph *g;
@@ -413,7 +412,7 @@ static int evict_window(planner *P, int d, uint64_t size, uint32_t pin, uint64_t
          * (always with TP_EVICT_EXACT; by default while the scans stay within their credit), or the
          * furthest next use is evicted (Belady) and the search starts again. */
         int budget = P->evict_budget && P->evict_budget != TP_EVICT_EXACT, scanned = 0;
-        uint32_t walk = budget ? P->evict_budget : WINDOW_WALK;
+        uint32_t walk = budget ? P->evict_budget : TP_PLAN_WINDOW_WALK;
         while ((got = tp__alloc_find_window_keyed(&P->dev[d], size, pin, walk, score_victim, P, addr, P->victims,
                                                   &nvict)) == 2) {
             if (!budget && (P->evict_budget == TP_EVICT_EXACT || P->scan_credit >= P->dev[d].nblocks)) {
