@@ -19,7 +19,11 @@ model (docs/weight-offload.md):
   - M_GPU = 16 GiB minus the recomputation workspace of one block, 60 B s h x 4 bytes
     (1.5 GB at B 16, s 128: the paper's "1 GB to 2 GB");
   - beta = 12 GB/s (Table 1) unless --beta.
-usage: scripts/gen_chains.py [--out DIR] [--beta BYTES_PER_S] [--check]
+A sensitivity variant (docs/weight-offload.md "How the instances decide"): --bytes 2 counts
+weights, activations and the workspace at 2 bytes per value (fp16, Megatron-LM's mixed
+precision) instead of 4; --paper-times scales each chain's times so that its compute sum is
+Table 1's sum u_j exactly (uf : ub stays 1 : 3).
+usage: scripts/gen_chains.py [--out DIR] [--beta BYTES_PER_S] [--bytes 2|4] [--paper-times] [--check]
   --check: also print each chain's compute sum next to Table 1's and exit 1 if a chain cannot
   run at all (an op over M_GPU with no other weight) or needs no offload."""
 import json
@@ -41,13 +45,15 @@ TABLE1 = {("gpt2", 74, 64): 47421, ("gpt2", 56, 64): 35553, ("gpt2", 38, 64): 23
           ("bert", 96, 32): 11617, ("bert", 144, 16): 9090, ("bert", 96, 16): 6058}
 
 
-def chain(family, depth, batch, beta):
+def chain(family, depth, batch, beta, nbytes=4, sum_u=None):
     s = SEQ[family]
     fwd_flops = 24 * batch * s * H * H + 4 * batch * s * s * H
     uf = fwd_flops / THROUGHPUT
+    if sum_u is not None:  # Table 1's compute sum, in seconds, over the depth's 4 uf per layer
+        uf = sum_u / (4 * depth)
     ub = 3 * uf
-    w = 4 * (12 * H * H + 13 * H)
-    act = 4 * batch * s * H
+    w = nbytes * (12 * H * H + 13 * H)
+    act = nbytes * batch * s * H
     mgpu = GIB16 - WORKSPACE_FACTOR * act
     layers = [{"uf": uf, "ub": ub, "w": w, "a": act} for _ in range(depth)]
     return {"format": "turnip.chain/1", "mgpu": mgpu, "beta": beta, "a0": act, "layers": layers}
@@ -57,6 +63,8 @@ def main(argv):
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "chains")
     beta = 12e9
     check = False
+    nbytes = 4
+    paper_times = False
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -72,16 +80,23 @@ def main(argv):
                 print("gen_chains.py: --beta wants bytes per second in [1, 1e18]", file=sys.stderr)
                 return 2
             i += 2
+        elif a == "--bytes" and i + 1 < len(argv) and argv[i + 1] in ("2", "4"):
+            nbytes = int(argv[i + 1])
+            i += 2
+        elif a == "--paper-times":
+            paper_times = True
+            i += 1
         elif a == "--check":
             check = True
             i += 1
         else:
-            print("usage: scripts/gen_chains.py [--out DIR] [--beta BYTES_PER_S] [--check]", file=sys.stderr)
+            print("usage: scripts/gen_chains.py [--out DIR] [--beta BYTES_PER_S] [--bytes 2|4] [--paper-times] [--check]",
+                  file=sys.stderr)
             return 2
     os.makedirs(out, exist_ok=True)
     bad = 0
     for (family, depth, batch), ms in sorted(TABLE1.items()):
-        c = chain(family, depth, batch, beta)
+        c = chain(family, depth, batch, beta, nbytes, ms / 1e3 if paper_times else None)
         name = "%s-%d-b%d.json" % (family, depth, batch)
         path = os.path.join(out, name)
         with open(path + ".tmp", "w") as f:  # a temporary file renamed into place
