@@ -155,11 +155,14 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
     return 0;
 }
 
-const char *const cli_weight_offload_names[] = {"greedy", "greedy-star", "l2l", "milp", NULL};
+/* indexed by tp_offload_algo, so a name's index is its strategy */
+const char *const cli_weight_offload_names[] = {[TP_OFFLOAD_GREEDY] = "greedy", [TP_OFFLOAD_GREEDY_STAR] = "greedy-star",
+                                                [TP_OFFLOAD_L2L] = "l2l", [TP_OFFLOAD_MILP] = "milp",
+                                                [TP_OFFLOAD_MILP + 1] = NULL};
 
 tp_offload_algo cli_offload_algo(const char *name)
 {
-    for (int i = 0; name && cli_weight_offload_names[i]; i++) /* names in the enum's order */
+    for (int i = 0; name && cli_weight_offload_names[i]; i++)
         if (!strcmp(name, cli_weight_offload_names[i])) return (tp_offload_algo)i;
     return TP_OFFLOAD_GREEDY;
 }
