@@ -37,7 +37,7 @@ THROUGHPUT = 11.8e12
 GIB16 = 16 * 1024 ** 3
 WORKSPACE_FACTOR = 60
 SEQ = {"gpt2": 128, "bert": 48}
-# Table 1: (family, depth, batch) -> sum u_j in ms (for --check only)
+# Table 1: (family, depth, batch) -> sum u_j in ms (for --check and --paper-times)
 TABLE1 = {("gpt2", 74, 64): 47421, ("gpt2", 56, 64): 35553, ("gpt2", 38, 64): 23694,
           ("gpt2", 74, 32): 23697, ("gpt2", 56, 32): 17762, ("gpt2", 38, 32): 11840,
           ("gpt2", 74, 16): 11612, ("gpt2", 56, 16): 8697, ("gpt2", 38, 16): 5794,
@@ -65,11 +65,13 @@ def main(argv):
     check = False
     nbytes = 4
     paper_times = False
+    out_default = True
     i = 0
     while i < len(argv):
         a = argv[i]
         if a == "--out" and i + 1 < len(argv):
             out = argv[i + 1]
+            out_default = False
             i += 2
         elif a == "--beta" and i + 1 < len(argv):
             try:
@@ -93,6 +95,10 @@ def main(argv):
             print("usage: scripts/gen_chains.py [--out DIR] [--beta BYTES_PER_S] [--bytes 2|4] [--paper-times] [--check]",
                   file=sys.stderr)
             return 2
+    if out_default and (nbytes != 4 or paper_times):
+        print("gen_chains.py: --bytes 2 and --paper-times write a variant: give --out (the default is examples/chains/)",
+              file=sys.stderr)
+        return 2
     os.makedirs(out, exist_ok=True)
     bad = 0
     for (family, depth, batch), ms in sorted(TABLE1.items()):

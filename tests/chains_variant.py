@@ -3,7 +3,9 @@
 docs/weight-offload.md "How the instances decide") checked against numbers written here: each
 chain's compute sum is the paper's Table 1 sum u_j, uf : ub is 1 : 3, a weight is 2 bytes per
 parameter of a 3072-wide block, an activation 2 bytes per value of batch x sequence x 3072, and
-a flag value the script does not take exits 2.
+the GPU memory is 16 GiB less 60 such activations; each flag alone changes only its own
+part (compared with the default chains); a flag value the script does not take, or a variant
+without --out, exits 2 and writes nothing.
 usage: chains_variant.py SOURCE_DIR"""
 import json
 import os
@@ -17,30 +19,49 @@ SUM_U = {"gpt2-74-b64": 47421, "gpt2-56-b64": 35553, "gpt2-38-b64": 23694, "gpt2
          "bert-96-b32": 11617, "bert-144-b16": 9090, "bert-96-b16": 6058}
 
 
+def gen(script, d, *flags):
+    subprocess.run([sys.executable, script, "--out", d] + list(flags), check=True, stdout=subprocess.DEVNULL, timeout=120)
+    out = {}
+    for name in SUM_U:
+        with open(os.path.join(d, name + ".json")) as f:
+            out[name] = json.load(f)
+    return out
+
+
 def main(src):
     script = os.path.join(src, "scripts", "gen_chains.py")
     fails = 0
     with tempfile.TemporaryDirectory() as d:
-        subprocess.run([sys.executable, script, "--bytes", "2", "--paper-times", "--out", d], check=True,
-                       stdout=subprocess.DEVNULL, timeout=120)
+        both = gen(script, os.path.join(d, "both"), "--bytes", "2", "--paper-times")
+        base = gen(script, os.path.join(d, "base"))
+        by2 = gen(script, os.path.join(d, "bytes"), "--bytes", "2")
+        pt = gen(script, os.path.join(d, "times"), "--paper-times")
         for name, ms in sorted(SUM_U.items()):
-            with open(os.path.join(d, name + ".json")) as f:
-                c = json.load(f)
+            c = both[name]
+            depth = int(name.split("-")[1])
             seq = 128 if name.startswith("gpt2") else 48
             batch = int(name.rsplit("-b", 1)[1])
+            act = 2 * batch * seq * 3072
             s = sum(x["uf"] + x["ub"] for x in c["layers"])
-            ok = abs(s * 1e3 - ms) <= 1e-6 * ms
+            ok = len(c["layers"]) == depth and c["beta"] == 12e9 and abs(s * 1e3 - ms) <= 1e-6 * ms
             ok &= all(abs(x["ub"] - 3 * x["uf"]) <= 1e-12 * x["ub"] for x in c["layers"])
             ok &= all(x["w"] == 2 * (12 * 3072 * 3072 + 13 * 3072) for x in c["layers"])
-            ok &= all(x["a"] == 2 * batch * seq * 3072 for x in c["layers"]) and c["a0"] == 2 * batch * seq * 3072
+            ok &= all(x["a"] == act for x in c["layers"]) and c["a0"] == act
+            ok &= c["mgpu"] == 16 * 2 ** 30 - 60 * act
+            # each flag alone: --bytes 2 keeps the default times, --paper-times the default bytes
+            ok &= [(x["uf"], x["ub"]) for x in by2[name]["layers"]] == [(x["uf"], x["ub"]) for x in base[name]["layers"]]
+            ok &= [(x["w"], x["a"]) for x in pt[name]["layers"]] == [(x["w"], x["a"]) for x in base[name]["layers"]]
+            ok &= pt[name]["mgpu"] == base[name]["mgpu"] and [x["w"] for x in by2[name]["layers"]] == [x["w"] for x in c["layers"]]
             if not ok:
                 print("FAIL %s: sum %.6f s (want %.3f), layer 0 %s" % (name, s, ms / 1e3, c["layers"][0]))
                 fails += 1
-    p = subprocess.run([sys.executable, script, "--bytes", "3"], capture_output=True, text=True, timeout=60)
-    if p.returncode != 2:
-        print("FAIL: --bytes 3 exited %d" % p.returncode)
-        fails += 1
-    print("chains_variant: %d of %d chains checked, %d failures" % (len(SUM_U), len(SUM_U), fails))
+        for flags in (["--bytes", "3", "--out", os.path.join(d, "bad")], ["--bytes", "2"], ["--paper-times"]):
+            p = subprocess.run([sys.executable, script] + flags, capture_output=True, text=True, timeout=60,
+                               cwd=d)
+            if p.returncode != 2 or os.path.exists(os.path.join(d, "bad")):
+                print("FAIL: %s exited %d" % (" ".join(flags), p.returncode))
+                fails += 1
+    print("chains_variant: %d chains, %d failures" % (len(SUM_U), fails))
     return 1 if fails else 0
 
 

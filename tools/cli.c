@@ -155,7 +155,8 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
     return 0;
 }
 
-/* indexed by tp_offload_algo, so a name's index is its strategy */
+/* indexed by tp_offload_algo, so a name's index is its strategy (a new strategy: a name here) */
+_Static_assert(TP_OFFLOAD_MILP == 3, "every tp_offload_algo has a name in cli_weight_offload_names");
 const char *const cli_weight_offload_names[] = {[TP_OFFLOAD_GREEDY] = "greedy", [TP_OFFLOAD_GREEDY_STAR] = "greedy-star",
                                                 [TP_OFFLOAD_L2L] = "l2l", [TP_OFFLOAD_MILP] = "milp",
                                                 [TP_OFFLOAD_MILP + 1] = NULL};
