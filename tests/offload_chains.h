@@ -5,6 +5,7 @@
 #define TP_TESTS_OFFLOAD_CHAINS_H
 
 #include <stdint.h>
+#include <string.h>
 #include "turnip/offload.h"
 
 #define TPT_CHAIN_MAXL 36 /* the largest chain a test builds on an owned */
@@ -24,6 +25,20 @@ static inline void tpt_chain_wire(tpt_chain *o, uint32_t L)
     o->c.ub = o->ub;
     o->c.w = o->w;
     o->c.a = o->a;
+}
+
+/* The two-layer chain the bound and brute-force tests solve in closed form: |w| = 1000 each, no
+ * activations, every computation 1 s, mgpu = 2000, W/beta = x s. */
+static inline void tpt_chain_two_layer(tpt_chain *o, double x)
+{
+    memset(o, 0, sizeof *o);
+    tpt_chain_wire(o, 2);
+    for (int i = 0; i < 2; i++) {
+        o->uf[i] = o->ub[i] = 1;
+        o->w[i] = 1000;
+    }
+    o->c.mgpu = 2000;
+    o->c.beta = 1000 / x;
 }
 
 /* M_k of eq. (1), the most over ops with no other weight resident: the least memory any

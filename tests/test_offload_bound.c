@@ -151,14 +151,7 @@ TEST(bound_two_layer_closed_form)
     const double xs[] = {0.25, 0.5, 1, 2, 3, 5};
     for (size_t q = 0; q < sizeof xs / sizeof xs[0]; q++) {
         tpt_chain o;
-        memset(&o, 0, sizeof o);
-        tpt_chain_wire(&o, 2);
-        for (int i = 0; i < 2; i++) {
-            o.uf[i] = o.ub[i] = 1;
-            o.w[i] = 1000;
-        }
-        o.c.mgpu = 2000;
-        o.c.beta = 1000 / xs[q];
+        tpt_chain_two_layer(&o, xs[q]);
         tp_chain_bound_result r;
         bound_ok(&o.c, 10, &r);
         CHECK(r.optimal);
