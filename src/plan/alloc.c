@@ -292,13 +292,15 @@ static uint64_t newest_covered(const tp__alloc *a, uint64_t from, int back, uint
 
 /* Where in free run [rs, re) (which holds `size` at its aligned start) an oldest fit goes: at its
  * start or against its end, whichever covers older bytes (the newest release stamp it covers;
- * ties: the start). Either leaves the rest of the run in one piece. */
-static uint64_t oldest_in_run(const tp__alloc *a, uint64_t rs, uint64_t re, uint64_t size, uint64_t al)
+ * ties: the start). Either leaves the rest of the run in one piece. A run of age 0 (never used)
+ * has nothing older than its start, nor does a start over bytes never used. */
+static uint64_t oldest_in_run(const tp__alloc *a, uint64_t rs, uint64_t re, uint64_t age, uint64_t size, uint64_t al)
 {
     uint64_t lo = align_up(rs, al), hi = (re - size) & ~(al - 1);
-    if (hi <= lo) return lo;
-    uint64_t alo = newest_covered(a, lo, 0, lo, lo + size), ahi = newest_covered(a, hi + size - 1, 1, hi, hi + size);
-    return ahi < alo ? hi : lo;
+    if (hi <= lo || age == 0) return lo;
+    uint64_t alo = newest_covered(a, lo, 0, lo, lo + size);
+    if (alo == 0) return lo;
+    return newest_covered(a, hi + size - 1, 1, hi, hi + size) < alo ? hi : lo;
 }
 
 int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *addr)
@@ -309,7 +311,7 @@ int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *add
     uint32_t t = t_first_fit(T->n, T->root, size, al);
     if (t == TP__NONE) return 0;
     *addr = fit == TP__FIT_LOWEST ? align_up(T->n[t].start, al)
-                                  : oldest_in_run(a, T->n[t].start, T->n[t].start + T->n[t].len, size, al);
+                                  : oldest_in_run(a, T->n[t].start, T->n[t].start + T->n[t].len, T->n[t].k1, size, al);
     return 1;
 }
 

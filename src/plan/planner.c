@@ -60,8 +60,9 @@ typedef struct planner {
     size_t capkept;
     int only_dead;     /* eviction may take dead kept inputs with a host copy only */
     int check_window;  /* TURNIP_CHECK_WINDOW=1: every keyed window search checked against the scan */
-    uint32_t evict_budget; /* tp_plan_opts.evict_budget (0: scans within scan_credit; TP_EVICT_EXACT: always) */
-    uint64_t scan_credit;  /* blocks the full window scans may still visit (TP_PLAN_SCAN_BASE, TP_PLAN_SCAN_CREDIT) */
+    uint32_t walk;         /* blocks the keyed window search walks before the scan or Belady takes over */
+    enum { SCAN_NEVER, SCAN_CREDIT, SCAN_ALWAYS } scan; /* past `walk`: tp_plan_opts.evict_budget N, 0, TP_EVICT_EXACT */
+    uint64_t scan_credit;  /* SCAN_CREDIT: blocks the full window scans may still visit (TP_PLAN_SCAN_BASE, TP_PLAN_SCAN_CREDIT) */
     uint32_t nkeep_in; /* kept inputs (0: none of the keep logic runs) */
     uint64_t need_max[TP_MAX_DEVICES]; /* largest inputs-plus-output need of one position */
     uint32_t *dcopy, *dblk, *drd, *hcopy, *hblk, *hrd;
@@ -374,7 +375,8 @@ static int reads_on(const planner *P, uint32_t t, int d)
     return V_(P, t)->ninputs && tp_graph_read_device(P->g, t) == d;
 }
 
-/* Bytes of values on d whose last use lies in [e, p): what will be freed before p anyway. */
+/* Bytes of values on d whose last use lies in [e, p): what will be freed before p anyway. Only
+ * in a plan without directed evictions (setup computes P->dies for those alone; may_wait). */
 static uint64_t dying(const planner *P, int d, uint32_t p)
 {
     const uint64_t *pre = P->dies + (size_t)d * (P->npos + 1);
@@ -411,12 +413,11 @@ static int evict_window(planner *P, int d, uint64_t size, uint32_t pin, uint64_t
         /* The keyed search walks up to `walk` blocks. Past that the best window comes from the scan
          * (always with TP_EVICT_EXACT; by default while the scans stay within their credit), or the
          * furthest next use is evicted (Belady) and the search starts again. */
-        int budget = P->evict_budget && P->evict_budget != TP_EVICT_EXACT, scanned = 0;
-        uint32_t walk = budget ? P->evict_budget : TP_PLAN_WINDOW_WALK;
-        while ((got = tp__alloc_find_window_keyed(&P->dev[d], size, pin, walk, score_victim, P, addr, P->victims,
+        int scanned = 0;
+        while ((got = tp__alloc_find_window_keyed(&P->dev[d], size, pin, P->walk, score_victim, P, addr, P->victims,
                                                   &nvict)) == 2) {
-            if (!budget && (P->evict_budget == TP_EVICT_EXACT || P->scan_credit >= P->dev[d].nblocks)) {
-                if (!P->evict_budget) P->scan_credit -= P->dev[d].nblocks;
+            if (P->scan == SCAN_ALWAYS || (P->scan == SCAN_CREDIT && P->scan_credit >= P->dev[d].nblocks)) {
+                if (P->scan == SCAN_CREDIT) P->scan_credit -= P->dev[d].nblocks;
                 P->mg->counters.dev[d].window_scans++;
                 got = tp__alloc_find_window(&P->dev[d], size, score_victim, P, addr, P->victims, &nvict);
                 scanned = 1;
@@ -625,7 +626,7 @@ static void exec(planner *P, uint32_t p)
 }
 
 /* The directed evictions that follow t (tp_plan_opts.evictions): each value on its device,
- * not pinned or held, still needed (or an output, or kept), and not yet placed by the allocation
+ * not pinned (none is held: tp_plan refuses sum-into with them), still needed (or an output, or kept), and not yet placed by the allocation
  * horizon for a position at or before the horizon's, is dropped or offloaded. */
 static void directed(planner *P, uint32_t t)
 {
@@ -819,7 +820,8 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     P->V = malloc((n + 1) * sizeof *P->V);
     P->pos = malloc((n + 1) * sizeof *P->pos);
     P->use_cur = calloc(n + 1, sizeof *P->use_cur);
-    P->evict_budget = opts->evict_budget;
+    P->scan = !opts->evict_budget ? SCAN_CREDIT : opts->evict_budget == TP_EVICT_EXACT ? SCAN_ALWAYS : SCAN_NEVER;
+    P->walk = P->scan == SCAN_NEVER ? opts->evict_budget : TP_PLAN_WINDOW_WALK;
     const char *cw = getenv("TURNIP_CHECK_WINDOW");
     P->check_window = cw && !strcmp(cw, "1");
     P->is_out = calloc(n + 1, 1);
@@ -1140,7 +1142,7 @@ tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__
     if (!P->st) P->st = place_resident(P);
     P->scan_credit = TP_PLAN_SCAN_BASE;
     for (P->e = 0; P->e < P->npos && !P->st; P->e++) {
-        P->scan_credit += TP_PLAN_SCAN_CREDIT;
+        if (P->scan == SCAN_CREDIT) P->scan_credit += TP_PLAN_SCAN_CREDIT;
         for (int d = 0; d < P->nd && !P->st; d++)
             while (P->dirty[d] && !P->st) {
                 P->dirty[d] = 0;

@@ -492,7 +492,7 @@ tp_status tp_plan(const tp_graph *g, const tp_plan_opts *opts, tp_memgraph **out
     if (opts->nevictions && opts->sum_into && marked)
         return tp__fail(err, TP_ERR_ARG, "directed evictions name the vertices of the graph as given: plan it without "
                                          "sum-into (--no-sum-into), whose rewrite renumbers them");
-    if (opts->sum_into) {
+    if (opts->sum_into && marked) {
         int done = 0;
         tp_status s = tp__plan_sum_into(g, opts, marked, out, &done, err);
         if (done) return s;

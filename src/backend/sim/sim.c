@@ -144,12 +144,18 @@ static int vector_op(const tp_vertex *tv)
 /* kernel or accumulate v of mg with no jitter and no wake-up: launch + max(flops / (rate x
  * efficiency), bytes touched / memory bandwidth) of its work (tp_memgraph_work), the rate the
  * matmul peak or, for `vector` ops, the vector rate. Its flops into *flops. */
+/* flops per second of a kernel: the matmul peak or, for `vector` ops, the vector rate (when the
+ * profile has one), times the efficiency */
+static double kernel_rate(const tp_sim_profile *p, int vector)
+{
+    return (vector && p->vector_flops > 0 ? p->vector_flops : p->peak_flops) * p->efficiency;
+}
+
 static double kernel_time(const tp_sim_profile *p, const tp_memgraph *mg, uint32_t v, int vector, double *flops)
 {
     double bytes;
     tp_memgraph_work(mg, v, flops, &bytes);
-    double r = vector && p->vector_flops > 0 ? p->vector_flops : p->peak_flops;
-    double compute = *flops / (r * p->efficiency), memory = bytes / p->mem_bw;
+    double compute = *flops / kernel_rate(p, vector), memory = bytes / p->mem_bw;
     return p->launch_s + (compute > memory ? compute : memory);
 }
 
@@ -176,7 +182,7 @@ static double alone_rate(const tp_sim_profile *p, tp_mkind k)
 
 void tp_sim_profile_rates(const tp_sim_profile *p, double *flops_per_s, double *copy_bw)
 {
-    *flops_per_s = (p->vector_flops > 0 ? p->vector_flops : p->peak_flops) * p->efficiency; /* kernel_time's */
+    *flops_per_s = kernel_rate(p, 1); /* an opaque kernel is a vector op */
     double r = alone_rate(p, TP_M_RELOAD), o = alone_rate(p, TP_M_OFFLOAD);
     *copy_bw = r < o ? r : o;
 }
