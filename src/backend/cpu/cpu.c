@@ -25,6 +25,7 @@
  * worker: help() then never runs a kernel on the executor's thread, which must stay free to
  * launch the copies that overlap the "computation". */
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -65,9 +66,20 @@ typedef struct cpu {
     tp__plan_ctx pc;
     tp__mem mem;
     tp__kplan *kp; /* per TaskGraph vertex */
+    double *opaque_s; /* per TaskGraph vertex: the seconds an opaque kernel sleeps (opaque_seconds), 0 for the rest */
     worker *w;
     int nw;
 } cpu;
+
+/* t >= 0 seconds as a timespec */
+static struct timespec ts_of(double t)
+{
+    struct timespec ts = {(time_t)t, 0};
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec < 0) ts.tv_nsec = 0;
+    if (ts.tv_nsec > 999999999L) ts.tv_nsec = 999999999L;
+    return ts;
+}
 
 /* Waits until t on tp__now's clock (CLOCK_MONOTONIC): sleeps to 100 us before t (sleeps
  * overshoot by tens of us), then polls, yielding the core at each poll: a copy engine that
@@ -79,8 +91,7 @@ static void wait_until(double t)
         double left = t - tp__now();
         if (left <= 0) return;
         if (left > 200e-6) {
-            struct timespec ts = {(time_t)(left - 100e-6), 0};
-            ts.tv_nsec = (long)((left - 100e-6 - (double)ts.tv_sec) * 1e9);
+            struct timespec ts = ts_of(left - 100e-6);
             nanosleep(&ts, NULL);
         } else {
             sched_yield();
@@ -92,11 +103,7 @@ static void wait_until(double t)
  * TP_CPU_OPAQUE_WAIT_MAX seconds after now (checked in prepare), so it fits a time_t. */
 static void sleep_until(double t)
 {
-    struct timespec ts;
-    ts.tv_sec = (time_t)t;
-    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-    if (ts.tv_nsec < 0) ts.tv_nsec = 0;
-    if (ts.tv_nsec > 999999999L) ts.tv_nsec = 999999999L;
+    struct timespec ts = ts_of(t);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
 }
@@ -118,7 +125,7 @@ static tp_status run_vertex(worker *w, uint32_t v)
     tp_status s = tp__fault(&c->pc, v, &w->err);
     if (s) return s;
     if (mv.kind == TP_M_KERNEL && c->o.opaque_rate > 0 && c->kp[mv.task].op == TP__OP_OPAQUE) {
-        sleep_until(tp__now() + opaque_seconds(c, mv.task)); /* an opaque kernel touches no data */
+        sleep_until(tp__now() + c->opaque_s[mv.task]); /* an opaque kernel touches no data */
         return TP_OK;
     }
     uint8_t *out = tp__mem_ptr(&c->mem, &mv.write);
@@ -237,6 +244,8 @@ static void cpu_release(tp_backend *be)
     tp__mem_release(&c->mem);
     free(c->kp);
     c->kp = NULL;
+    free(c->opaque_s);
+    c->opaque_s = NULL;
 }
 
 /* ---- memory: posix_memalign'ed blocks (tp__mem, backend/common.h) ---- */
@@ -310,8 +319,13 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
         cpu_release(be);
         return ks;
     }
+    c->opaque_s = malloc(((size_t)tp_graph_size(c->pc.g) + 1) * sizeof *c->opaque_s);
+    if (!c->opaque_s) {
+        cpu_release(be);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
     for (uint32_t t = 0; t < tp_graph_size(c->pc.g); t++) { /* every sleep ends, its deadline fits a time_t */
-        double sec = opaque_seconds(c, t);
+        double sec = c->opaque_s[t] = opaque_seconds(c, t);
         if (sec > TP_CPU_OPAQUE_WAIT_MAX) {
             const tp_vertex *tv = tp_graph_vertex(c->pc.g, t);
             cpu_release(be);
@@ -447,22 +461,32 @@ tp_status tp_backend_cpu_new(const tp_cpu_opts *o, tp_backend **out, tp_error *e
     return TP_OK;
 }
 
+/* the backend's options: key, field of tp_cpu_opts, range (cpu_keys and cpu_helps in this order) */
+static const struct {
+    size_t field;
+    double lo, hi;
+} cpu_opt_fields[] = {
+    {offsetof(tp_cpu_opts, link_gbps), TP_CPU_LINK_GBPS_MIN, TP_CPU_LINK_GBPS_MAX},
+    {offsetof(tp_cpu_opts, link_latency_us), 0, TP_CPU_LATENCY_US_MAX},
+    {offsetof(tp_cpu_opts, jitter), 0, TP_CPU_JITTER_MAX},
+    {offsetof(tp_cpu_opts, opaque_rate), TP_CPU_OPAQUE_RATE_MIN, TP_CPU_OPAQUE_RATE_MAX},
+};
 static const char *const cpu_keys[] = {"link-bandwidth", "link-latency", "jitter", "opaque-rate", NULL};
 static const char *const cpu_helps[] = {"GB/s cap of host-device and peer copies (default: unthrottled memcpy)",
                                         "microseconds added to every copy", "copy time x exp(F x N(0,1)), seeded per vertex",
                                         "flops/s of opaque kernels: one of F flops sleeps F / R s (default: no time)", NULL};
+_Static_assert(sizeof cpu_opt_fields / sizeof cpu_opt_fields[0] == sizeof cpu_keys / sizeof cpu_keys[0] - 1,
+               "a field and a range for every cpu key");
 
 static tp_status cpu_make(const tp_backend_opt *opts, int nopts, tp_backend **out, tp_error *err)
 {
     tp_cpu_opts o;
     tp_cpu_opts_init(&o);
     for (int i = 0; i < nopts; i++) { /* the registry passes only cpu_keys */
-        const char *k = opts[i].key;
-        int bw = !strcmp(k, "link-bandwidth"), lat = !strcmp(k, "link-latency"), rate = !strcmp(k, "opaque-rate");
-        double *dst = bw ? &o.link_gbps : lat ? &o.link_latency_us : rate ? &o.opaque_rate : &o.jitter;
-        double lo = bw ? TP_CPU_LINK_GBPS_MIN : rate ? TP_CPU_OPAQUE_RATE_MIN : 0;
-        double hi = bw ? TP_CPU_LINK_GBPS_MAX : lat ? TP_CPU_LATENCY_US_MAX : rate ? TP_CPU_OPAQUE_RATE_MAX : TP_CPU_JITTER_MAX;
-        tp_status s = tp__opt_number("cpu", &opts[i], lo, hi, dst, err);
+        int k = 0;
+        while (cpu_keys[k + 1] && strcmp(opts[i].key, cpu_keys[k])) k++;
+        double *dst = (double *)((char *)&o + cpu_opt_fields[k].field);
+        tp_status s = tp__opt_number("cpu", &opts[i], cpu_opt_fields[k].lo, cpu_opt_fields[k].hi, dst, err);
         if (s) return s;
     }
     return tp_backend_cpu_new(&o, out, err);
