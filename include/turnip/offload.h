@@ -59,6 +59,12 @@ tp_status tp_chain_bound(const tp_chain *c, double time_limit_s, tp_chain_bound_
 /* The MILP's layers (it has about 10 L^2 columns; the paper's chains have 36-144): more is
  * TP_ERR_ARG, for the bound and for the milp strategy. */
 #define TP_CHAIN_BOUND_MAX_LAYERS 160u
+/* The ranges every chain and machine rate is checked against: a link's bytes/s and a kernel
+ * rate's flops/s in [TP_CHAIN_RATE_MIN, TP_CHAIN_RATE_MAX]; a solver time limit at most
+ * TP_CHAIN_TIME_LIMIT_MAX seconds. */
+#define TP_CHAIN_RATE_MIN 1.0
+#define TP_CHAIN_RATE_MAX 1e18
+#define TP_CHAIN_TIME_LIMIT_MAX 1e6
 /* tp_chain_bound, and the choices of the solver's incumbent (the MILP solution behind
  * out->incumbent: D1 as TP_OFFLOAD_SEL1, D0 as TP_OFFLOAD_SEL0) in sel, the caller's c->layers
  * bytes; all 0 when the time limit left no incumbent (out->incumbent is then HUGE_VAL). */

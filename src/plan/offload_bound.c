@@ -157,6 +157,22 @@ static int ipm(job *j, glp_prob *P)
  * result is a valid bound; the closer y is to optimal, the closer to the optimum. The sums'
  * rounding error is bounded (gamma_n = n eps / (1 - n eps) times the sum of the magnitudes) and
  * subtracted. -HUGE_VAL on out of memory. ipt: the interior point's duals, else the simplex's. */
+/* A solved LP's values, from the interior point's solution (ipt) or the simplex's */
+static double col_prim(glp_prob *lp, int ipt, int k)
+{
+    return ipt ? glp_ipt_col_prim(lp, k) : glp_get_col_prim(lp, k);
+}
+
+static double row_dual(glp_prob *lp, int ipt, int r)
+{
+    return ipt ? glp_ipt_row_dual(lp, r) : glp_get_row_dual(lp, r);
+}
+
+static double obj_val(glp_prob *lp, int ipt)
+{
+    return ipt ? glp_ipt_obj_val(lp) : glp_get_obj_val(lp);
+}
+
 static double dual_bound(glp_prob *lp, int ipt, const double *colub)
 {
     int m = glp_get_num_rows(lp), n = glp_get_num_cols(lp);
@@ -170,7 +186,7 @@ static double dual_bound(glp_prob *lp, int ipt, const double *colub)
     }
     double sum = 0, mag = 0, err = 0;
     for (int r = 1; r <= m; r++) {
-        double v = ipt ? glp_ipt_row_dual(lp, r) : glp_get_row_dual(lp, r),
+        double v = row_dual(lp, ipt, r),
                lo = glp_get_row_lb(lp, r), hi = glp_get_row_ub(lp, r), term = 0;
         switch (glp_get_row_type(lp, r)) {
         case GLP_UP:
@@ -256,10 +272,8 @@ static double *round_up(job *j, glp_prob *lp, int ipt, int L, int ncols, double 
     glp_copy_prob(q, lp, GLP_OFF);
     int first = ncols - 3 * L + 1; /* D1 (L), D0 (L), O* (L): the last 3L columns */
     for (int i = 0; i < L; i++) {
-#define VAL(col) (ipt ? glp_ipt_col_prim(lp, (col)) : glp_get_col_prim(lp, (col)))
-        double d1 = VAL(first + i) > thr, d0 = VAL(first + L + i) > thr;
-        double os = VAL(first + 2 * L + i) > thr || d1 || d0;
-#undef VAL
+        double d1 = col_prim(lp, ipt, first + i) > thr, d0 = col_prim(lp, ipt, first + L + i) > thr;
+        double os = col_prim(lp, ipt, first + 2 * L + i) > thr || d1 || d0;
         glp_set_col_bnds(q, first + i, GLP_FX, d1, d1);
         glp_set_col_bnds(q, first + L + i, GLP_FX, d0, d0);
         glp_set_col_bnds(q, first + 2 * L + i, GLP_FX, os, os);
@@ -283,10 +297,10 @@ static double *round_up(job *j, glp_prob *lp, int ipt, int L, int ncols, double 
     if (ok && (x = malloc(((size_t)ncols + 1) * sizeof *x))) {
         x[0] = 0;
         for (int k = 1; k <= ncols; k++)
-            x[k] = ipt ? glp_ipt_col_prim(q, k) : glp_get_col_prim(q, k);
+            x[k] = col_prim(q, ipt, k);
         for (int k = first; k <= ncols; k++)
             x[k] = round(x[k]);
-        *obj = ipt ? glp_ipt_obj_val(q) : glp_get_obj_val(q);
+        *obj = obj_val(q, ipt);
     }
     glp_delete_prob(q);
     return x;
@@ -538,7 +552,7 @@ static void relaxation(job *j, glp_prob *lp, int ipt, const double *colub, doubl
 {
     double v = dual_bound(lp, ipt, colub);
     j->det.lp_method = ipt ? TP__LP_INTERIOR : TP__LP_SIMPLEX;
-    j->det.lp_obj = sum_u + St * (ipt ? glp_ipt_obj_val(lp) : glp_get_obj_val(lp));
+    j->det.lp_obj = sum_u + St * obj_val(lp, ipt);
     j->det.lp_bound = sum_u + St * (v > 0 ? v : 0);
     if (v > *best) *best = v;
 }
@@ -682,7 +696,7 @@ static tp_status bound_run(const tp_chain *c, double time_limit_s, tp__lp_method
     if (L < 1 || L > TP_CHAIN_BOUND_MAX_LAYERS)
         return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: %u layers (the MILP takes 1..%u)", L,
                         TP_CHAIN_BOUND_MAX_LAYERS);
-    if (!isfinite(time_limit_s) || time_limit_s <= 0 || time_limit_s > 1e6)
+    if (!isfinite(time_limit_s) || time_limit_s <= 0 || time_limit_s > TP_CHAIN_TIME_LIMIT_MAX)
         return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: time limit %g s (want 0 < t <= 1e6)",
                         time_limit_s);
     if ((unsigned)method > TP__LP_INTERIOR)

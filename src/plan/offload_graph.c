@@ -64,7 +64,7 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
     if (!c || !out) return tp__fail(err, TP_ERR_ARG, "tp_chain_taskgraph: NULL argument");
     tp_status st = tp_chain_check(c, err);
     if (st) return st;
-    if (!(flops_per_s >= 1 && flops_per_s <= 1e18))
+    if (!(flops_per_s >= TP_CHAIN_RATE_MIN && flops_per_s <= TP_CHAIN_RATE_MAX))
         return tp__fail(err, TP_ERR_ARG, "chain taskgraph: flops per second must be in [1, 1e18]");
     if (c->layers > TP_OFFLOAD_MAX_LAYERS)
         return tp__fail(err, TP_ERR_ARG, "chain taskgraph: %u layers, at most %u", c->layers, TP_OFFLOAD_MAX_LAYERS);
@@ -205,8 +205,9 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
         return tp__fail(err, TP_ERR_ARG, "weight offload: unknown strategy %d", (int)algo);
     const tp_chain_machine *mc = machine;
     if (algo == TP_OFFLOAD_MILP &&
-        (!mc || !(mc->flops_per_s >= 1 && mc->flops_per_s <= 1e18 && mc->beta >= 1 && mc->beta <= 1e18 &&
-                  mc->time_limit_s >= 0 && mc->time_limit_s <= 1e6)))
+        (!mc || !(mc->flops_per_s >= TP_CHAIN_RATE_MIN && mc->flops_per_s <= TP_CHAIN_RATE_MAX &&
+                  mc->beta >= TP_CHAIN_RATE_MIN && mc->beta <= TP_CHAIN_RATE_MAX && mc->time_limit_s >= 0 &&
+                  mc->time_limit_s <= TP_CHAIN_TIME_LIMIT_MAX)))
         return tp__fail(err, TP_ERR_ARG,
                         "weight offload milp: needs the machine's kernel rate and link bandwidth (got %g flops/s, %g "
                         "bytes/s; each in [1, 1e18]) and a time limit in [0, 1e6] s",
