@@ -45,6 +45,8 @@ import tempfile
 import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from atomic_write import write_atomic  # noqa: E402
 PLANNERS = ["none", "greedy", "greedy-star", "l2l"]
 ORDERS = ["any", "fixed"]
 
@@ -234,16 +236,11 @@ def main(argv):
                     r["cpu/sim"]), flush=True)
     if a["csv"]:
         cols = list(rows[0].keys())
-        fd, tmp = tempfile.mkstemp(prefix=".offload_cpu.", dir=os.path.dirname(os.path.abspath(a["csv"])))
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(",".join(cols) + "\n")
-                for r in rows:
-                    f.write(",".join(str(r[c]) for c in cols) + "\n")
-            os.replace(tmp, a["csv"])
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        def write(f):
+            f.write(",".join(cols) + "\n")
+            for r in rows:
+                f.write(",".join(str(r[c]) for c in cols) + "\n")
+        write_atomic(a["csv"], write)
         print("wrote %s" % a["csv"])
     return 0
 

@@ -20,7 +20,6 @@ temporary name and renamed into place).
 usage: bench/offload_table.py [--turnip PATH] [--time-limit S] [--out DIR] [--sweep-chain NAME]
                               [--betas 1,2,4,8,12,16] [--only NAME,...]"""
 import csv
-import io
 import json
 import os
 import re
@@ -30,6 +29,8 @@ import sys
 import tempfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from atomic_write import write_atomic  # noqa: E402
 ALGOS = ["greedy", "greedy-star", "l2l", "milp"]
 
 
@@ -103,29 +104,13 @@ TCOLS = ["%s_%s%s" % (p, o, x) for p, _, _ in PLANNERS for o in POLICIES for x i
 COLS = ["chain", "compute_s", "bound_s", "optimal", "gap", "solver_s"] + [a + x for a in ALGOS for x in ("_s", "/bound")] + TCOLS
 
 
-def replace_atomically(path, write):
-    """write(f) into a fresh temporary file beside path, then renamed onto it"""
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", dir=os.path.dirname(path) or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def write_csv(path, rows, extra=()):
     def write(f):
-        t = io.TextIOWrapper(f, newline="")
-        w = csv.writer(t)
+        w = csv.writer(f)
         w.writerow(list(extra) + COLS)
         for r in rows:
             w.writerow([r[c] for c in list(extra) + COLS])
-        t.flush()
-        t.detach()
-    replace_atomically(path, write)
+    write_atomic(path, write, newline="")
 
 
 def show_header(first):
@@ -233,7 +218,7 @@ def main(argv):
                 f.write(script)
             subprocess.run(["gnuplot", "sweep.gp"], cwd=tmpd, check=True)
             with open(os.path.join(tmpd, "sweep.png"), "rb") as png:
-                replace_atomically(os.path.join(out, "offload_sweep.png"), lambda f: shutil.copyfileobj(png, f))
+                write_atomic(os.path.join(out, "offload_sweep.png"), lambda f: shutil.copyfileobj(png, f), "wb")
             print("wrote %s, %s" % (csvp, os.path.join(out, "offload_sweep.png")))
         else:
             print("wrote %s (no gnuplot: no PNG)" % csvp)

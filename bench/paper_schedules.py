@@ -9,7 +9,10 @@ on the same runs: makespan(any) / makespan(fixed) per seed. Writes a CSV of ever
 usage: bench/paper_schedules.py [--turnip build/turnip] [--seeds 20] [--jitter 0.3] [--csv FILE]
        [--points a100x8:8:65b:4096,...] [--residual gather,scatter] [--policies any,fixed,priority]
        bench/paper_schedules.py --from-csv A.csv[,B.csv]   (the tables again, from earlier runs)"""
-import argparse, csv, os, platform, re, statistics, subprocess, sys, tempfile, time
+import argparse, csv, os, platform, re, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from atomic_write import write_atomic  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 ap.add_argument("--turnip", default="build/turnip")
@@ -86,17 +89,11 @@ else:
                 print(f"#   {model} {machine} {T} {res} {pol} done ({time.time() - t0:.0f} s)", file=sys.stderr)
 
 if a.csv and not a.from_csv:
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(a.csv) + ".", dir=os.path.dirname(a.csv) or ".")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, a.csv)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    def write(f):
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    write_atomic(a.csv, write, newline="")
 
 
 def sel(**k):

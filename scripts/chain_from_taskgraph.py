@@ -43,7 +43,8 @@ import math
 import os
 import re
 import sys
-import tempfile
+
+from atomic_write import write_atomic
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i32": 4, "i64": 8, "u8": 1}  # src/io/dtype.c
@@ -156,6 +157,8 @@ def classify_layered(path, verts):
         L = max(L, int(m.group(1)))
     if L > len(verts):
         die("%s: layer %d with only %d vertices" % (path, L, len(verts)))
+    if L < 1:  # layer 0 alone, or inputs alone: no layer before the loss layer L
+        die("%s: no layers: kernels in L0.d0.* .. L<n-1>.d0.* and the loss layer L<n>.d0.* (turnip gen layered --backward)" % path)
     for vid, v in verts.items():
         m = LAYERED.match(vid)
         li, bw, short = int(m.group(1)), m.group(2) is not None, m.group(3)
@@ -209,18 +212,6 @@ def classify_train(path, verts):
             die("%s: kernel '%s' is none of the training step's (turnip train)" % (path, vid))
         kern[vid] = (li, bw, li)
     return L, kern, inp
-
-
-def write_atomic(out, text):
-    """text into out by a private temporary file beside it, renamed into place"""
-    fd, tmp = tempfile.mkstemp(prefix=".chain.", dir=os.path.dirname(os.path.abspath(out)))
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, out)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def main(argv):
@@ -328,7 +319,7 @@ def main(argv):
     text = json.dumps(chain, indent=1) + "\n"
     out = opts.get("-o")
     if out:
-        write_atomic(out, text)
+        write_atomic(out, lambda f: f.write(text))
     else:
         sys.stdout.write(text)
     print("chain: %d layers, compute sum %.6g s, weights %d bytes, mgpu %d (least %d, all %d), beta %g"

@@ -31,6 +31,8 @@ import math
 import os
 import sys
 
+from atomic_write import write_atomic
+
 H = 3072
 HEADS = 24
 THROUGHPUT = 11.8e12
@@ -105,10 +107,7 @@ def main(argv):
         c = chain(family, depth, batch, beta, nbytes, ms / 1e3 if paper_times else None)
         name = "%s-%d-b%d.json" % (family, depth, batch)
         path = os.path.join(out, name)
-        with open(path + ".tmp", "w") as f:  # a temporary file renamed into place
-            json.dump(c, f, indent=None, separators=(",", ":"))
-            f.write("\n")
-        os.replace(path + ".tmp", path)
+        write_atomic(path, lambda f: f.write(json.dumps(c, indent=None, separators=(",", ":")) + "\n"))
         if check:
             L = c["layers"]
             sum_u = sum(x["uf"] + x["ub"] for x in L)

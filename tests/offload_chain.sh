@@ -44,9 +44,18 @@ bad("input", lambda h: h["vertices"][k].__setitem__("inputs", ["nowhere"]))
 used = {x for v in g["vertices"] for x in v.get("inputs", [])}
 sink = next(i for i, v in enumerate(g["vertices"]) if v["kind"] == "kernel" and v["id"] not in used)
 bad("layer", lambda h: h["vertices"][sink].__setitem__("id", "L999999999.d0.x"))
+# no layer before the loss layer: layer 0 alone, and inputs alone
+h = {"format": "turnip.taskgraph/1", "devices": 1, "outputs": ["L0.d0.k"], "vertices": [
+    {"id": "L0.d0.w", "kind": "input", "device": 0, "bytes": 16},
+    {"id": "L0.d0.k", "kind": "kernel", "device": 0, "op": "opaque", "inputs": ["L0.d0.w"], "bytes": 16}]}
+json.dump(h, open("%s/bad-nolayer.json" % sys.argv[2], "w"))
+h = {"format": "turnip.taskgraph/1", "devices": 1, "outputs": ["L-1.d0.a"], "vertices": [
+    {"id": "L-1.d0.a", "kind": "input", "device": 0, "bytes": 16}]}
+json.dump(h, open("%s/bad-inputs.json" % sys.argv[2], "w"))
 PY
-for b in bytes inplace flops input layer; do
-    m="chain_from_taskgraph: "; [ $b = layer ] && m="layer 999999999 with only"
-    expect 2 "$m" /usr/bin/python3 "$SRC/scripts/chain_from_taskgraph.py" "$D/bad-$b.json" --profile a100x8
+EXPECT_ONE_LINE=1
+for b in "bytes:bytes must be an integer" "inplace:inplace must index its inputs" "flops:flops must be a finite number" \
+    "input:inputs must name vertices" "layer:layer 999999999 with only" "nolayer:no layers" "inputs:no layers"; do
+    expect 2 "${b#*:}" /usr/bin/python3 "$SRC/scripts/chain_from_taskgraph.py" "$D/bad-${b%%:*}.json" --profile a100x8
 done
 finish offload_chain
