@@ -25,8 +25,9 @@ typedef struct {
 
 static uint32_t evict_budget; /* tp_plan_opts.evict_budget of every plan (0: the default search) */
 
-/* verbose: 1 prints the plan's offloads and reloads; -1 plans once (a slow mode) */
-static int run(const tp_layered_opts *lo, result *r, int verbose)
+/* plans lo's graph at both caps, `reps` times each (0: 3, or 1 for a long forward graph);
+ * verbose prints the plan's offloads and reloads */
+static int run(const tp_layered_opts *lo, result *r, int reps_asked, int verbose)
 {
     tp_error e;
     tp_graph *g;
@@ -55,7 +56,7 @@ static int run(const tp_layered_opts *lo, result *r, int verbose)
             o.device_mem[d] = c > minf[d] ? c : minf[d];
         }
         tp_memgraph *mg = NULL;
-        int reps = verbose < 0 ? 1 : lo->backward || r->nv < 300000 ? 3 : 1; /* forward: best of 3 where a run is short and noisy */
+        int reps = reps_asked ? reps_asked : lo->backward || r->nv < 300000 ? 3 : 1; /* forward: best of 3 where a run is short and noisy */
         double ts[3];
         for (int rep = 0; rep < reps; rep++) {
             tp_memgraph_free(mg);
@@ -75,7 +76,7 @@ static int run(const tp_layered_opts *lo, result *r, int verbose)
         tp_memgraph_stats(mg, &st);
         r->moved[i] = 0;
         for (int d = 0; d < nd; d++) r->moved[i] += st.dev[d].offload_bytes + st.dev[d].reload_bytes;
-        if (verbose > 0) {
+        if (verbose) {
             uint64_t off = 0, rel = 0;
             for (int d = 0; d < nd; d++) {
                 off += st.dev[d].offload_count;
@@ -88,7 +89,7 @@ static int run(const tp_layered_opts *lo, result *r, int verbose)
         }
         tp_memgraph_free(mg);
     }
-    if (verbose > 0) printf("  (graph built in %.2f s)\n", tb);
+    if (verbose) printf("  (graph built in %.2f s)\n", tb);
     tp_graph_free(g);
     return 0;
 }
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 6 && sizes[i] <= max; i++) {
         lo.layers = (int)(sizes[i] / per);
         if (lo.layers < 1) lo.layers = 1;
-        if (run(&lo, &res[i], 0)) return 1;
+        if (run(&lo, &res[i], 0, 0)) return 1;
         printf("%10llu %10llu | %10.3f %12.0f | %10.3f %12.0f\n", (unsigned long long)res[i].nv,
                (unsigned long long)res[i].nmv[1], res[i].secs[0], (double)res[i].nv / res[i].secs[0], res[i].secs[1],
                (double)res[i].nv / res[i].secs[1]);
@@ -143,7 +144,7 @@ int main(int argc, char **argv)
     if (n == 6) printf("10^6 vertices planned in %.2f s (50%%) and %.2f s (20%%); target < 5 s\n", res[5].secs[0], res[5].secs[1]);
     lo.layers = 4;
     printf("detail, %llu vertices:\n", (unsigned long long)tp_layered_vertices(&lo));
-    if (run(&lo, &res[0], 1)) return 1;
+    if (run(&lo, &res[0], 0, 1)) return 1;
 
     /* training-shaped: forward, then backward reading the saved activations; the default
      * eviction search, then tp_plan_opts.evict_budget 64, side by side, each plan's bytes moved
@@ -153,15 +154,16 @@ int main(int argc, char **argv)
     lo.layers = 1;
     per = tp_layered_vertices(&lo) - (uint64_t)lo.devices;
     const uint64_t bsizes[] = {10000, 20000, 125000, 250000, 500000, 1000000};
-    static result bres[2][6], exact[6];
+    enum { NEXACT = 4 }; /* the exact windows for the sizes up to 250,000 vertices only: quadratic here */
+    static result bres[2][6], exact[NEXACT];
     const uint32_t budgets[2] = {0, 64};
     evict_budget = TP_EVICT_EXACT;
     printf("training-shaped (--backward), %llu vertices per layer; exact windows (--exact-windows), one run, s:",
            (unsigned long long)per);
-    for (int i = 0; i < 4 && bsizes[i] <= max; i++) {
+    for (int i = 0; i < NEXACT && bsizes[i] <= max; i++) {
         lo.layers = (int)(bsizes[i] / per);
         if (lo.layers < 1) lo.layers = 1;
-        if (run(&lo, &exact[i], -1)) return 1;
+        if (run(&lo, &exact[i], 1, 0)) return 1;
         printf(" %llu: %.3f / %.3f;", (unsigned long long)exact[i].nv, exact[i].secs[0], exact[i].secs[1]);
         fflush(stdout);
     }
@@ -178,13 +180,13 @@ int main(int argc, char **argv)
             result *r = &bres[pass][i];
             lo.layers = (int)(bsizes[i] / per);
             if (lo.layers < 1) lo.layers = 1;
-            if (run(&lo, r, 0)) return 1;
+            if (run(&lo, r, 0, 0)) return 1;
             char c0[40], c1[40];
             snprintf(c0, sizeof c0, "%.3f (%.3f-%.3f)", r->secs[0], r->lo[0], r->hi[0]);
             snprintf(c1, sizeof c1, "%.3f (%.3f-%.3f)", r->secs[1], r->lo[1], r->hi[1]);
             printf("%10llu %10llu | %24s | %24s |", (unsigned long long)r->nv, (unsigned long long)r->nmv[1], c0, c1);
             for (int c = 0; c < 2; c++)
-                if (i < 4 && exact[i].nv) printf(" %9.4f", exact[i].moved[c] ? (double)r->moved[c] / (double)exact[i].moved[c] : 1.0);
+                if (i < NEXACT && exact[i].nv) printf(" %9.4f", exact[i].moved[c] ? (double)r->moved[c] / (double)exact[i].moved[c] : 1.0);
                 else printf(" %9s", "-");
             printf("\n");
             fflush(stdout);

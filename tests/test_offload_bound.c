@@ -529,9 +529,7 @@ TEST(bound_interior_time_limit)
 {
     tpt_chain o;
     chain_n(&o);
-    double s = 0;
-    for (int i = 0; i < NL; i++)
-        s += o.uf[i] + o.ub[i];
+    double s = tpt_sum_u(&o.c);
     tp_chain_bound_result r;
     tp__bound_detail d;
     tp_error err = {0};

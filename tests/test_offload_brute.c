@@ -431,8 +431,7 @@ static void random_chain(tpt_chain *o, uint32_t L, int q)
     o->c.mgpu = lo + (hi - lo) * (uint64_t)q / 4;
 }
 
-
-static int equal_count, proved_count;
+static int equal_count, proved_count; /* over the chains of the running test (brute_summary resets) */
 static long total_leaves;
 
 static void one_chain(uint32_t L, int q, int bb)
@@ -473,14 +472,22 @@ static void one_chain(uint32_t L, int q, int bb)
            q, s, r.bound, r.optimal ? "" : " (not proved)", bf, leaves, eq ? " =" : " >", ms[0], ms[1], ms[2]);
 }
 
+/* prints the running test's counts over its n chains and starts them again */
+static void brute_summary(int n)
+{
+    printf("brute force = MILP optimum (1e-6 relative) on %d of %d chains (%d proved); %ld schedules checked\n", equal_count,
+           n, proved_count, total_leaves);
+    equal_count = proved_count = 0;
+    total_leaves = 0;
+}
+
 TEST(offload_brute_force_tiny_chains)
 {
     int n = 0;
     for (uint32_t L = 2; L <= 3; L++)
         for (int rep = 0; rep < 3; rep++)
             for (int q = 0; q <= 4; q++) one_chain(L, q, 0), n++;
-    printf("brute force = MILP optimum (1e-6 relative) on %d of %d chains (%d proved); %ld schedules checked\n", equal_count,
-           n, proved_count, total_leaves);
+    brute_summary(n);
 }
 
 TEST(offload_brute_force_four_layers)
@@ -488,8 +495,7 @@ TEST(offload_brute_force_four_layers)
     int n = 0;
     for (int rep = 0; rep < 2; rep++)
         for (int q = 0; q <= 3; q++) one_chain(4, q, 1), n++;
-    printf("brute force = MILP optimum (1e-6 relative) on %d of %d chains (%d proved); %ld schedules checked\n", equal_count,
-           n, proved_count, total_leaves);
+    brute_summary(n);
 }
 
 /* The two-layer chain of test_offload_bound.c (|w| = W each, no activations, every computation

@@ -160,8 +160,7 @@ TEST(offload_chain_taskgraph_plans)
         prof.h2d_bw = prof.d2h_bw = prof.peer_bw = c->beta;
         tp_backend *sim;
         ASSERT_OK_ERR(tp_backend_sim_new(&prof, 0, &sim, &e), e);
-        double compute = 0;
-        for (uint32_t i = 0; i < L; i++) compute += c->uf[i] + c->ub[i];
+        double compute = tpt_sum_u(c);
         for (int algo = -1; algo <= TP_OFFLOAD_MILP; algo++) {
             tp_plan_opts o;
             tp_plan_opts_init(&o, 1, c->mgpu);

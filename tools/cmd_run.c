@@ -173,12 +173,12 @@ static int run(int argc, char **argv)
     tp_plan_evict *ev = NULL;
     cli_load_fn load = fl.zero_inputs ? load_zeros : load_file;
     if ((rc = cli_plan_opts("run", &fl.p, o.ndevices, &o))) goto done;
+    int session = fl.x.repeat > 1; /* the cheap refusals first, before a strategy's MILP may solve */
+    if (session && (rc = cli_keep_inputs("run", g))) goto done;
+    if (fl.inputs && (rc = check_resident(g))) goto done;
     tp_chain_machine cm = {fl.b.opaque_rate, fl.b.link_gbps * 1e9, 0}; /* milp's chain: the run's rates */
     if ((rc = cli_plan_evictions("run", &fl.p, g, &o, &cm, &ev))) goto done;
     double t0 = tp_now_seconds();
-    int session = fl.x.repeat > 1;
-    if (session && (rc = cli_keep_inputs("run", g))) goto done;
-    if (fl.inputs && (rc = check_resident(g))) goto done;
     if (fl.plan) {
         if ((rc = load_plan(fl.plan, g, &o, &mg))) goto done;
     } else {
