@@ -224,6 +224,9 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
     snprintf(id, sizeof id, "w%u", L + 1);
     if (tp_graph_find(g, id) >= 0)
         return tp__fail(err, TP_ERR_INVALID, "chain graph: more than %u layers, the strategies take 1..%u", L, TP_OFFLOAD_MAX_LAYERS);
+    if (algo == TP_OFFLOAD_MILP && L > TP_CHAIN_BOUND_MAX_LAYERS) /* the graph's layers: its numbers, not the call */
+        return tp__fail(err, TP_ERR_INVALID, "offload: %u layers, the milp strategy takes 1..%u (its MILP's limit)", L,
+                        TP_CHAIN_BOUND_MAX_LAYERS);
     /* the chain the selection needs: sizes from the graph (times play no part in Algorithm 1;
      * the MILP's come from the kernels' flops at flops_per_s, B_k being X_k + G_k + U_k) */
     tp_chain *c = tp_chain_new(L);
@@ -269,7 +272,6 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
         for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
     else if (!st && algo == TP_OFFLOAD_MILP) {
         st = tp_offload_select_milp(c, mc->time_limit_s > 0 ? mc->time_limit_s : TP_OFFLOAD_MILP_TIME_LIMIT, sel, NULL, err);
-        if (st == TP_ERR_ARG) st = TP_ERR_INVALID; /* the graph's numbers (its layers), not the call */
     }
     else if (!st)
         st = tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, err);

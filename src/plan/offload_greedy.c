@@ -489,10 +489,10 @@ static tp_status chain_ok(const tp_chain *c, tp_error *err)
 tp_status tp_offload_plan(const tp_chain *c, tp_offload_algo algo, tp_offload_schedule **out, tp_error *err)
 {
     *out = NULL;
+    if (algo == TP_OFFLOAD_MILP) return tp_offload_plan_milp(c, TP_OFFLOAD_MILP_TIME_LIMIT, out, NULL, err); /* checks c */
     tp_status cs = chain_ok(c, err);
     if (cs) return cs;
     if (algo == TP_OFFLOAD_L2L) return tp_offload_schedule_l2l(c, out, err);
-    if (algo == TP_OFFLOAD_MILP) return tp_offload_plan_milp(c, TP_OFFLOAD_MILP_TIME_LIMIT, out, NULL, err);
     if (algo != TP_OFFLOAD_GREEDY && algo != TP_OFFLOAD_GREEDY_STAR)
         return tp__fail(err, TP_ERR_ARG, "offload: unknown algorithm %d", (int)algo);
     uint8_t *sel = malloc(c->layers);
