@@ -68,6 +68,8 @@ typedef struct tp__plan_info {
                                   (tp_exec_new_in): its memory is the session's */
     const uint32_t *succ_off, *succ; /* CSR of every vertex's successors (data and memory edges),
                                         the executor's: valid while the backend is prepared */
+    const uint32_t *order;     /* the executor's topological order (Kahn, FIFO) of nordered vertices, as long */
+    uint32_t nordered;
 } tp__plan_info;
 
 typedef struct tp__backend_ops {

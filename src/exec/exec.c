@@ -26,6 +26,7 @@
 #include "exec/exec_internal.h"
 #include "exec/policy.h"
 #include "exec/sink.h"
+#include "io/topo.h"
 #include "io/util.h"
 #include "turnip/io.h"
 
@@ -57,6 +58,7 @@ struct tp_exec {
     uint32_t *queue;
     uint64_t *bytes;
     uint32_t *succ_off, *succ;
+    uint32_t *order, nordered; /* a topological order of the plan (Kahn, FIFO), for the policy and the backend */
     uint8_t *succ_data; /* edge is a data edge */
     uint32_t *ndeps, *ndata;
     /* sum-into groups: per vertex, its group if a member (else -1) and whether it is a join;
@@ -101,6 +103,7 @@ void tp_exec_free(tp_exec *x)
     free(x->bytes);
     free(x->succ_off);
     free(x->succ);
+    free(x->order);
     free(x->succ_data);
     free(x->ndeps);
     free(x->ndata);
@@ -348,6 +351,11 @@ tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts 
         goto fail;
     }
     if ((s = index_vertices(x, err))) goto fail;
+    x->order = malloc((n + 1) * sizeof *x->order);
+    if (!x->order || tp__topo_sort(n, x->succ_off, x->succ, NULL, TP__TOPO_FIFO, x->order, &x->nordered)) {
+        s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     for (uint32_t i = 0; i < n; i++) x->rec[i] = (tp__vrec){0, 0, 0, x->device[i], x->engine[i]};
     size_t units = 0;
     for (uint32_t q = 0; q < nq; q++) {
@@ -368,7 +376,7 @@ tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts 
     x->ordered = o->deterministic || pol->ordered_locks;
     double *cost = NULL; /* only the policy's init reads it */
     if (pol->needs_cost && (s = estimate_costs(x, &cost, err))) goto fail;
-    tp__policy_env env = {n, x->succ_off, x->succ, x->ndeps, x->queue, nq, x->qsize, x->gnext_member, cost};
+    tp__policy_env env = {n, x->succ_off, x->succ, x->order, x->nordered, x->ndeps, x->queue, nq, x->qsize, x->gnext_member, cost};
     s = pol->init(&env, &x->pstate, err);
     free(cost);
     if (s) goto fail;
@@ -378,7 +386,8 @@ tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts 
         goto fail;
     }
     x->sink_ok = 1;
-    tp__plan_info pi = {mg, &x->o, &x->sink, x->ne, x->eng, x->engine, x->device, holder != NULL, x->succ_off, x->succ};
+    tp__plan_info pi = {mg, &x->o, &x->sink, x->ne, x->eng, x->engine, x->device, holder != NULL, x->succ_off, x->succ,
+                        x->order, x->nordered};
     if ((s = be->ops->prepare(be, &pi, err))) goto fail;
     x->prepared = 1;
     if (holder) *holder = x;

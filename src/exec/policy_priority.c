@@ -51,19 +51,10 @@ static void prio_free(void *state)
 }
 
 /* prio[v] = cost[v] + the largest prio of v's successors, in reverse topological order */
-static tp_status bottom_levels(const tp__policy_env *env, double *prio)
+static void bottom_levels(const tp__policy_env *env, double *prio)
 {
-    uint32_t n = env->n, reached = 0, *order = malloc(((size_t)n + 1) * sizeof *order);
-    if (!order) return TP_ERR_NOMEM;
-    tp_status s = tp__topo_sort(n, env->succ_off, env->succ, NULL, TP__TOPO_FIFO, order, &reached);
-    if (s) {
-        free(order);
-        return s;
-    }
-    for (uint32_t v = 0; v < n; v++) prio[v] = env->cost[v]; /* needs_cost: always there (all reached: a MemGraph is acyclic) */
-    tp__bottom_levels(env->succ_off, env->succ, order, reached, env->cost, prio);
-    free(order);
-    return TP_OK;
+    for (uint32_t v = 0; v < env->n; v++) prio[v] = env->cost[v]; /* needs_cost: always there (all reached: a MemGraph is acyclic) */
+    tp__bottom_levels(env->succ_off, env->succ, env->order, env->nordered, env->cost, prio);
 }
 
 static tp_status prio_init(const tp__policy_env *env, void **state, tp_error *err)
@@ -81,10 +72,11 @@ static tp_status prio_init(const tp__policy_env *env, void **state, tp_error *er
     }
     size_t total = tp__queue_offsets(env, st->off);
     st->slot = malloc((total + 1) * sizeof *st->slot);
-    if (!st->slot || bottom_levels(env, st->prio)) {
+    if (!st->slot) {
         prio_free(st);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
+    bottom_levels(env, st->prio);
     *state = st;
     return TP_OK;
 }

@@ -30,7 +30,7 @@
  * (jitter and wake-up included), a copy its bytes at its links' full rate (as if it had them to
  * itself) plus its latency and engine wake-up. A vertex starts after its dependencies complete
  * and takes at least its weight, so no run is shorter; the path is one forward pass over a
- * topological order made at prepare (linear).
+ * topological order, the executor's (linear).
  *
  * Cost model for the `priority` policy (sim_cost): the same kernel and copy times without
  * jitter, contention or wake-ups (kernel_time, copy_time: one model for both). */
@@ -87,10 +87,9 @@ typedef struct sim {
     double idle_since[TP_MAX_DEVICES][MAXSTREAMS]; /* per compute stream: when it last went idle */
     double kern[TP_MAX_DEVICES];
     double *link_bytes;
-    /* the critical path: per vertex its weight in this run (0 until launched), its bottom level
-     * (scratch of the pass), and a topological order of the plan (nordered vertices; fewer on a cycle) */
+    /* the critical path: per vertex its weight in this run (0 until launched) and its bottom level
+     * (scratch of the pass), over the executor's topological order (pc.pi.order) */
     double *cp_w, *cp_f;
-    uint32_t *order, nordered;
     uint32_t inflight;
     double last_act;  /* when the executor last handled a completion or launched */
     double wake_at;   /* > 0: the executor is waking up; completions are held until then */
@@ -395,8 +394,8 @@ static double sim_now(tp_backend *be)
 /* the longest path of the last run's weights (cp_f: scratch for the bottom levels) */
 static double critical_path(sim *s)
 {
-    if (!s->order || !s->pc.pi.succ_off) return 0;
-    return tp__bottom_levels(s->pc.pi.succ_off, s->pc.pi.succ, s->order, s->nordered, s->cp_w, s->cp_f);
+    if (!s->pc.pi.order || !s->pc.pi.succ_off) return 0;
+    return tp__bottom_levels(s->pc.pi.succ_off, s->pc.pi.succ, s->pc.pi.order, s->pc.pi.nordered, s->cp_w, s->cp_f);
 }
 
 static double sim_bound(tp_backend *be, double *resources, double *critical)
@@ -447,10 +446,7 @@ static void sim_release(tp_backend *be)
     free(s->link_bytes);
     free(s->cp_w);
     free(s->cp_f);
-    free(s->order);
     s->cp_w = s->cp_f = NULL;
-    s->order = NULL;
-    s->nordered = 0;
     tp__mem_release(&s->mem);
     free(s->vector_op);
     s->vector_op = NULL;
@@ -506,9 +502,7 @@ static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     s->unit_of = calloc(n + 1, sizeof *s->unit_of);
     s->cp_w = calloc(n + 1, sizeof *s->cp_w);
     s->cp_f = calloc(n + 1, sizeof *s->cp_f);
-    s->order = malloc((n + 1) * sizeof *s->order);
-    if (!s->active || !s->eng || !s->bw || !s->link_bytes || !s->t0 || !s->unit_of || !s->cp_w || !s->cp_f || !s->order ||
-        (pi->succ_off && tp__topo_sort(n, pi->succ_off, pi->succ, NULL, TP__TOPO_FIFO, s->order, &s->nordered))) {
+    if (!s->active || !s->eng || !s->bw || !s->link_bytes || !s->t0 || !s->unit_of || !s->cp_w || !s->cp_f) {
         sim_release(be);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
