@@ -19,15 +19,7 @@ for c in gpt2-56-b16 gpt2-74-b16; do
     expect 0 "directed evictions" "$T" plan "$D/$c.g.json" --device-mem "$mem" --order topo --weight-offload greedy --stats -o "$D/$c.m.json"
     expect 0 "" "$T" verify "$D/$c.m.json" --taskgraph "$D/$c.g.json"
     "$T" sim "$D/$c.g.json" --machine "$D/$c.p.json" --plan-order topo --order fixed --weight-offload greedy >"$D/$c.sim.txt" 2>&1
-    check "$c: greedy under fixed within 1% of the compute sum" /usr/bin/python3 - "$D/$c.sim.txt" "$C" <<'PY'
-import json, re, sys
-t = open(sys.argv[1]).read()
-comp = sum(l["uf"] + l["ub"] for l in json.load(open(sys.argv[2]))["layers"])
-m = re.search(r"totals: makespan ([0-9.e+-]+) s, kernel busy ([0-9.e+-]+) s", t)
-mk, busy = float(m.group(1)), float(m.group(2))
-print("makespan %.4f of the compute sum" % (mk / comp))
-sys.exit(0 if abs(busy - comp) <= 1e-6 * comp and comp * (1 - 1e-9) <= mk <= 1.01 * comp else 1)
-PY
+    check "$c: greedy under fixed within 1% of the compute sum" /usr/bin/python3 "$SRC/tests/sim_within.py" "$D/$c.sim.txt" --chain "$C" --hi 1.01
 done
 
 # bert-96-b16 with the MILP's selection (the chain's proved bound 6.514 s): the gradient of layer
@@ -38,12 +30,5 @@ C="$SRC/examples/chains/bert-96-b16.json"
 expect 0 "proved optimal" "$T" offload-plan "$C" --algo milp --time-limit 30 --taskgraph "$D/b.g.json" --sim-profile "$D/b.p.json"
 grep "^bound " "$D/.out" | awk '{print $2}' >"$D/b.bound"
 "$T" sim "$D/b.g.json" --machine "$D/b.p.json" --plan-order topo --order fixed --weight-offload milp --milp-time-limit 30 >"$D/b.sim.txt" 2>&1
-check "bert-96-b16: milp under fixed within 1.05 x its proved bound" /usr/bin/python3 - "$D/b.sim.txt" "$D/b.bound" <<'PY'
-import re, sys
-t = open(sys.argv[1]).read()
-bound = float(open(sys.argv[2]).read())
-m = re.search(r"totals: makespan ([0-9.e+-]+) s", t)
-print("makespan %.4f of the bound" % (float(m.group(1)) / bound))
-sys.exit(0 if bound * (1 - 1e-6) <= float(m.group(1)) <= 1.05 * bound else 1)
-PY
+check "bert-96-b16: milp under fixed within 1.05 x its proved bound" /usr/bin/python3 "$SRC/tests/sim_within.py" "$D/b.sim.txt" --ref "$(cat "$D/b.bound")" --hi 1.05
 finish offload_rows
