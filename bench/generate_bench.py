@@ -8,8 +8,12 @@ max(compute, bound / bandwidth), compute being the median time per token at 100%
 latency policy, where nothing moves). A random checkpoint is made with bench/generate_torch.py
 --make-model when --model is not given.
 
+On a GPU (--backend cuda) nothing is throttled: --link-gbps is then the measured host-to-device
+rate (build/bench_cuda_copy) that the time bound divides by.
+
 usage: bench/generate_bench.py TURNIP [--model DIR] [--layers 16] [--hidden 256] [--link-gbps 1]
        [--caps 100,50,25] [--policies latency,lru,fifo,size] [--repeats 3] [--new-tokens 17]
+       [--backend cpu|cuda]
 """
 import argparse
 import os
@@ -75,6 +79,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--new-tokens", type=int, default=17)
     ap.add_argument("--prompt-len", type=int, default=16)
+    ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     a = ap.parse_args()
     tmp = None
     model = a.model
@@ -85,12 +90,13 @@ def main():
                         "--hidden", str(a.hidden), "--heads", "8", "--kv-heads", "4", "--intermediate", str(a.intermediate),
                         "--vocab", str(a.vocab), "--new-tokens", "2", "--repeats", "3"], check=True, capture_output=True)
     print("machine: %s" % machine())
-    print("model: %s; link %.2f GB/s; prompt %d, %d new tokens; %d repeats per figure; figures are the steady state "
-          "(decode steps after the first, which fills the empty cache)" % (model if a.model else
+    print("backend %s; model: %s; link %.2f GB/s%s; prompt %d, %d new tokens; %d repeats per figure; figures are the steady state "
+          "(decode steps after the first, which fills the empty cache)" % (a.backend, model if a.model else
           "random, %d layers, hidden %d, intermediate %d, 8 heads (4 KV), vocab %d, f32" % (a.layers, a.hidden, a.intermediate, a.vocab),
-          a.link_gbps, a.prompt_len, a.new_tokens, a.repeats))
-    base = ["--model", model, "--seq-len", str(a.prompt_len), "--max-new-tokens", str(a.new_tokens), "--link-bandwidth", str(a.link_gbps),
+          a.link_gbps, " (measured, not throttled)" if a.backend == "cuda" else " (throttled)", a.prompt_len, a.new_tokens, a.repeats))
+    base = ["--model", model, "--seq-len", str(a.prompt_len), "--max-new-tokens", str(a.new_tokens),
             "--quiet", "--no-verify", "--lookahead", a.lookahead]
+    base += ["--backend", "cuda"] if a.backend == "cuda" else ["--link-bandwidth", str(a.link_gbps)]
     results = {}
     for cap in a.caps.split(","):
         for pol in a.policies.split(","):

@@ -1390,3 +1390,87 @@ TEST(cache_many_tensors)
         tp_cache_free(c);
     }
 }
+
+/* Host copies from a caller's arena (a session's host block in `turnip generate`): each copy
+ * lies inside the arena at a multiple of the alignment, no two overlap, init bytes or zeros are
+ * there, a destroyed tensor's bytes are taken again, and an arena that holds no more is a clear
+ * TP_ERR_NOMEM; bad arena options are refused. Checked against a byte map of the arena. */
+TEST(cache_host_arena)
+{
+    enum { AB = 16384 };
+    static uint8_t arena[AB + 1];
+    uint64_t sz[1] = {1 << 20};
+    tp_cache_opts o;
+    tp_cache *c;
+    tp_error e;
+    tp_cache_opts_init(&o, 1, sz);
+    o.host_arena = arena;
+    o.host_arena_bytes = 100; /* less than one alignment unit */
+    CHECK(tp_cache_new(NULL, &o, &c, &e) == TP_ERR_ARG);
+    o.host_arena_bytes = AB;
+    o.no_host = 1;
+    CHECK(tp_cache_new(NULL, &o, &c, &e) == TP_ERR_ARG);
+    o.no_host = 0;
+    ASSERT_OK_ERR(tp_cache_new(NULL, &o, &c, &e), e);
+    memset(arena, 0xEE, sizeof arena);
+    uint64_t s = 12345;
+    tp_cache_id ids[64];
+    uint8_t owner[AB / 256]; /* 256-byte units: which live tensor (index + 1) holds each */
+    memset(owner, 0, sizeof owner);
+    uint32_t n = 0, made = 0, full = 0;
+    for (int step = 0; step < 400; step++) {
+        if (n && rnd(&s) % 3 == 0) { /* destroy one */
+            uint32_t k = (uint32_t)(rnd(&s) % n);
+            const uint8_t *h = tp_cache_host(c, ids[k]);
+            uint64_t at = (uint64_t)(h - arena), b = tp_cache_bytes(c, ids[k]);
+            for (uint64_t u = at / 256; u < (at + b + 255) / 256; u++) owner[u] = 0;
+            ASSERT_OK_ERR(tp_cache_destroy(c, ids[k], &e), e);
+            ids[k] = ids[--n];
+            continue;
+        }
+        int64_t shape[1] = {1 + (int64_t)(rnd(&s) % 700)}; /* f32: 4 .. 2800 bytes */
+        float init[700];
+        for (int i = 0; i < shape[0]; i++) init[i] = (float)(step * 1000 + i);
+        int zero = rnd(&s) % 2;
+        tp_cache_id id;
+        tp_status st = tp_cache_create(c, TP_DT_F32, 1, shape, zero ? NULL : init, &id, &e);
+        uint64_t b = (uint64_t)shape[0] * 4, units = (b + 255) / 256, run = 0, best = 0;
+        for (uint32_t u = 0; u < AB / 256; u++) {
+            run = owner[u] ? 0 : run + 1;
+            if (run > best) best = run;
+        }
+        if (st) {
+            CHECKF(st == TP_ERR_NOMEM && strstr(e.msg, "host arena") && best < units, "step %d: %s (largest free run %llu units)",
+                   step, e.msg, (unsigned long long)best);
+            full++;
+            continue;
+        }
+        CHECK(n < 64);
+        const uint8_t *h = tp_cache_host(c, id);
+        uint64_t at = (uint64_t)(h - arena);
+        CHECKF(h >= arena && at % 256 == 0 && at + b <= AB, "step %d: host copy at %lld", step, (long long)(h - arena));
+        for (uint64_t u = at / 256; u < at / 256 + units; u++) {
+            CHECKF(!owner[u], "step %d: host copy overlaps a live one", step);
+            owner[u] = 1;
+        }
+        for (int i = 0; i < shape[0]; i++) {
+            float f;
+            memcpy(&f, h + 4 * i, 4);
+            CHECK(f == (zero ? 0.0f : init[i]));
+        }
+        ids[n++] = id;
+        made++;
+        if (n == 64) { /* keep room for the handle list */
+            ASSERT_OK_ERR(tp_cache_destroy(c, ids[--n], &e), e);
+            for (uint64_t u = 0; u < AB / 256; u++) owner[u] = 0;
+            for (uint32_t k = 0; k < n; k++) {
+                const uint8_t *hk = tp_cache_host(c, ids[k]);
+                uint64_t a2 = (uint64_t)(hk - arena), b2 = tp_cache_bytes(c, ids[k]);
+                for (uint64_t u = a2 / 256; u < (a2 + b2 + 255) / 256; u++) owner[u] = 1;
+            }
+        }
+    }
+    CHECK(arena[AB] == 0xEE); /* nothing past the arena */
+    CHECKF(made >= 100 && full >= 5, "made %u, refused %u", made, full);
+    tp_cache_free(c);
+}

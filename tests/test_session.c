@@ -608,3 +608,195 @@ TEST(session_pinned_regions_are_checked)
     ASSERT_EQ(tp_graph_resident_flags(g3, v), 0u);
     tp_graph_free(g3);
 }
+
+/* Host-placed inputs (issue 12's zero-copy loads): random graphs with about two thirds of their
+ * inputs placed by the caller in reserved host bytes (random gaps between them) and written
+ * straight into the session's host block, under tight caps and every dispatch order: each
+ * placed input's input vertex is where it was placed, nothing else lies below the reserve,
+ * every plan verifies, the outputs are bit-identical to a fresh run with every input copied in,
+ * and the reserved bytes (sentinels in the gaps included) are unchanged after the runs. */
+TEST(session_host_placed_inputs_are_read_in_place)
+{
+    enum { R = 1 << 14, HOST = 1 << 20 };
+    int placed = 0, reloaded = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        tp_graph *g = random_graph(seed);
+        int nd = tp_graph_devices(g);
+        tp_error e;
+        tp_plan_opts po;
+        tp_plan_opts_init(&po, nd, 1 << 20);
+        tp_memgraph *mg;
+        ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+        tp_backend *be;
+        ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        tp_exec *x;
+        ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+        ASSERT_OK_ERR(write_inputs(x, mg, &e), e);
+        tp_run_summary sum;
+        ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+        float *ref = read_outputs(x, mg, &e);
+        tp_exec_free(x);
+        tp_memgraph_free(mg);
+        /* placement, after finalize (checked at once; overlaps by the planner) */
+        uint64_t s = seed * 31 + 7, at = (rng(&s) % 4) * 256, where[64];
+        uint8_t is_placed[64] = {0};
+        ASSERT_OK_ERR(tp_graph_set_host_reserved(g, R, &e), e);
+        for (uint32_t v = 0; v < tp_graph_size(g) && v < 64; v++)
+            if (tp_graph_vertex(g, v)->kind == TP_V_INPUT && rng(&s) % 3) {
+                ASSERT_OK_ERR(tp_graph_set_host(g, v, at, &e), e);
+                is_placed[v] = 1;
+                where[v] = at;
+                at += N * N * 4 + (rng(&s) % 3) * 256;
+                placed++;
+            }
+        CHECK(at <= R);
+        uint64_t minf[TP_MAX_DEVICES], kept[TP_MAX_DEVICES] = {0};
+        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_DEFAULT, minf, NULL, &e), e);
+        for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) {
+            uint32_t o = tp_graph_outputs(g)[k];
+            if (tp_graph_keep(g, o)) kept[tp_graph_vertex(g, o)->device] += N * N * 4;
+        }
+        for (int d = 0; d < nd; d++) po.device_mem[d] = (minf[d] > kept[d] ? minf[d] : kept[d]) + (rng(&s) % 2) * N * N * 4;
+        po.host_mem = HOST;
+        tp_session *ss;
+        ASSERT_OK_ERR(tp_session_new(be, nd, po.device_mem, HOST, &ss, &e), e);
+        uint64_t hb_bytes = 0;
+        uint8_t *hb = tp_session_host(ss, &hb_bytes);
+        CHECK(hb != NULL && hb_bytes == HOST);
+        memset(hb, 0xA5, R);
+        for (uint32_t v = 0; v < tp_graph_size(g) && v < 64; v++)
+            if (is_placed[v]) input_values(tp_graph_vertex(g, v)->id, (float *)(hb + where[v]), N * N);
+        uint8_t *snap = malloc(R);
+        CHECK(snap != NULL);
+        memcpy(snap, hb, R);
+        for (int r = 0; r < 2; r++) {
+            ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+            verify(mg, g);
+            reloaded += count_kind(mg, TP_M_RELOAD) > 0;
+            for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+                tp_mvertex v;
+                tp_memgraph_vertex(mg, i, &v);
+                if (v.write.space != TP_SPACE_HOST) continue;
+                if (v.kind == TP_M_INPUT && v.task < 64 && is_placed[v.task])
+                    CHECKF(v.write.offset == where[v.task], "seed %llu: placed input at %llu, not %llu", (unsigned long long)seed,
+                           (unsigned long long)v.write.offset, (unsigned long long)where[v.task]);
+                else
+                    CHECKF(v.write.offset >= R, "seed %llu: vertex %u writes host offset %llu, inside the reserve",
+                           (unsigned long long)seed, i, (unsigned long long)v.write.offset);
+            }
+            static const char *pol[] = {"fixed", "any", "random", "priority"};
+            ro.policy = pol[(seed + (uint64_t)r) % 4];
+            ro.seed = seed * 10 + (uint64_t)r;
+            ASSERT_OK_ERR(tp_exec_new_in(ss, mg, &ro, &x, &e), e);
+            CHECK(tp_session_host(ss, NULL) == NULL); /* not while an executor is live */
+            const tp_graph *tg = tp_memgraph_taskgraph(mg);
+            for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) { /* only the inputs not placed */
+                tp_mvertex v;
+                tp_memgraph_vertex(mg, i, &v);
+                if (v.kind != TP_M_INPUT || (v.task < 64 && is_placed[v.task])) continue;
+                float buf[N * N];
+                input_values(tp_graph_vertex(tg, v.task)->id, buf, N * N);
+                ASSERT_OK_ERR(tp_exec_write(x, &v.write, buf, &e), e);
+            }
+            ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+            float *got = read_outputs(x, mg, &e);
+            CHECKF(!memcmp(got, ref, (size_t)tp_graph_num_outputs(g) * N * N * sizeof *got),
+                   "seed %llu run %d (%s order): outputs differ from the fresh run", (unsigned long long)seed, r + 1, ro.policy);
+            free(got);
+            tp_exec_free(x);
+            CHECK(tp_session_host(ss, NULL) == hb);
+            CHECKF(!memcmp(hb, snap, R), "seed %llu run %d: the reserved host bytes changed", (unsigned long long)seed, r + 1);
+            tp_memgraph_free(mg);
+        }
+        free(snap);
+        tp_session_free(ss);
+        tp_backend_free(be);
+        free(ref);
+        tp_graph_free(g);
+    }
+    CHECKF(placed >= 60, "only %d inputs placed", placed);
+    CHECKF(reloaded >= 10, "only %d plans reloaded anything", reloaded);
+}
+
+/* Host placement is checked: by the graph (kind, reserve, alignment, overlap, a resident input
+ * without a host copy), in JSON both ways, by the planner (overlaps declared after finalize, a
+ * reserve beyond host memory) and by the verifier (a plan made without the placement). */
+TEST(session_host_placement_is_checked)
+{
+    static const char *head = "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"host_reserved\": %s, \"vertices\": ["
+                              "{\"id\": \"a\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [8, 8]%s},"
+                              "{\"id\": \"b\", \"kind\": \"input\", \"device\": 0, \"dtype\": \"f32\", \"shape\": [8, 8]%s},"
+                              "{\"id\": \"c\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"add\", \"inputs\": [\"a\", \"b\"],"
+                              " \"dtype\": \"f32\", \"shape\": [8, 8]%s}], \"outputs\": [\"c\"]}";
+    struct {
+        const char *res, *a, *b, *c, *msg;
+    } bad[] = {
+        {"1024", ", \"host\": 0", ", \"host\": 1024", "", "not inside the reserved host bytes"},
+        {"1024", ", \"host\": 128", "", "", "not a multiple of 256"},
+        {"1024", ", \"host\": 0", ", \"host\": 0", "", "host region [0, 256) overlaps that of 'a'"},
+        {"1024", "", "", ", \"host\": 0", "'host' is only for input vertices"},
+        {"1024", ", \"host\": -1", "", "", "field 'host' must be a non-negative integer"},
+        {"-5", "", "", "", "'host_reserved' must be a non-negative integer"},
+        {"1024", ", \"host\": 0, \"resident\": {\"offset\": 0, \"host_copy\": false}", "", "", "host_copy false"},
+    };
+    char text[2048];
+    tp_error e;
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        snprintf(text, sizeof text, head, bad[k].res, bad[k].a, bad[k].b, bad[k].c);
+        tp_graph *g = NULL;
+        tp_status st = tp_graph_read_string(text, "g.json", &g, &e);
+        CHECKF(st != TP_OK && strstr(e.msg, bad[k].msg), "case %zu: %s", k, st ? e.msg : "accepted");
+        tp_graph_free(g);
+    }
+    /* JSON both ways */
+    snprintf(text, sizeof text, head, "1024", ", \"host\": 768", ", \"host\": 256", "");
+    tp_graph *g = load(text);
+    uint64_t off = 0;
+    ASSERT_EQ(tp_graph_host_reserved(g), 1024u);
+    CHECK(tp_graph_host(g, 0, &off) && off == 768 && tp_graph_host(g, 1, &off) && off == 256 && !tp_graph_host(g, 2, NULL));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ASSERT_OK_ERR(tp_graph_write(g, f, &e), e);
+    fclose(f);
+    tp_graph *g2 = load(buf);
+    free(buf);
+    CHECK(tp_graph_host_reserved(g2) == 1024 && tp_graph_host(g2, 0, &off) && off == 768 && tp_graph_host(g2, 1, &off) && off == 256);
+    tp_graph_free(g2);
+    /* the plan reads them there; a plan made without the placement fails the verifier */
+    tp_memgraph *mg = NULL;
+    tp_graph *gp = NULL;
+    mg = plan_text(text, 4096, &gp);
+    tp_memgraph_free(mg);
+    tp_graph_free(gp);
+    snprintf(text, sizeof text, head, "0", "", "", "");
+    tp_graph *g0 = load(text);
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, 1, 4096);
+    ASSERT_OK_ERR(tp_plan(g0, &po, &mg, &e), e);
+    char *js;
+    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &js, &len, &e), e);
+    tp_status st = tp_verify_json(js, len, "plan", g, &e);
+    CHECKF(st == TP_ERR_CHECK && strstr(e.msg, "the TaskGraph places it at"), "verifier: %s", st ? e.msg : "accepted");
+    snprintf(text, sizeof text, head, "1024", "", "", "");
+    tp_graph *gr = load(text);
+    st = tp_verify_json(js, len, "plan", gr, &e);
+    CHECKF(st == TP_ERR_CHECK && strstr(e.msg, "the TaskGraph reserves for the caller"), "verifier: %s", st ? e.msg : "accepted");
+    free(js);
+    tp_memgraph_free(mg);
+    /* the planner: overlaps declared after finalize, a reserve beyond host memory */
+    ASSERT_OK_ERR(tp_graph_set_host(gr, 0, 512, &e), e);
+    ASSERT_OK_ERR(tp_graph_set_host(gr, 1, 512, &e), e);
+    st = tp_plan(gr, &po, &mg, &e);
+    CHECKF(st == TP_ERR_ARG && strstr(e.msg, "overlaps"), "plan: %s", st ? e.msg : "planned");
+    CHECK(tp_graph_set_host(gr, 1, 1024, &e) == TP_ERR_ARG); /* checked at once: outside the reserve */
+    ASSERT_OK_ERR(tp_graph_set_host(gr, 1, 0, &e), e);
+    po.host_mem = 512;
+    st = tp_plan(gr, &po, &mg, &e);
+    CHECKF(st == TP_ERR_INFEASIBLE && strstr(e.msg, "reserves"), "plan: %s", st ? e.msg : "planned");
+    tp_graph_free(gr);
+    tp_graph_free(g0);
+    tp_graph_free(g);
+}

@@ -72,6 +72,13 @@ typedef struct tp_cache_opts {
     int no_host;         /* 1: no host copies at all (tp_cache_host gives NULL): sizes and counters
                             only, for a backend that holds no data (sim) at any model size; only
                             without a session */
+    void *host_arena;    /* non-NULL: host copies are taken from [host_arena, + host_arena_bytes)
+                            (borrowed), at offsets that are multiples of `align`, first fit from
+                            its top, instead of
+                            malloc: a session's host block (tp_session_host), so a plan can load
+                            a tensor straight from its host copy (turnip/graph.h, host-placed
+                            inputs); create fails with TP_ERR_NOMEM when no free run holds one */
+    uint64_t host_arena_bytes;
 } tp_cache_opts;
 /* ndevices devices with ranges [0, size[d]) (size may be NULL: zeros), policy "latency",
  * prefetch 1, align 0 (256), not deferred. */
@@ -89,7 +96,7 @@ tp_status tp_cache_new(tp_session *s, const tp_cache_opts *o, tp_cache **out, tp
 void tp_cache_free(tp_cache *c);
 
 /* A tensor of dtype dt (not TP_DT_NONE) and shape[0..ndim-1] (0..TP_MAX_DIMS dims, each >= 0;
- * ndim 0 is a scalar); its host copy (malloc'd, owned by the cache) is init's bytes (borrowed,
+ * ndim 0 is a scalar); its host copy (malloc'd, or from opts.host_arena; the cache's) is init's bytes (borrowed,
  * copied), or zeros when init is NULL. Not resident anywhere yet, no hint. TP_ERR_ARG for a bad
  * dtype or shape or a size overflow; TP_ERR_NOMEM when host memory runs out. A tensor bigger
  * than every device's range may be made (a caller can stream it from its host copy itself); a

@@ -119,6 +119,23 @@ unsigned tp_graph_resident_flags(const tp_graph *g, uint32_t v);
  * in-place only on kernels, K < ninputs, input K of the kernel's size and device and not also
  * another argument; kept vertices outputs or inputs. */
 
+/* Host-placed inputs (zero-copy loads, issue 12). Host bytes [0, R) of the memory a plan runs
+ * with (a session's host block, tp_session_host) are the caller's, R = tp_graph_host_reserved: the
+ * plan puts nothing there. An input declared there with tp_graph_set_host has its host copy at
+ * [offset, offset + bytes) before the run, written by the caller (not through tp_exec_write), and
+ * the plan reads or loads it from there; the caller keeps it unchanged while a plan runs. Every
+ * other host region of the plan (inputs not declared there, offloads) lies at or above R.
+ * Setters return TP_ERR_ARG for a vertex that does not exist; tp_graph_finalize checks the rest
+ * (TP_ERR_INVALID, naming the vertex): inputs only, not resident without a host copy, offset a
+ * multiple of the alignment of the input's bytes, offset + bytes within R, no two overlapping.
+ * Set after finalize, a declaration is checked at once, except for overlaps (the planner and
+ * the verifier check those). JSON: top-level "host_reserved": R, per input "host": offset. */
+tp_status tp_graph_set_host_reserved(tp_graph *g, uint64_t bytes, tp_error *err);
+uint64_t tp_graph_host_reserved(const tp_graph *g);
+tp_status tp_graph_set_host(tp_graph *g, uint32_t v, uint64_t offset, tp_error *err);
+/* 1 and *offset (may be NULL) when input v's host copy is declared at a caller's offset, else 0. */
+int tp_graph_host(const tp_graph *g, uint32_t v, uint64_t *offset);
+
 /* JSON ("turnip.taskgraph/1"). `name` names the source in error messages. */
 tp_status tp_graph_read_file(const char *path, tp_graph **out, tp_error *err);
 tp_status tp_graph_read_string(const char *text, const char *name, tp_graph **out, tp_error *err);

@@ -53,6 +53,9 @@ typedef struct gen {
     uint32_t nsteps;
     uint64_t per_token;   /* cache gets per decode step */
     uint64_t range;       /* bytes of the cache's range on each device */
+    uint8_t *harena;      /* the session's host block, whose first `hres` bytes hold the cache's host
+                             copies (NULL: no data); plans load from them in place (no copy) */
+    uint64_t hres;
     uint64_t pinned[TP_MAX_DEVICES]; /* bytes the driver holds pinned per device */
     float *x;             /* [B, H] residual stream */
     float *logits;        /* [B, V] */
@@ -250,9 +253,14 @@ static tp_status read_output(gen *G, tp_exec *x, const tp_memgraph *mg, const ch
     return tp_exec_read(x, &mv.write, dst, G->err);
 }
 
-/* Plans g (finalized) under the caps, checks it, makes its executor in the session. */
-static tp_status plan_exec(gen *G, const tp_graph *g, tp_memgraph **mg, tp_exec **x)
+/* Plans g (finalized) under the caps, checks it, makes its executor in the session. The plan
+ * keeps off the cache's host copies at the bottom of the host block. */
+static tp_status plan_exec(gen *G, tp_graph *g, tp_memgraph **mg, tp_exec **x)
 {
+    if (G->harena) {
+        tp_status s = tp_graph_set_host_reserved(g, G->hres, G->err);
+        if (s) return s;
+    }
     tp_plan_opts po;
     tp_plan_opts_init(&po, G->D, G->o->device_mem);
     po.order = G->o->plan_order;
@@ -327,6 +335,74 @@ static tp_status unpin_step(gen *G, uint32_t si, int last)
     return s;
 }
 
+/* Declares input v of g to be cache tensor id's host copy, where it lies in the session's host
+ * block: the plan loads it from there, and nothing is copied into the block for it. */
+static tp_status place_host(gen *G, tp_graph *g, uint32_t v, tp_cache_id id)
+{
+    if (!G->harena) return TP_OK;
+    const uint8_t *h = tp_cache_host(G->cache, id);
+    if (!h) return tp__fail(G->err, TP_ERR_INVALID, "generate: cache tensor %u has no host copy", (unsigned)id);
+    tp_status s = tp_graph_set_host_reserved(g, G->hres, G->err);
+    return s ? s : tp_graph_set_host(g, v, (uint64_t)(h - G->harena), G->err);
+}
+
+typedef struct {
+    uint32_t v;
+    uint64_t at, bytes;
+} hspan;
+
+static int hspan_cmp(const void *a, const void *b)
+{
+    const hspan *x = a, *y = b;
+    return x->at != y->at ? (x->at < y->at ? -1 : 1) : (x->v > y->v) - (x->v < y->v);
+}
+
+/* The prefill's weight inputs that are a cache tensor's host copy or contiguous rows of one
+ * ("name" or "name#rA:Z", on any device) are read where the cache keeps them; the rest (column
+ * slices, the embedding table, a second device's copy of bytes already placed) are copied in as
+ * before. */
+static tp_status place_prefill(gen *G, tp_graph *g)
+{
+    if (!G->harena) return TP_OK;
+    tp_status s = tp_graph_set_host_reserved(g, G->hres, G->err);
+    hspan *sp = malloc(((size_t)tp_graph_size(g) + 1) * sizeof *sp);
+    if (!sp) return oom(G);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < tp_graph_size(g) && !s; i++) {
+        const tp_vertex *v = tp_graph_vertex(g, i);
+        if (v->kind != TP_V_INPUT || !v->bytes) continue;
+        char name[TP_LLAMA_ID_MAX];
+        size_t k = strcspn(v->id, "#@");
+        if (k >= sizeof name) continue;
+        memcpy(name, v->id, k);
+        name[k] = 0;
+        long long a = 0, z = 0;
+        int rows = v->id[k] == '#' && sscanf(v->id + k, "#r%lld:%lld", &a, &z) == 2 && 0 <= a && a < z;
+        if (v->id[k] == '#' && !rows) continue;
+        int j = -1;
+        uint32_t si;
+        for (si = 0; si < G->nsteps && j < 0; si++) j = step_find(&G->steps[si], name);
+        if (j < 0) continue;
+        tp_cache_id id = G->steps[si - 1].ids[j];
+        uint64_t tb = tp_cache_bytes(G->cache, id), rb = rows ? v->bytes / (uint64_t)(z - a) : 0, at = rows ? (uint64_t)a * rb : 0;
+        const uint8_t *h = tp_cache_host(G->cache, id);
+        if (!h || (rows ? rb * (uint64_t)(z - a) != v->bytes || at > tb || v->bytes > tb - at : v->bytes != tb)) continue;
+        at += (uint64_t)(h - G->harena);
+        uint64_t al = v->bytes & (0 - v->bytes);
+        if (at % (al < 256 ? al : 256)) continue; /* the planner's alignment of a region */
+        sp[n++] = (hspan){i, at, v->bytes};
+    }
+    qsort(sp, n, sizeof *sp, hspan_cmp);
+    uint64_t end = 0;
+    for (uint32_t q = 0; q < n && !s; q++)
+        if (!q || sp[q].at >= end) { /* bytes placed once; an overlapping input is copied */
+            s = tp_graph_set_host(g, sp[q].v, sp[q].at, G->err);
+            end = sp[q].at + sp[q].bytes;
+        }
+    free(sp);
+    return s;
+}
+
 /* One step (a layer si < L, or the head) of decode position pos. With lookahead, the next
  * step's tensors are pinned now, so their loads run in this plan beside its compute. */
 static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *run_s, uint64_t *bytes)
@@ -377,15 +453,24 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
         tp_cache_where(G->cache, res[k], &d, &off);
         s = tp_graph_set_resident(g, vert[k], off, load, G->err);
         if (!s) s = tp_graph_set_resident_flags(g, vert[k], TP_RESIDENT_PIN | (load ? TP_RESIDENT_LOAD : 0u), G->err);
+        if (!s && load) s = place_host(G, g, vert[k], res[k]);
     }
+    for (uint32_t j = 0; j < st->n && !s; j++) /* streamed: plain inputs, loaded from their host copies */
+        if (st->streamed[j]) {
+            int64_t v = tp_graph_find(g, st->names[j]);
+            s = v < 0 ? tp__fail(G->err, TP_ERR_INVALID, "generate: the step graph has no input '%s'", st->names[j])
+                      : place_host(G, g, (uint32_t)v, st->ids[j]);
+        }
     if (!s) s = plan_exec(G, g, &mg, &x);
-    /* inputs: the residual stream, the tensors this plan loads, the streamed ones */
+    /* inputs: the residual stream; the tensors this plan loads and the streamed ones, unless the
+     * plan reads them where they are (host-placed) */
     for (uint32_t i = 0; i < (mg ? tp_memgraph_size(mg) : 0) && !s && G->o->data; i++) {
         tp_mvertex mv;
         tp_memgraph_vertex(mg, i, &mv);
         if (mv.kind != TP_M_INPUT) continue;
         const char *id = tp_graph_vertex(g, mv.task)->id;
         const void *h = NULL;
+        int placed = tp_graph_host(g, mv.task, NULL);
         if (!strcmp(id, "x")) h = G->x;
         for (uint32_t k = 0; k < nres && !h; k++)
             if (vert[k] == mv.task) h = tp_cache_host(G->cache, res[k]);
@@ -394,7 +479,8 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
                 h = tp_cache_host(G->cache, st->ids[j]);
                 G->r->streamed_bytes += mv.write.bytes;
             }
-        s = h ? tp_exec_write(x, &mv.write, h, G->err) : tp__fail(G->err, TP_ERR_ARG, "generate: no host copy for input '%s'", id);
+        if (!h) s = tp__fail(G->err, TP_ERR_ARG, "generate: no host copy for input '%s'", id);
+        else if (!placed) s = tp_exec_write(x, &mv.write, h, G->err);
     }
     tp_run_summary sum;
     if (!s) s = tp_exec_run(x, &sum, G->err);
@@ -447,11 +533,12 @@ static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
     tp_status s = tp_llama_build(G->c, &lo, &g, G->err);
+    if (!s) s = place_prefill(G, g);
     if (!s) s = plan_exec(G, g, &mg, &x);
     for (uint32_t i = 0; i < (mg ? tp_memgraph_size(mg) : 0) && !s && o->data; i++) {
         tp_mvertex mv;
         tp_memgraph_vertex(mg, i, &mv);
-        if (mv.kind != TP_M_INPUT) continue;
+        if (mv.kind != TP_M_INPUT || tp_graph_host(g, mv.task, NULL)) continue; /* placed: read in place */
         const tp_vertex *v = tp_graph_vertex(g, mv.task);
         if (!strcmp(v->id, "input_ids")) {
             s = tp_exec_write(x, &mv.write, o->prompts, G->err);
@@ -586,8 +673,23 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     G->nsteps = (uint32_t)G->L + 1;
     G->steps = calloc(G->nsteps, sizeof *G->steps);
     if (!r->tokens || !G->x || !G->logits || !G->steps) s = oom(G);
+    /* the cache's host copies: at the bottom of the session's host block, each as the cache takes
+     * it (256-aligned), so that plans load them in place */
+    uint64_t hres = 0;
+    for (uint32_t si = 0; si < G->nsteps && !s && o->data; si++) {
+        tp_graph *g = NULL;
+        s = si < G->L ? build_layer(G, si, 0, &g) : build_head(G, 0, &g);
+        if (!s) s = tp_graph_finalize(g, err);
+        for (uint32_t i = 0; !s && i < tp_graph_size(g); i++) {
+            const tp_vertex *v = tp_graph_vertex(g, i);
+            if (v->kind == TP_V_INPUT && strcmp(v->id, "x")) hres += ((v->bytes ? v->bytes : 1) + 255) & ~(uint64_t)255;
+        }
+        tp_graph_free(g);
+    }
     /* the session: the caps, and host memory for the largest plan's inputs and offloads */
-    uint64_t cap[TP_MAX_DEVICES], host = r->need.model_bytes + r->need.kv_bytes + 4 * r->need.work_bytes;
+    /* (the decode plans' inputs: the cache's host copies, read in place; without data, a copy of
+     * the model's bytes for them) */
+    uint64_t cap[TP_MAX_DEVICES], host = (hres ? hres : r->need.model_bytes) + r->need.kv_bytes + 4 * r->need.work_bytes;
     {
         uint64_t w = (uint64_t)G->B * (uint64_t)o->prompt_len * (uint64_t)G->V * 4;
         host += w + r->need.model_bytes; /* the prefill's inputs and what it may offload */
@@ -600,6 +702,11 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     co.prefetch = o->prefetch;
     co.deferred = 1;
     co.no_host = !o->data;
+    G->harena = o->data && !s ? tp_session_host(G->sess, NULL) : NULL;
+    if (G->harena) {
+        co.host_arena = G->harena;
+        co.host_arena_bytes = G->hres = hres;
+    }
     /* the bottom of each device stays the plans': room for all of a step's activations and a
      * streamed tensor, or under a tight cap half of it, never less than one kernel's need (the
      * planner offloads the rest: TURNIP inside the step) */

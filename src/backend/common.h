@@ -83,6 +83,11 @@ tp_status tp__mem_prepare(tp__mem *m, const tp_memgraph *mg, int session, tp_err
 void tp__mem_release(tp__mem *m);
 /* Closes the session (after tp__mem_release of any plan): frees everything. */
 void tp__mem_close(tp__mem *m);
+/* The open session's host block, NULL when none is open (a backend's host_block op). */
+static inline void *tp__mem_session_host(const tp__mem *m)
+{
+    return m->session ? m->host : NULL;
+}
 static inline uint8_t *tp__mem_ptr(const tp__mem *m, const tp_region *r)
 {
     return r->space == TP_SPACE_HOST ? m->host + r->offset : m->dev[r->device] + r->offset;

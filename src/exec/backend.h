@@ -95,6 +95,10 @@ typedef struct tp__backend_ops {
      * prepared on the backend. close: frees them; nothing may be prepared then. */
     tp_status (*open)(tp_backend *be, int ndevices, const uint64_t *cap, uint64_t host_bytes, tp_error *err);
     void (*close)(tp_backend *be);
+    /* Optional (NULL: not addressable, e.g. a backend that holds no data): the open session's host
+     * block, which the caller may read and write directly while no plan is prepared (pinned
+     * memory on cuda, so loads from it need no staging); NULL when no session is open. */
+    void *(*host_block)(tp_backend *be);
     /* a run starts (NULL: nothing to do): a backend resets what it counts per run (the
      * lower bound's sums), so every run of one executor is reported on its own */
     void (*begin)(tp_backend *be);

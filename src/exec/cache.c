@@ -85,6 +85,8 @@ struct tp_cache {
     int prefetch;            /* opts.prefetch where the policy prefetches, else 0 */
     int deferred;
     int no_host;             /* no host copies (sizes only) */
+    uint8_t *harena;         /* opts.host_arena (borrowed): host copies are taken from it; NULL: malloc */
+    tp__range hrange;        /* harena's free runs */
     uint64_t align;
     tp__ctensor *t;          /* slots (owned) */
     uint32_t nt, capt;       /* slots used ever, allocated */
@@ -512,7 +514,8 @@ void tp_cache_opts_init(tp_cache_opts *o, int ndevices, const uint64_t *size)
 void tp_cache_free(tp_cache *c)
 {
     if (!c) return;
-    for (uint32_t i = 0; i < c->nt; i++) free(c->t[i].host);
+    for (uint32_t i = 0; i < c->nt && !c->harena; i++) free(c->t[i].host);
+    if (c->harena) tp__range_free(&c->hrange);
     for (int d = 0; c->dev && d < c->nd; d++) {
         tp__range_free(&c->dev[d].range);
         free(c->dev[d].heap.v);
@@ -552,6 +555,8 @@ tp_status tp_cache_new(tp_session *s, const tp_cache_opts *o, tp_cache **out, tp
         return tp__fail(err, TP_ERR_ARG, "cache: deferred must be 0 or 1, not %d", o->deferred);
     if (o->no_host < 0 || o->no_host > 1 || (o->no_host && s))
         return tp__fail(err, TP_ERR_ARG, "cache: no_host must be 0 or 1, and 1 only without a session");
+    if (o->host_arena && (o->no_host || o->host_arena_bytes < align))
+        return tp__fail(err, TP_ERR_ARG, "cache: a host arena needs host copies (no_host 0) and at least %llu bytes", (ull)align);
     uint64_t scap[TP_MAX_DEVICES];
     int snd = s ? tp_session_devices(s, scap) : 0;
     if (s && o->ndevices > snd)
@@ -578,6 +583,13 @@ tp_status tp_cache_new(tp_session *s, const tp_cache_opts *o, tp_cache **out, tp
     c->no_host = o->no_host;
     c->align = align;
     c->freeslot = TP__CNONE;
+    if (o->host_arena) {
+        if (!tp__range_init(&c->hrange, 0, o->host_arena_bytes & ~(align - 1))) {
+            free(c);
+            return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        }
+        c->harena = o->host_arena;
+    }
     c->dev = calloc((size_t)c->nd, sizeof *c->dev);
     if (!c->dev) {
         tp_cache_free(c);
@@ -647,7 +659,16 @@ tp_status tp_cache_create(tp_cache *c, tp_dtype dt, int ndim, const int64_t *sha
         c->cappend = nc;
     }
     uint8_t *host = NULL;
-    if (!c->no_host) {
+    if (c->harena) { /* from the caller's arena: first fit from its top, as on a device */
+        uint64_t off;
+        if (!tp__range_reserve(&c->hrange, c->live + 2)) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        if (!tp__range_take(&c->hrange, take, &off))
+            return tp__fail(err, TP_ERR_NOMEM, "cache create: the host arena has no free run of %llu bytes (%llu of %llu free)",
+                            (ull)take, (ull)c->hrange.free, (ull)(c->hrange.hi - c->hrange.lo));
+        host = c->harena + off;
+        if (init) memcpy(host, init, (size_t)bytes);
+        else memset(host, 0, (size_t)bytes);
+    } else if (!c->no_host) {
         host = init ? malloc((size_t)(bytes ? bytes : 1)) : calloc(1, (size_t)(bytes ? bytes : 1));
         if (!host) return tp__fail(err, TP_ERR_NOMEM, "cache create: no host memory for a copy of %llu bytes", (ull)bytes);
         if (init && bytes) memcpy(host, init, (size_t)bytes);
@@ -686,7 +707,8 @@ tp_status tp_cache_destroy(tp_cache *c, tp_cache_id id, tp_error *err)
         pend_compact(c);
     }
     if (t->ppos != TP__CNONE) hremove(c, H_PF, &c->pf, i);
-    free(t->host);
+    if (c->harena) tp__range_give(&c->hrange, (uint64_t)(t->host - c->harena), t->take);
+    else free(t->host);
     memset(t, 0, sizeof *t);
     t->rnext = c->freeslot;
     c->freeslot = i;

@@ -110,6 +110,13 @@ tp_status tp_session_read(tp_session *s, const tp_region *r, void *dst, tp_error
     return s->be->ops->read(s->be, r, dst, err);
 }
 
+void *tp_session_host(tp_session *s, uint64_t *bytes)
+{
+    void *p = s && !s->user && s->be->ops->host_block ? s->be->ops->host_block(s->be) : NULL;
+    if (bytes) *bytes = p ? s->host_bytes : 0;
+    return p;
+}
+
 int tp_session_devices(const tp_session *s, uint64_t *cap)
 {
     if (!s) return 0;

@@ -300,6 +300,24 @@ static tp_status check_resident(const tp_vertex *v, uint64_t off, tp_status bad,
     return TP_OK;
 }
 
+/* One host placement: on an input that has a host copy, aligned, within the reserved bytes. */
+static tp_status check_host(const tp_graph *g, const tp_vertex *v, const tp__sess *s, uint64_t off, tp_status bad,
+                            tp_error *err)
+{
+    if (v->kind != TP_V_INPUT)
+        return tp__fail(err, bad, "vertex '%s': 'host' is only for input vertices, not %s vertices", v->id, kind_name(v->kind));
+    if (s && s->resident && s->no_host)
+        return tp__fail(err, bad, "vertex '%s': 'host' places a host copy, but the input is resident with host_copy false", v->id);
+    if (off > g->host_reserved || v->bytes > g->host_reserved - off)
+        return tp__fail(err, bad, "vertex '%s': host region [%llu, +%llu) is not inside the reserved host bytes [0, %llu)", v->id,
+                        (unsigned long long)off, (unsigned long long)v->bytes, (unsigned long long)g->host_reserved);
+    uint64_t al = region_align(v->bytes);
+    if (off % al)
+        return tp__fail(err, bad, "vertex '%s': host offset %llu is not a multiple of %llu (the alignment of %llu bytes)", v->id,
+                        (unsigned long long)off, (unsigned long long)al, (unsigned long long)v->bytes);
+    return TP_OK;
+}
+
 /* Sessions (issue 11): what the setters recorded, checked once sizes and placement are. */
 static tp_status check_sessions(const tp_graph *g, tp_error *err)
 {
@@ -309,6 +327,11 @@ static tp_status check_sessions(const tp_graph *g, tp_error *err)
         const tp_vertex *v = &g->v[i];
         if (s->resident) {
             tp_status st = check_resident(v, s->res_off, TP_ERR_INVALID, err);
+            if (st) return st;
+            nres++;
+        }
+        if (s->host_fixed) {
+            tp_status st = check_host(g, v, s, s->host_off, TP_ERR_INVALID, err);
             if (st) return st;
             nres++;
         }
@@ -338,20 +361,31 @@ static tp_status check_sessions(const tp_graph *g, tp_error *err)
             return tp__fail(err, TP_ERR_INVALID, "vertex '%s': in 'keep' but neither an output nor an input", v->id);
     }
     if (nres < 2) return TP_OK;
-    /* no two resident inputs may start out on the same bytes of one device */
+    /* no two resident inputs may start out on the same bytes of one device, no two host-placed
+     * ones on the same host bytes (device -1) */
     res_span *sp = malloc(nres * sizeof *sp);
     if (!sp) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     size_t m = 0;
-    for (size_t i = 0; i < ns; i++)
+    for (size_t i = 0; i < ns; i++) {
         if (g->sess[i].resident)
             sp[m++] = (res_span){g->v[i].device, g->sess[i].res_off, g->sess[i].res_off + g->v[i].bytes, (uint32_t)i};
+        if (g->sess[i].host_fixed)
+            sp[m++] = (res_span){-1, g->sess[i].host_off, g->sess[i].host_off + g->v[i].bytes, (uint32_t)i};
+    }
     qsort(sp, m, sizeof *sp, cmp_span);
     tp_status st = TP_OK;
     for (size_t k = 1; k < m && !st; k++)
-        if (sp[k].device == sp[k - 1].device && sp[k].a < sp[k - 1].b)
-            st = tp__fail(err, TP_ERR_INVALID, "vertex '%s': resident region [%llu, %llu) on device %d overlaps that of '%s' [%llu, %llu)",
-                          g->v[sp[k].v].id, (unsigned long long)sp[k].a, (unsigned long long)sp[k].b, sp[k].device,
-                          g->v[sp[k - 1].v].id, (unsigned long long)sp[k - 1].a, (unsigned long long)sp[k - 1].b);
+        if (sp[k].device == sp[k - 1].device && sp[k].a < sp[k - 1].b) {
+            char where[48];
+            if (sp[k].device < 0) snprintf(where, sizeof where, "host region");
+            else snprintf(where, sizeof where, "resident region");
+            char dev[32] = "";
+            if (sp[k].device >= 0) snprintf(dev, sizeof dev, " on device %d", sp[k].device);
+            st = tp__fail(err, TP_ERR_INVALID, "vertex '%s': %s [%llu, %llu)%s overlaps that of '%s' [%llu, %llu)", g->v[sp[k].v].id,
+                          where, (unsigned long long)sp[k].a, (unsigned long long)sp[k].b, dev, g->v[sp[k - 1].v].id,
+                          (unsigned long long)sp[k - 1].a,
+                          (unsigned long long)sp[k - 1].b);
+        }
     free(sp);
     return st;
 }
@@ -566,6 +600,38 @@ tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int ho
     s->no_host = !host_copy;
     s->rflags = 0;
     return TP_OK;
+}
+
+tp_status tp_graph_set_host_reserved(tp_graph *g, uint64_t bytes, tp_error *err)
+{
+    if (!g) return tp__fail(err, TP_ERR_ARG, "host_reserved: no graph");
+    g->host_reserved = bytes;
+    return TP_OK;
+}
+
+uint64_t tp_graph_host_reserved(const tp_graph *g)
+{
+    return g ? g->host_reserved : 0;
+}
+
+tp_status tp_graph_set_host(tp_graph *g, uint32_t v, uint64_t offset, tp_error *err)
+{
+    tp__sess *s = NULL;
+    tp_status st = sess_set(g, v, "host", &s, err);
+    if (st) return st;
+    /* after finalize: this declaration checked at once (overlaps: the planner checks those) */
+    if (g->finalized && (st = check_host(g, &g->v[v], s, offset, TP_ERR_ARG, err))) return st;
+    s->host_fixed = 1;
+    s->host_off = offset;
+    return TP_OK;
+}
+
+int tp_graph_host(const tp_graph *g, uint32_t v, uint64_t *offset)
+{
+    const tp__sess *s = sess_get(g, v);
+    int r = s && s->host_fixed;
+    if (offset) *offset = r ? s->host_off : 0;
+    return r;
 }
 
 tp_status tp_graph_set_inplace(tp_graph *g, uint32_t v, int k, tp_error *err)

@@ -12,7 +12,9 @@ typedef struct tp__sess {
     uint8_t no_host;    /* 1: resident with "host_copy": false (no valid host copy) */
     uint8_t rflags;     /* resident: TP_RESIDENT_LOAD | TP_RESIDENT_PIN (cache tensors, issue 12) */
     uint8_t keep;       /* 1: in the top-level "keep" list */
+    uint8_t host_fixed; /* 1: the input's host copy is the caller's, at host_off (tp_graph_set_host) */
     uint32_t inplace1;  /* in-place argument K + 1; 0 when none */
+    uint64_t host_off;  /* host_fixed: offset in the host block, inside the reserved bytes */
 } tp__sess;
 
 /* Bump memory for the strings and input lists of vertices (graph.c); freed with the graph. */
@@ -43,6 +45,7 @@ struct tp_graph {
     size_t cap_sess;
     uint32_t *keeps;
     size_t nkeep, capkeep;
+    uint64_t host_reserved; /* host bytes [0, host_reserved) are the caller's (tp_graph_set_host) */
 };
 
 /* Adds a vertex without checking that inputs exist yet (the JSON reader resolves names

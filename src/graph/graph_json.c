@@ -55,11 +55,11 @@ static void sl_free(strlist *l)
 
 /* One vertex object as read: per field its F_* state and value. */
 typedef struct {
-    uint8_t id, kind, device, dtype, shape, bytes, op, flops, resident, inplace, attrs, inputs;
+    uint8_t id, kind, device, dtype, shape, bytes, op, flops, resident, inplace, attrs, inputs, host;
     uint8_t res_off, res_hc, res_load, res_pin;
     int kindv, dtype_ok, shape_bad, in_allstr, res_hcv, res_loadv, res_pinv;
     tp_dtype dtypev;
-    int64_t devicev, bytesv, inplacev, res_offv;
+    int64_t devicev, bytesv, inplacev, res_offv, hostv;
     uint32_t shape_n;
     int64_t shapev[TP_MAX_DIMS];
     double flopsv;
@@ -84,9 +84,9 @@ typedef struct {
     pending *pend;
     size_t npend, cappend;
     /* top level */
-    uint8_t format, devices, vertices, outputs, keep; /* F_* */
+    uint8_t format, devices, vertices, outputs, keep, hres; /* F_* */
     int format_ok;
-    int64_t nd;
+    int64_t nd, hresv;
     int deferred; /* vertices came before a usable "devices": checked against nd at the end */
     strlist outl, keepl;
     /* the first vertex error (TP_OK: none) */
@@ -298,6 +298,12 @@ static int read_fields(rd *r, vrec *f)
                 continue;
             }
             break;
+        case 'h':
+            if (!strcmp(k, "host")) {
+                RD(host, rd_int(r, &f->hostv));
+                continue;
+            }
+            break;
         case 'r':
             if (!strcmp(k, "resident")) {
                 t = tp__jp_peek(&r->jp);
@@ -374,6 +380,8 @@ static tp_status add_vertex_checked(rd *r, size_t i, const vrec *f)
         if (f->res_load == F_BAD || f->res_pin == F_BAD)
             return vbad(r, i, id, "field 'resident': 'load' and 'pin' must be true or false");
     }
+    if (f->host && (f->host != F_OK || f->hostv < 0))
+        return vbad(r, i, id, "field 'host' must be a non-negative integer (the input's offset in the reserved host bytes)");
     if (f->inplace && (f->inplace != F_OK || f->inplacev < 0 || f->inplacev > INT32_MAX))
         return vbad(r, i, id, "field 'inplace' must be a non-negative integer (an argument index)");
     char *attrs = NULL;
@@ -422,6 +430,7 @@ static tp_status add_vertex_checked(rd *r, size_t i, const vrec *f)
     unsigned rflags = (f->res_load == F_OK && f->res_loadv ? TP_RESIDENT_LOAD : 0u) | (f->res_pin == F_OK && f->res_pinv ? TP_RESIDENT_PIN : 0u);
     if (!s && f->resident && rflags) s = tp_graph_set_resident_flags(r->g, idx, rflags, &sub);
     if (!s && f->inplace) s = tp_graph_set_inplace(r->g, idx, (int)f->inplacev, &sub);
+    if (!s && f->host) s = tp_graph_set_host(r->g, idx, (uint64_t)f->hostv, &sub);
     if (s) return tp__fail(&r->verr, s == TP_ERR_NOMEM ? s : TP_ERR_INVALID, "%s: vertices[%zu]: %s", r->name, i, sub.msg);
     return TP_OK;
 }
@@ -551,6 +560,9 @@ static tp_status check_all(rd *r)
         tp_status t = tp_graph_set_keep(g, idx, &sub);
         if (t) return tp__fail(err, t == TP_ERR_NOMEM ? t : TP_ERR_INVALID, "%s: keep[%zu]: %s", nm, k, sub.msg);
     }
+    if (r->hres && (r->hres != F_OK || r->hresv < 0))
+        return tp__fail(err, TP_ERR_PARSE, "%s: field 'host_reserved' must be a non-negative integer", nm);
+    if (r->hres) tp_graph_set_host_reserved(g, (uint64_t)r->hresv, NULL);
     tp_error sub;
     tp_status s = tp_graph_finalize(g, &sub);
     if (s) return tp__fail(err, s, "%s: %s", nm, sub.msg);
@@ -594,6 +606,9 @@ static tp_status read_doc(rd *r)
         } else if (!strcmp(k, "keep")) {
             if ((y = read_names(r, &r->keepl)) < 0) return r->err->code;
             r->keep = (uint8_t)y;
+        } else if (!strcmp(k, "host_reserved")) {
+            if ((y = rd_int(r, &r->hresv)) < 0) return r->err->code;
+            r->hres = (uint8_t)y;
         } else if (tp__jp_skip(jp)) {
             return r->err->code;
         }
@@ -646,7 +661,9 @@ tp_status tp_graph_read_file(const char *path, tp_graph **out, tp_error *err)
 
 tp_status tp_graph_write(const tp_graph *g, FILE *f, tp_error *err)
 {
-    fprintf(f, "{\"format\": \"%s\", \"devices\": %d,\n \"vertices\": [\n", TG_FORMAT, g->ndevices);
+    fprintf(f, "{\"format\": \"%s\", \"devices\": %d,\n", TG_FORMAT, g->ndevices);
+    if (g->host_reserved) fprintf(f, " \"host_reserved\": %llu,\n", (unsigned long long)g->host_reserved);
+    fputs(" \"vertices\": [\n", f);
     static const char *kinds[] = {"input", "kernel", "transfer"};
     for (size_t i = 0; i < g->n; i++) {
         const tp_vertex *v = &g->v[i];
@@ -682,6 +699,7 @@ tp_status tp_graph_write(const tp_graph *g, FILE *f, tp_error *err)
                     ss->no_host ? ", \"host_copy\": false" : "", ss->rflags & TP_RESIDENT_LOAD ? ", \"load\": true" : "",
                     ss->rflags & TP_RESIDENT_PIN ? ", \"pin\": true" : "");
         if (ss && ss->inplace1) fprintf(f, ", \"inplace\": %u", ss->inplace1 - 1);
+        if (ss && ss->host_fixed) fprintf(f, ", \"host\": %llu", (unsigned long long)ss->host_off);
         fprintf(f, "}%s\n", i + 1 < g->n ? "," : "");
     }
     fputs(" ],\n \"outputs\": [", f);

@@ -505,6 +505,18 @@ typedef struct {
     uint64_t align, bytes;
 } need;
 
+/* an input whose host copy the caller placed (tp_graph_set_host) */
+typedef struct {
+    uint32_t x;
+    uint64_t at, bytes;
+} fixed_in;
+
+static int fixed_cmp(const void *a, const void *b)
+{
+    const fixed_in *x = a, *y = b;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
 static int need_cmp(const void *a, const void *b)
 {
     const need *x = a, *y = b;
@@ -1103,21 +1115,47 @@ tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__
     P->mg->counters.ndevices = P->nd;
     P->st = setup(P, opts);
     if (!P->st) P->st = precheck(P);
-    /* Inputs live in host memory from the start and never move: they are packed (decreasing
-     * alignment, so no padding) into a prefix [0, in_end); the host allocator manages only
+    /* Inputs live in host memory from the start and never move: those the TaskGraph places in
+     * its reserved host bytes [0, R) stay where the caller put them; the others are packed
+     * (decreasing alignment, so no padding) into [R, in_end); the host allocator manages only
      * the offload arena after it, so its scans never pass the (possibly many) inputs. */
+    uint64_t reserved = tp_graph_host_reserved(g);
+    if (!P->st && reserved > P->host_cap) {
+        char b1[32], b2[32];
+        P->st = tp__fail(err, TP_ERR_INFEASIBLE, "the TaskGraph reserves %s of host memory, host capacity is %s",
+                         tp_format_size(reserved, b1, sizeof b1), tp_format_size(P->host_cap, b2, sizeof b2));
+    }
     if (!P->st) {
-        uint32_t nin = 0;
+        uint32_t nin = 0, nfix = 0;
         need *ins = malloc(((size_t)P->nv + 1) * sizeof *ins);
-        if (!ins) P->st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+        fixed_in *fix = malloc(((size_t)P->nv + 1) * sizeof *fix);
+        if (!ins || !fix) P->st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
         for (uint32_t x = 0; x < P->nv && !P->st; x++) {
             int host_copy = 1;
+            uint64_t hoff;
             tp_graph_resident(g, x, NULL, &host_copy);
-            if (V_(P, x)->kind == TP_V_INPUT && host_copy)
+            if (V_(P, x)->kind != TP_V_INPUT || !host_copy) continue;
+            if (tp_graph_host(g, x, &hoff)) /* placed by the caller (graph.c checked it lies in [0, R)) */
+                fix[nfix++] = (fixed_in){x, hoff, V_(P, x)->bytes};
+            else
                 ins[nin++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
         }
+        /* the caller's, by offset, none overlapping (a declaration made after finalize is checked
+         * here) */
+        if (!P->st) qsort(fix, nfix, sizeof *fix, fixed_cmp);
+        for (uint32_t i = 0; i < nfix && !P->st; i++) {
+            if (i && fix[i].at < fix[i - 1].at + fix[i - 1].bytes)
+                P->st = tp__fail(err, TP_ERR_ARG, "vertex '%s': its host region overlaps that of '%s'", V_(P, fix[i].x)->id,
+                                 V_(P, fix[i - 1].x)->id);
+            else {
+                P->nscr = 0;
+                P->hcopy[fix[i].x] = new_mv(P, TP_M_INPUT, fix[i].x, -1, TP_SPACE_HOST, fix[i].at, fix[i].bytes, NULL, 0);
+            }
+        }
+        free(fix);
         if (!P->st) qsort(ins, nin, sizeof *ins, need_cmp);
-        uint64_t in_end = 0;
+        uint64_t in_end = reserved % 256 && P->host_cap - reserved >= 256 - reserved % 256 ? reserved + (256 - reserved % 256)
+                                                                                          : reserved;
         for (uint32_t i = 0; i < nin && !P->st; i++) {
             uint32_t x = ins[i].x;
             if (ins[i].bytes > P->host_cap - in_end) {

@@ -122,6 +122,7 @@ static tp_status copy_vertex(lower *L, uint32_t x, tp_error *err)
         unsigned fl = tp_graph_resident_flags(L->g, x);
         if (!s && fl) s = tp_graph_set_resident_flags(L->g2, x2, fl, err);
     }
+    if (!s && tp_graph_host(L->g, x, &off)) s = tp_graph_set_host(L->g2, x2, off, err);
     if (!s && tp_graph_keep(L->g, x)) s = tp_graph_set_keep(L->g2, x2, err);
     return s;
 }
@@ -186,6 +187,7 @@ static tp_status rewrite(lower *L, const tp_graph *g, tp_error *err)
     L->gsum = malloc(((size_t)nlow + 1) * sizeof *L->gsum);
     L->gfirst = malloc(((size_t)nlow + 1) * sizeof *L->gfirst);
     L->glen = malloc(((size_t)nlow + 1) * sizeof *L->glen);
+    if (L->g2) tp_graph_set_host_reserved(L->g2, tp_graph_host_reserved(g), NULL);
     if (!L->g2 || !L->to2 || !L->gsum || !L->gfirst || !L->glen) {
         s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
         goto done;

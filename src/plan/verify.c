@@ -33,6 +33,8 @@
  * for the whole plan: the only vertices that write any of its bytes are its own resident
  * vertex or that one load, and kernels in place on the value last written there (a chain,
  * checked in topological order), each writing exactly the region; nothing else, ever.
+ * Host-placed inputs (issue 12): an input the TaskGraph places in its reserved host bytes
+ * [0, R) has its input vertex exactly there; no other vertex writes host memory below R.
  * Sum-into (issue 13): a TaskGraph sum marked "accumulate" may appear as a group instead of a
  * kernel: k-1 `accumulate` vertices (reads [init, a_i], in place on read 0) and one `join`
  * (no reads, a dep on each member), all with the sum's task, device and region R. The init's
@@ -553,6 +555,18 @@ static tp_status check_tasks(V *c)
         if (x->kind == K_RESIDENT && (tp_graph_resident_flags(c->tg, (uint32_t)x->task) & TP_RESIDENT_LOAD)) {
             s = VIOL("vertex %zu (resident %s): the TaskGraph declares it 'load' (not on the device yet); it must be loaded, not resident",
                      i, x->tname);
+            break;
+        }
+        uint64_t hoff = 0, hres = tp_graph_host_reserved(c->tg);
+        int hfixed = t->kind == TP_V_INPUT && tp_graph_host(c->tg, (uint32_t)x->task, &hoff);
+        if (x->kind == K_INPUT && hfixed && x->w.off != hoff) {
+            s = VIOL("vertex %zu (input %s): its host copy is at offset %llu, the TaskGraph places it at %llu", i, x->tname,
+                     (unsigned long long)x->w.off, (unsigned long long)hoff);
+            break;
+        }
+        if (x->w.space < 0 && !(x->kind == K_INPUT && hfixed) && x->w.off < hres) {
+            s = VIOL("vertex %zu (%s %s): writes host offset %llu, inside the host bytes [0, %llu) the TaskGraph reserves for the "
+                     "caller", i, kname[x->kind], x->tname, (unsigned long long)x->w.off, (unsigned long long)hres);
             break;
         }
         if (x->kind == K_RESIDENT && x->w.off != roff) {

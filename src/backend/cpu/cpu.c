@@ -412,6 +412,11 @@ static void cpu_close(tp_backend *be)
     tp__mem_close(&((cpu *)be)->mem);
 }
 
+static void *cpu_host_block(tp_backend *be)
+{
+    return tp__mem_session_host(&((cpu *)be)->mem);
+}
+
 static void cpu_destroy(tp_backend *be)
 {
     cpu_release(be);
@@ -431,6 +436,7 @@ static const tp__backend_ops cpu_ops = {
     .destroy = cpu_destroy,
     .open = cpu_open,
     .close = cpu_close,
+    .host_block = cpu_host_block,
 };
 
 void tp_cpu_opts_init(tp_cpu_opts *o)

@@ -811,6 +811,11 @@ static void cu_close(tp_backend *be)
     tp__mem_close(&((cu *)be)->mem);
 }
 
+static void *cu_host_block(tp_backend *be)
+{
+    return tp__mem_session_host(&((cu *)be)->mem);
+}
+
 static void cu_destroy(tp_backend *be)
 {
     cu_release(be);
@@ -836,6 +841,7 @@ static const tp__backend_ops cuda_ops = {
     .destroy = cu_destroy,
     .open = cu_open,
     .close = cu_close,
+    .host_block = cu_host_block,
 };
 
 void tp_cuda_opts_init(tp_cuda_opts *o)
