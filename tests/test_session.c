@@ -106,6 +106,43 @@ static float *read_outputs(tp_exec *x, const tp_memgraph *mg, tp_error *e)
     return o;
 }
 
+/* The reference for graph g: its outputs from a fresh run on be with room for everything, every
+ * input copied in (caller frees). */
+static float *fresh_outputs(const tp_graph *g, tp_backend *be)
+{
+    tp_error e;
+    tp_plan_opts po;
+    tp_plan_opts_init(&po, tp_graph_devices(g), 1 << 20);
+    tp_memgraph *mg;
+    ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+    ASSERT_OK_ERR(write_inputs(x, mg, &e), e);
+    tp_run_summary sum;
+    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+    float *ref = read_outputs(x, mg, &e);
+    tp_exec_free(x);
+    tp_memgraph_free(mg);
+    return ref;
+}
+
+/* Tight caps for g into po: each device's smallest feasible cap (or its kept outputs, if more)
+ * plus 0..spread-1 values, drawn from s. */
+static void tight_caps(const tp_graph *g, tp_plan_opts *po, uint64_t *s, int spread)
+{
+    tp_error e;
+    uint64_t minf[TP_MAX_DEVICES], kept[TP_MAX_DEVICES] = {0};
+    ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_DEFAULT, minf, NULL, &e), e);
+    for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) {
+        uint32_t o = tp_graph_outputs(g)[k];
+        if (tp_graph_keep(g, o)) kept[tp_graph_vertex(g, o)->device] += N * N * 4;
+    }
+    for (int d = 0; d < tp_graph_devices(g); d++) /* the kept outputs fit beside the largest need */
+        po->device_mem[d] = (minf[d] > kept[d] ? minf[d] : kept[d]) + (rng(s) % (uint64_t)spread) * N * N * 4;
+}
+
 TEST(session_random_sequences_match_fresh_runs)
 {
     int resident_runs = 0, inplace_plans = 0, evicting = 0;
@@ -113,34 +150,19 @@ TEST(session_random_sequences_match_fresh_runs)
         tp_graph *g = random_graph(seed);
         int nd = tp_graph_devices(g);
         tp_error e;
-        /* the reference: a fresh run with room for everything */
-        tp_plan_opts po;
-        tp_plan_opts_init(&po, nd, 1 << 20);
-        tp_memgraph *mg;
-        ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
         tp_backend *be;
         ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+        float *ref = fresh_outputs(g, be); /* the reference */
+        /* the session: 2-5 runs at a tight cap */
+        uint64_t s = seed;
+        tp_plan_opts po;
+        tp_plan_opts_init(&po, nd, 1 << 20);
+        tight_caps(g, &po, &s, 3);
         tp_run_opts ro;
         tp_run_opts_init(&ro);
+        tp_memgraph *mg;
         tp_exec *x;
-        ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
-        ASSERT_OK_ERR(write_inputs(x, mg, &e), e);
         tp_run_summary sum;
-        ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
-        float *ref = read_outputs(x, mg, &e);
-        tp_exec_free(x);
-        tp_memgraph_free(mg);
-        /* the session: 2-5 runs at a tight cap */
-        uint64_t minf[TP_MAX_DEVICES];
-        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_DEFAULT, minf, NULL, &e), e);
-        uint64_t s = seed;
-        uint64_t kept[TP_MAX_DEVICES] = {0};
-        for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) {
-            uint32_t o = tp_graph_outputs(g)[k];
-            if (tp_graph_keep(g, o)) kept[tp_graph_vertex(g, o)->device] += N * N * 4;
-        }
-        for (int d = 0; d < nd; d++) /* tight, but the kept outputs fit beside the largest need */
-            po.device_mem[d] = (minf[d] > kept[d] ? minf[d] : kept[d]) + (rng(&s) % 3) * N * N * 4;
         tp_session *ss;
         ASSERT_OK_ERR(tp_session_new(be, nd, po.device_mem, 1 << 20, &ss, &e), e);
         po.host_mem = 1 << 20;
@@ -623,22 +645,16 @@ TEST(session_host_placed_inputs_are_read_in_place)
         tp_graph *g = random_graph(seed);
         int nd = tp_graph_devices(g);
         tp_error e;
-        tp_plan_opts po;
-        tp_plan_opts_init(&po, nd, 1 << 20);
-        tp_memgraph *mg;
-        ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
         tp_backend *be;
         ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+        float *ref = fresh_outputs(g, be);
+        tp_plan_opts po;
+        tp_plan_opts_init(&po, nd, 1 << 20);
         tp_run_opts ro;
         tp_run_opts_init(&ro);
+        tp_memgraph *mg;
         tp_exec *x;
-        ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
-        ASSERT_OK_ERR(write_inputs(x, mg, &e), e);
         tp_run_summary sum;
-        ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
-        float *ref = read_outputs(x, mg, &e);
-        tp_exec_free(x);
-        tp_memgraph_free(mg);
         /* placement, after finalize (checked at once; overlaps by the planner) */
         uint64_t s = seed * 31 + 7, at = (rng(&s) % 4) * 256, where[64];
         uint8_t is_placed[64] = {0};
@@ -652,13 +668,7 @@ TEST(session_host_placed_inputs_are_read_in_place)
                 placed++;
             }
         CHECK(at <= R);
-        uint64_t minf[TP_MAX_DEVICES], kept[TP_MAX_DEVICES] = {0};
-        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_DEFAULT, minf, NULL, &e), e);
-        for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++) {
-            uint32_t o = tp_graph_outputs(g)[k];
-            if (tp_graph_keep(g, o)) kept[tp_graph_vertex(g, o)->device] += N * N * 4;
-        }
-        for (int d = 0; d < nd; d++) po.device_mem[d] = (minf[d] > kept[d] ? minf[d] : kept[d]) + (rng(&s) % 2) * N * N * 4;
+        tight_caps(g, &po, &s, 2);
         po.host_mem = HOST;
         tp_session *ss;
         ASSERT_OK_ERR(tp_session_new(be, nd, po.device_mem, HOST, &ss, &e), e);
