@@ -346,17 +346,6 @@ static tp_status place_host(gen *G, tp_graph *g, uint32_t v, tp_cache_id id)
     return s ? s : tp_graph_set_host(g, v, (uint64_t)(h - G->harena), G->err);
 }
 
-typedef struct {
-    uint32_t v;
-    uint64_t at, bytes;
-} hspan;
-
-static int hspan_cmp(const void *a, const void *b)
-{
-    const hspan *x = a, *y = b;
-    return x->at != y->at ? (x->at < y->at ? -1 : 1) : (x->v > y->v) - (x->v < y->v);
-}
-
 /* The prefill's weight inputs that are a cache tensor's host copy or contiguous rows of one
  * ("name" or "name#rA:Z", on any device) are read where the cache keeps them; the rest (column
  * slices, the embedding table, a second device's copy of bytes already placed) are copied in as
@@ -365,7 +354,7 @@ static tp_status place_prefill(gen *G, tp_graph *g)
 {
     if (!G->harena) return TP_OK;
     tp_status s = tp_graph_set_host_reserved(g, G->hres, G->err);
-    hspan *sp = malloc(((size_t)tp_graph_size(g) + 1) * sizeof *sp);
+    tp__span *sp = malloc(((size_t)tp_graph_size(g) + 1) * sizeof *sp);
     if (!sp) return oom(G);
     uint32_t n = 0;
     for (uint32_t i = 0; i < tp_graph_size(g) && !s; i++) {
@@ -388,16 +377,15 @@ static tp_status place_prefill(gen *G, tp_graph *g)
         const uint8_t *h = tp_cache_host(G->cache, id);
         if (!h || (rows ? rb * (uint64_t)(z - a) != v->bytes || at > tb || v->bytes > tb - at : v->bytes != tb)) continue;
         at += (uint64_t)(h - G->harena);
-        uint64_t al = v->bytes & (0 - v->bytes);
-        if (at % (al < 256 ? al : 256)) continue; /* the planner's alignment of a region */
-        sp[n++] = (hspan){i, at, v->bytes};
+        if (at % tp__align_of(v->bytes)) continue; /* not where the planner could place it */
+        sp[n++] = (tp__span){-1, at, at + v->bytes, i};
     }
-    qsort(sp, n, sizeof *sp, hspan_cmp);
+    qsort(sp, n, sizeof *sp, tp__span_cmp);
     uint64_t end = 0;
     for (uint32_t q = 0; q < n && !s; q++)
-        if (!q || sp[q].at >= end) { /* bytes placed once; an overlapping input is copied */
-            s = tp_graph_set_host(g, sp[q].v, sp[q].at, G->err);
-            end = sp[q].at + sp[q].bytes;
+        if (!q || sp[q].a >= end) { /* bytes placed once; an overlapping input is copied */
+            s = tp_graph_set_host(g, sp[q].v, sp[q].a, G->err);
+            end = sp[q].b;
         }
     free(sp);
     return s;

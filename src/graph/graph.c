@@ -262,28 +262,6 @@ static tp_status derive_size(tp_graph *g, tp_vertex *v, tp_error *err)
     return TP_OK;
 }
 
-/* Alignment of a region of b > 0 bytes (docs/formats.md): the largest power of two dividing
- * b, at most 256. */
-static uint64_t region_align(uint64_t b)
-{
-    uint64_t a = b & (0 - b);
-    return a < 256 ? a : 256;
-}
-
-typedef struct {
-    int device;
-    uint64_t a, b; /* [a, b) */
-    uint32_t v;
-} res_span;
-
-static int cmp_span(const void *x, const void *y)
-{
-    const res_span *p = x, *q = y;
-    if (p->device != q->device) return p->device < q->device ? -1 : 1;
-    if (p->a != q->a) return p->a < q->a ? -1 : 1;
-    return p->v < q->v ? -1 : p->v > q->v;
-}
-
 /* One resident declaration: on an input, its end within 64 bits, aligned (sizes known). */
 static tp_status check_resident(const tp_vertex *v, uint64_t off, tp_status bad, tp_error *err)
 {
@@ -293,7 +271,7 @@ static tp_status check_resident(const tp_vertex *v, uint64_t off, tp_status bad,
     if (off > UINT64_MAX - v->bytes)
         return tp__fail(err, bad, "vertex '%s': resident offset %llu plus %llu bytes overflows 64 bits", v->id,
                         (unsigned long long)off, (unsigned long long)v->bytes);
-    uint64_t al = region_align(v->bytes);
+    uint64_t al = tp__align_of(v->bytes);
     if (off % al)
         return tp__fail(err, bad, "vertex '%s': resident offset %llu is not a multiple of %llu (the alignment of %llu bytes)",
                         v->id, (unsigned long long)off, (unsigned long long)al, (unsigned long long)v->bytes);
@@ -311,7 +289,7 @@ static tp_status check_host(const tp_graph *g, const tp_vertex *v, const tp__ses
     if (off > g->host_reserved || v->bytes > g->host_reserved - off)
         return tp__fail(err, bad, "vertex '%s': host region [%llu, +%llu) is not inside the reserved host bytes [0, %llu)", v->id,
                         (unsigned long long)off, (unsigned long long)v->bytes, (unsigned long long)g->host_reserved);
-    uint64_t al = region_align(v->bytes);
+    uint64_t al = tp__align_of(v->bytes);
     if (off % al)
         return tp__fail(err, bad, "vertex '%s': host offset %llu is not a multiple of %llu (the alignment of %llu bytes)", v->id,
                         (unsigned long long)off, (unsigned long long)al, (unsigned long long)v->bytes);
@@ -363,16 +341,16 @@ static tp_status check_sessions(const tp_graph *g, tp_error *err)
     if (nres < 2) return TP_OK;
     /* no two resident inputs may start out on the same bytes of one device, no two host-placed
      * ones on the same host bytes (device -1) */
-    res_span *sp = malloc(nres * sizeof *sp);
+    tp__span *sp = malloc(nres * sizeof *sp);
     if (!sp) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     size_t m = 0;
     for (size_t i = 0; i < ns; i++) {
         if (g->sess[i].resident)
-            sp[m++] = (res_span){g->v[i].device, g->sess[i].res_off, g->sess[i].res_off + g->v[i].bytes, (uint32_t)i};
+            sp[m++] = (tp__span){g->v[i].device, g->sess[i].res_off, g->sess[i].res_off + g->v[i].bytes, (uint32_t)i};
         if (g->sess[i].host_fixed)
-            sp[m++] = (res_span){-1, g->sess[i].host_off, g->sess[i].host_off + g->v[i].bytes, (uint32_t)i};
+            sp[m++] = (tp__span){-1, g->sess[i].host_off, g->sess[i].host_off + g->v[i].bytes, (uint32_t)i};
     }
-    qsort(sp, m, sizeof *sp, cmp_span);
+    qsort(sp, m, sizeof *sp, tp__span_cmp);
     tp_status st = TP_OK;
     for (size_t k = 1; k < m && !st; k++)
         if (sp[k].device == sp[k - 1].device && sp[k].a < sp[k - 1].b) {

@@ -60,4 +60,30 @@ double tp__normal(uint64_t key);
 /* Monotonic clock in seconds. */
 double tp__now(void);
 
+/* The alignment of a region of `size` bytes (docs/formats.md): the largest power of two that
+ * divides it, at most TP__MAX_ALIGN (TP__MAX_ALIGN for 0). Resident and host-placed offsets must
+ * be multiples of it, and the planner places every tensor so. Packing regions in decreasing
+ * alignment wastes no byte, so a set of them whose sizes sum to at most a capacity always fits. */
+#define TP__MAX_ALIGN 256
+static inline uint64_t tp__align_of(uint64_t size)
+{
+    uint64_t a = size & (~size + 1); /* lowest set bit */
+    return (a == 0 || a > TP__MAX_ALIGN) ? TP__MAX_ALIGN : a;
+}
+
+/* A region [a, b) of a memory (device; -1: host) that vertex v declares; sorted by memory, then
+ * start, then vertex, neighbours that overlap are found in one pass. */
+typedef struct tp__span {
+    int device;
+    uint64_t a, b;
+    uint32_t v;
+} tp__span;
+static inline int tp__span_cmp(const void *x, const void *y)
+{
+    const tp__span *p = x, *q = y;
+    if (p->device != q->device) return p->device < q->device ? -1 : 1;
+    if (p->a != q->a) return p->a < q->a ? -1 : 1;
+    return p->v < q->v ? -1 : p->v > q->v;
+}
+
 #endif

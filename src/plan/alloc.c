@@ -165,12 +165,6 @@ static void run_del(tp__alloc *a, uint32_t node)
     t_erase(&a->aged, x.aux, x.start);
 }
 
-uint64_t tp__align_of(uint64_t size)
-{
-    uint64_t a = size & (~size + 1); /* lowest set bit */
-    return (a == 0 || a > TP__MAX_ALIGN) ? TP__MAX_ALIGN : a;
-}
-
 static uint64_t align_up(uint64_t x, uint64_t a)
 {
     return (x + a - 1) & ~(a - 1);

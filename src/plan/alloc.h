@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include "io/util.h"
 
 #define TP__NONE UINT32_MAX
 
@@ -79,14 +80,8 @@ typedef enum { TP__FIT_OLDEST, TP__FIT_LOWEST } tp__fit;
 int tp__alloc_init(tp__alloc *a, uint64_t cap);
 void tp__alloc_free(tp__alloc *a);
 
-/* Largest alignment the planner gives a tensor (bytes; a power of two). */
-#define TP__MAX_ALIGN 256
+/* The planner's alignments: tp__align_of and TP__MAX_ALIGN (io/util.h). */
 _Static_assert(TP__MAX_ALIGN > 0 && (TP__MAX_ALIGN & (TP__MAX_ALIGN - 1)) == 0, "alignment is a power of two");
-
-/* The alignment the planner gives a tensor of `size` bytes: the largest power of two that
- * divides it, at most TP__MAX_ALIGN. Packing tensors in decreasing alignment wastes no byte, so a set
- * of tensors whose sizes sum to at most the capacity always fits an empty allocator. */
-uint64_t tp__align_of(uint64_t size);
 
 /* Finds an address for `size` bytes inside free runs, in O(log B) (B: blocks; OLDEST: plus at
  * most 2 TP__RUN_SEGS segment steps). LOWEST: first

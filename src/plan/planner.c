@@ -505,18 +505,6 @@ typedef struct {
     uint64_t align, bytes;
 } need;
 
-/* an input whose host copy the caller placed (tp_graph_set_host) */
-typedef struct {
-    uint32_t x;
-    uint64_t at, bytes;
-} fixed_in;
-
-static int fixed_cmp(const void *a, const void *b)
-{
-    const fixed_in *x = a, *y = b;
-    return x->at < y->at ? -1 : x->at > y->at;
-}
-
 static int need_cmp(const void *a, const void *b)
 {
     const need *x = a, *y = b;
@@ -1128,7 +1116,7 @@ tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__
     if (!P->st) {
         uint32_t nin = 0, nfix = 0;
         need *ins = malloc(((size_t)P->nv + 1) * sizeof *ins);
-        fixed_in *fix = malloc(((size_t)P->nv + 1) * sizeof *fix);
+        tp__span *fix = malloc(((size_t)P->nv + 1) * sizeof *fix); /* the caller's (tp_graph_set_host) */
         if (!ins || !fix) P->st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
         for (uint32_t x = 0; x < P->nv && !P->st; x++) {
             int host_copy = 1;
@@ -1136,20 +1124,20 @@ tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__
             tp_graph_resident(g, x, NULL, &host_copy);
             if (V_(P, x)->kind != TP_V_INPUT || !host_copy) continue;
             if (tp_graph_host(g, x, &hoff)) /* placed by the caller (graph.c checked it lies in [0, R)) */
-                fix[nfix++] = (fixed_in){x, hoff, V_(P, x)->bytes};
+                fix[nfix++] = (tp__span){-1, hoff, hoff + V_(P, x)->bytes, x};
             else
                 ins[nin++] = (need){x, 0, tp__align_of(V_(P, x)->bytes), V_(P, x)->bytes};
         }
         /* the caller's, by offset, none overlapping (a declaration made after finalize is checked
          * here) */
-        if (!P->st) qsort(fix, nfix, sizeof *fix, fixed_cmp);
+        if (!P->st) qsort(fix, nfix, sizeof *fix, tp__span_cmp);
         for (uint32_t i = 0; i < nfix && !P->st; i++) {
-            if (i && fix[i].at < fix[i - 1].at + fix[i - 1].bytes)
-                P->st = tp__fail(err, TP_ERR_ARG, "vertex '%s': its host region overlaps that of '%s'", V_(P, fix[i].x)->id,
-                                 V_(P, fix[i - 1].x)->id);
+            if (i && fix[i].a < fix[i - 1].b)
+                P->st = tp__fail(err, TP_ERR_ARG, "vertex '%s': its host region overlaps that of '%s'", V_(P, fix[i].v)->id,
+                                 V_(P, fix[i - 1].v)->id);
             else {
                 P->nscr = 0;
-                P->hcopy[fix[i].x] = new_mv(P, TP_M_INPUT, fix[i].x, -1, TP_SPACE_HOST, fix[i].at, fix[i].bytes, NULL, 0);
+                P->hcopy[fix[i].v] = new_mv(P, TP_M_INPUT, fix[i].v, -1, TP_SPACE_HOST, fix[i].a, fix[i].b - fix[i].a, NULL, 0);
             }
         }
         free(fix);
