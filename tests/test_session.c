@@ -806,6 +806,15 @@ TEST(session_host_placement_is_checked)
     po.host_mem = 512;
     st = tp_plan(gr, &po, &mg, &e);
     CHECKF(st == TP_ERR_INFEASIBLE && strstr(e.msg, "reserves"), "plan: %s", st ? e.msg : "planned");
+    /* the reserve shrunk after a placement: refused by the planner, not left to the verifier */
+    po.host_mem = 0;
+    ASSERT_OK_ERR(tp_graph_set_host_reserved(gr, 256, &e), e);
+    st = tp_plan(gr, &po, &mg, &e);
+    CHECKF(st == TP_ERR_ARG && strstr(e.msg, "not inside the reserved host bytes [0, 256)"), "plan: %s", st ? e.msg : "planned");
+    /* a placed input cannot become resident without a host copy; offsets the formats cannot carry */
+    CHECK(tp_graph_set_resident(gr, 0, 0, 0, &e) == TP_ERR_ARG && strstr(e.msg, "placed"));
+    CHECK(tp_graph_set_host(gr, 0, (uint64_t)1 << 63, &e) == TP_ERR_ARG);
+    CHECK(tp_graph_set_host_reserved(gr, UINT64_MAX, &e) == TP_ERR_ARG);
     tp_graph_free(gr);
     tp_graph_free(g0);
     tp_graph_free(g);

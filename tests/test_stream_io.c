@@ -117,6 +117,10 @@ static tp_status ref_read_vertex(ref_ctx *c, tp_graph *g, size_t i, json_t *jv, 
     json_t *jp = json_object_get(jv, "inplace");
     if (jp && (!ref_get_int(jp, &inplace) || inplace < 0 || inplace > INT32_MAX))
         return ref_bad(c, i, id, "field 'inplace' must be a non-negative integer (an argument index)");
+    int64_t host_off = -1;
+    json_t *jho = json_object_get(jv, "host");
+    if (jho && (!ref_get_int(jho, &host_off) || host_off < 0))
+        return ref_bad(c, i, id, "field 'host' must be a non-negative integer (the input's offset in the reserved host bytes)");
     char *attrs = NULL;
     json_t *ja = json_object_get(jv, "attrs");
     if (ja) {
@@ -163,6 +167,7 @@ static tp_status ref_read_vertex(ref_ctx *c, tp_graph *g, size_t i, json_t *jv, 
     if (!s && resident) s = tp_graph_set_resident(g, idx, (uint64_t)res_off, host_copy, &sub);
     if (!s && rflags) s = tp_graph_set_resident_flags(g, idx, rflags, &sub);
     if (!s && inplace >= 0) s = tp_graph_set_inplace(g, idx, (int)inplace, &sub);
+    if (!s && host_off >= 0) s = tp_graph_set_host(g, idx, (uint64_t)host_off, &sub);
     if (s) return tp__fail(c->err, s == TP_ERR_NOMEM ? s : TP_ERR_INVALID, "%s: vertices[%zu]: %s",
                            c->name, i, sub.msg);
     *inputs_out = jin;
@@ -268,6 +273,11 @@ static tp_status ref_read_string(const char *text, const char *name, tp_graph **
             }
         }
     }
+    json_t *jhr = json_object_get(root, "host_reserved");
+    int64_t hr = 0;
+    if (!s && jhr && (!ref_get_int(jhr, &hr) || hr < 0))
+        s = tp__fail(err, TP_ERR_PARSE, "%s: field 'host_reserved' must be a non-negative integer", c.name);
+    if (!s && jhr) tp_graph_set_host_reserved(g, (uint64_t)hr, NULL);
     if (!s) {
         tp_error sub;
         s = tp_graph_finalize(g, &sub);
@@ -334,23 +344,25 @@ static const char *fmts[] = {"\"turnip.taskgraph/1\"", "\"turnip.taskgraph/1\"",
 static const char *ndevs[] = {"2", "2", "2", "0", "65", "\"2\"", "1.0", "1"};
 static const char *outs[] = {"[\"a\"]", "[\"q\"]", "[\"a\",\"a\"]", "\"a\"", "[1]", "[\"c\",\"b\"]", "[]"};
 static const char *keeps[] = {"[\"a\"]", "[\"x\"]", "3", "[\"a\",\"a\"]", "[2]", "[\"b\"]"};
+static const char *hosts[] = {"0", "256", "-1", "\"0\"", "1024", "128", "768"};
+static const char *hreserveds[] = {"1024", "0", "-5", "\"x\"", "512", "2048"};
 static const char *unknowns[] = {"{\"deep\":[1,2,{\"x\":true}]}", "null", "[[[]]]", "\"\\ud83d\\ude00\""};
 
 static void gen_vertex(sbuf *b, int k)
 {
     static const char *keys[] = {"id", "kind", "device", "dtype", "shape", "bytes", "op", "flops", "resident",
-                                 "inplace", "attrs", "inputs", "extra"};
-    int order[13];
-    for (int i = 0; i < 13; i++) order[i] = i;
+                                 "inplace", "attrs", "inputs", "host", "extra"};
+    int order[14];
+    for (int i = 0; i < 14; i++) order[i] = i;
     if (rnd(4) == 0)
-        for (int i = 12; i > 0; i--) {
+        for (int i = 13; i > 0; i--) {
             int j = (int)rnd((unsigned)i + 1), t = order[i];
             order[i] = order[j];
             order[j] = t;
         }
     put(b, "{");
     int first = 1;
-    for (int ii = 0; ii < 13; ii++) {
+    for (int ii = 0; ii < 14; ii++) {
         int i = order[ii];
         unsigned p = rnd(100);
         int want = i < 3 ? p < 97 : i == 5 ? p < 90 : i == 11 ? (k > 0 && p < 95) : p < 8;
@@ -372,6 +384,7 @@ static void gen_vertex(sbuf *b, int k)
         case 9: v = PICK(inplaces); break;
         case 10: v = PICK(attrss); break;
         case 11: v = good ? inb : PICK(inputss); break;
+        case 12: v = PICK(hosts); break;
         default: v = PICK(unknowns); break;
         }
         if (!first) put(b, rnd(2) ? "," : ", ");
@@ -388,16 +401,16 @@ static void gen_doc(sbuf *b)
     b->n = 0;
     put(b, "");
     int nv = (int)rnd(6);
-    int order[6] = {0, 1, 2, 3, 4, 5};
+    int order[7] = {0, 1, 2, 3, 4, 5, 6};
     if (rnd(5) == 0)
-        for (int i = 5; i > 0; i--) {
+        for (int i = 6; i > 0; i--) {
             int j = (int)rnd((unsigned)i + 1), t = order[i];
             order[i] = order[j];
             order[j] = t;
         }
     put(b, rnd(30) ? "{" : "[");
     int first = 1;
-    for (int ii = 0; ii < 6; ii++) {
+    for (int ii = 0; ii < 7; ii++) {
         int i = order[ii];
         unsigned p = rnd(100);
         if (i < 3 ? p >= 98 : p >= 50) continue;
@@ -418,6 +431,7 @@ static void gen_doc(sbuf *b)
             break;
         case 3: put(b, "\"outputs\": %s", good ? "[\"b\"]" : PICK(outs)); break;
         case 4: put(b, "\"keep\": %s", PICK(keeps)); break;
+        case 6: put(b, "\"host_reserved\": %s", PICK(hreserveds)); break;
         default: put(b, "\"meta\": %s", PICK(unknowns)); break;
         }
     }

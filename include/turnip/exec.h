@@ -160,9 +160,12 @@ tp_status tp_exec_new_in(tp_session *s, const tp_memgraph *mg, const tp_run_opts
 tp_status tp_session_write(tp_session *s, const tp_region *r, const void *src, tp_error *err);
 tp_status tp_session_read(tp_session *s, const tp_region *r, void *dst, tp_error *err);
 /* The session's host block, for the caller to read and write directly (zero-copy inputs placed
- * in a TaskGraph's reserved host bytes, turnip/graph.h): valid until tp_session_free, usable
- * while no executor of the session is live; *bytes (may be NULL) its size. NULL (and 0) when an
- * executor is live or the backend's host memory is not addressable (sim: no data). */
+ * in a TaskGraph's reserved host bytes, turnip/graph.h); *bytes (may be NULL) its size. Asked
+ * for while no executor of the session is live (NULL and 0 otherwise, and where the backend's
+ * host memory is not addressable: sim holds no data); the pointer stays valid until
+ * tp_session_free. Read and write through it only while no run (tp_exec_run) is in progress:
+ * between runs, also while an executor is live, bytes a plan will read are read as they are
+ * then (`turnip generate` writes the new K/V rows into the cache's host copies so). */
 void *tp_session_host(tp_session *s, uint64_t *bytes);
 /* The session's device count; each arena's bytes into cap[0..count-1] when cap is not NULL. */
 int tp_session_devices(const tp_session *s, uint64_t *cap);

@@ -125,11 +125,14 @@ unsigned tp_graph_resident_flags(const tp_graph *g, uint32_t v);
  * [offset, offset + bytes) before the run, written by the caller (not through tp_exec_write), and
  * the plan reads or loads it from there; the caller keeps it unchanged while a plan runs. Every
  * other host region of the plan (inputs not declared there, offloads) lies at or above R.
- * Setters return TP_ERR_ARG for a vertex that does not exist; tp_graph_finalize checks the rest
- * (TP_ERR_INVALID, naming the vertex): inputs only, not resident without a host copy, offset a
- * multiple of the alignment of the input's bytes, offset + bytes within R, no two overlapping.
- * Set after finalize, a declaration is checked at once, except for overlaps (the planner and
- * the verifier check those). JSON: top-level "host_reserved": R, per input "host": offset. */
+ * Setters return TP_ERR_ARG for a vertex that does not exist, for R or an offset above 2^63-1
+ * (what JSON carries), and for tp_graph_set_resident without a host copy on a placed input;
+ * tp_graph_finalize checks the rest (TP_ERR_INVALID, naming the vertex): inputs only, not
+ * resident without a host copy, offset a multiple of the alignment of the input's bytes,
+ * offset + bytes within R, no two overlapping. A placement set after finalize is checked at once
+ * against the R of that moment; overlaps, and placements that a later, smaller R leaves outside,
+ * are refused by the planner (TP_ERR_ARG) and the verifier. tp_graph_clear_resident keeps
+ * placements and R. JSON: top-level "host_reserved": R, per input "host": offset. */
 tp_status tp_graph_set_host_reserved(tp_graph *g, uint64_t bytes, tp_error *err);
 uint64_t tp_graph_host_reserved(const tp_graph *g);
 tp_status tp_graph_set_host(tp_graph *g, uint32_t v, uint64_t offset, tp_error *err);

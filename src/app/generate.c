@@ -253,14 +253,9 @@ static tp_status read_output(gen *G, tp_exec *x, const tp_memgraph *mg, const ch
     return tp_exec_read(x, &mv.write, dst, G->err);
 }
 
-/* Plans g (finalized) under the caps, checks it, makes its executor in the session. The plan
- * keeps off the cache's host copies at the bottom of the host block. */
-static tp_status plan_exec(gen *G, tp_graph *g, tp_memgraph **mg, tp_exec **x)
+/* Plans g (finalized) under the caps, checks it, makes its executor in the session. */
+static tp_status plan_exec(gen *G, const tp_graph *g, tp_memgraph **mg, tp_exec **x)
 {
-    if (G->harena) {
-        tp_status s = tp_graph_set_host_reserved(g, G->hres, G->err);
-        if (s) return s;
-    }
     tp_plan_opts po;
     tp_plan_opts_init(&po, G->D, G->o->device_mem);
     po.order = G->o->plan_order;
@@ -335,15 +330,21 @@ static tp_status unpin_step(gen *G, uint32_t si, int last)
     return s;
 }
 
-/* Declares input v of g to be cache tensor id's host copy, where it lies in the session's host
- * block: the plan loads it from there, and nothing is copied into the block for it. */
+/* Every plan of the session keeps off the cache's host copies at the bottom of its host block:
+ * set on each graph before anything is placed there. */
+static tp_status reserve_host(gen *G, tp_graph *g)
+{
+    return G->harena ? tp_graph_set_host_reserved(g, G->hres, G->err) : TP_OK;
+}
+
+/* Declares input v of g (reserve_host done) to be cache tensor id's host copy, where it lies in
+ * the session's host block: the plan loads it from there, and nothing is copied in for it. */
 static tp_status place_host(gen *G, tp_graph *g, uint32_t v, tp_cache_id id)
 {
     if (!G->harena) return TP_OK;
     const uint8_t *h = tp_cache_host(G->cache, id);
     if (!h) return tp__fail(G->err, TP_ERR_INVALID, "generate: cache tensor %u has no host copy", (unsigned)id);
-    tp_status s = tp_graph_set_host_reserved(g, G->hres, G->err);
-    return s ? s : tp_graph_set_host(g, v, (uint64_t)(h - G->harena), G->err);
+    return tp_graph_set_host(g, v, (uint64_t)(h - G->harena), G->err);
 }
 
 /* The prefill's weight inputs that are a cache tensor's host copy or contiguous rows of one
@@ -353,21 +354,18 @@ static tp_status place_host(gen *G, tp_graph *g, uint32_t v, tp_cache_id id)
 static tp_status place_prefill(gen *G, tp_graph *g)
 {
     if (!G->harena) return TP_OK;
-    tp_status s = tp_graph_set_host_reserved(g, G->hres, G->err);
+    tp_status s = TP_OK;
     tp__span *sp = malloc(((size_t)tp_graph_size(g) + 1) * sizeof *sp);
     if (!sp) return oom(G);
     uint32_t n = 0;
     for (uint32_t i = 0; i < tp_graph_size(g) && !s; i++) {
         const tp_vertex *v = tp_graph_vertex(g, i);
         if (v->kind != TP_V_INPUT || !v->bytes) continue;
-        char name[TP_LLAMA_ID_MAX];
-        size_t k = strcspn(v->id, "#@");
-        if (k >= sizeof name) continue;
-        memcpy(name, v->id, k);
-        name[k] = 0;
-        long long a = 0, z = 0;
-        int rows = v->id[k] == '#' && sscanf(v->id + k, "#r%lld:%lld", &a, &z) == 2 && 0 <= a && a < z;
-        if (v->id[k] == '#' && !rows) continue;
+        char name[TP_LLAMA_ID_MAX], kind;
+        int64_t a, z;
+        if (!tp_llama_parse_input(v->id, name, sizeof name, &kind, &a, &z) || kind == 'c') continue;
+        int rows = kind == 'r';
+        if (rows && !(0 <= a && a < z)) continue;
         int j = -1;
         uint32_t si;
         for (si = 0; si < G->nsteps && j < 0; si++) j = step_find(&G->steps[si], name);
@@ -401,6 +399,7 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
     tp_status s = si < G->L ? build_layer(G, si, pos, &g) : build_head(G, pos, &g);
+    if (!s) s = reserve_host(G, g);
     if (!s && !st->armed) s = pin_step(G, si);
     uint32_t next = si + 1 < G->nsteps ? si + 1 : 0;
     if (!s && G->o->lookahead && !(last && next == 0) && !G->steps[next].armed) s = pin_step(G, next);
@@ -521,6 +520,7 @@ static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
     tp_status s = tp_llama_build(G->c, &lo, &g, G->err);
+    if (!s) s = reserve_host(G, g);
     if (!s) s = place_prefill(G, g);
     if (!s) s = plan_exec(G, g, &mg, &x);
     for (uint32_t i = 0; i < (mg ? tp_memgraph_size(mg) : 0) && !s && o->data; i++) {
@@ -661,19 +661,11 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     G->nsteps = (uint32_t)G->L + 1;
     G->steps = calloc(G->nsteps, sizeof *G->steps);
     if (!r->tokens || !G->x || !G->logits || !G->steps) s = oom(G);
-    /* the cache's host copies: at the bottom of the session's host block, each as the cache takes
-     * it (256-aligned), so that plans load them in place */
-    uint64_t hres = 0;
-    for (uint32_t si = 0; si < G->nsteps && !s && o->data; si++) {
-        tp_graph *g = NULL;
-        s = si < G->L ? build_layer(G, si, 0, &g) : build_head(G, 0, &g);
-        if (!s) s = tp_graph_finalize(g, err);
-        for (uint32_t i = 0; !s && i < tp_graph_size(g); i++) {
-            const tp_vertex *v = tp_graph_vertex(g, i);
-            if (v->kind == TP_V_INPUT && strcmp(v->id, "x")) hres += ((v->bytes ? v->bytes : 1) + 255) & ~(uint64_t)255;
-        }
-        tp_graph_free(g);
-    }
+    /* the cache's host copies: at the bottom of the session's host block. need's model and KV
+     * bytes count every step input with 256 bytes of slack, at least what the cache takes of
+     * each (its size rounded up to TP_CACHE_ALIGN_DEFAULT) */
+    _Static_assert(TP_CACHE_ALIGN_DEFAULT <= 256, "need's slack covers the cache's rounding");
+    uint64_t hres = o->data ? r->need.model_bytes + r->need.kv_bytes : 0;
     /* the session: the caps, and host memory for the largest plan's inputs and offloads */
     /* (the decode plans' inputs: the cache's host copies, read in place; without data, a copy of
      * the model's bytes for them) */

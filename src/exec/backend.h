@@ -96,8 +96,8 @@ typedef struct tp__backend_ops {
     tp_status (*open)(tp_backend *be, int ndevices, const uint64_t *cap, uint64_t host_bytes, tp_error *err);
     void (*close)(tp_backend *be);
     /* Optional (NULL: not addressable, e.g. a backend that holds no data): the open session's host
-     * block, which the caller may read and write directly while no plan is prepared (pinned
-     * memory on cuda, so loads from it need no staging); NULL when no session is open. */
+     * block, which the caller may read and write directly while no plan runs (pinned memory on
+     * cuda, so loads from it need no staging); NULL when no session is open. */
     void *(*host_block)(tp_backend *be);
     /* a run starts (NULL: nothing to do): a backend resets what it counts per run (the
      * lower bound's sums), so every run of one executor is reported on its own */

@@ -514,8 +514,9 @@ void tp_cache_opts_init(tp_cache_opts *o, int ndevices, const uint64_t *size)
 void tp_cache_free(tp_cache *c)
 {
     if (!c) return;
-    for (uint32_t i = 0; i < c->nt && !c->harena; i++) free(c->t[i].host);
-    if (c->harena) tp__range_free(&c->hrange);
+    if (c->harena) tp__range_free(&c->hrange); /* the copies are the arena owner's bytes */
+    else
+        for (uint32_t i = 0; i < c->nt; i++) free(c->t[i].host);
     for (int d = 0; c->dev && d < c->nd; d++) {
         tp__range_free(&c->dev[d].range);
         free(c->dev[d].heap.v);

@@ -354,13 +354,11 @@ static tp_status check_sessions(const tp_graph *g, tp_error *err)
     tp_status st = TP_OK;
     for (size_t k = 1; k < m && !st; k++)
         if (sp[k].device == sp[k - 1].device && sp[k].a < sp[k - 1].b) {
-            char where[48];
-            if (sp[k].device < 0) snprintf(where, sizeof where, "host region");
-            else snprintf(where, sizeof where, "resident region");
             char dev[32] = "";
             if (sp[k].device >= 0) snprintf(dev, sizeof dev, " on device %d", sp[k].device);
-            st = tp__fail(err, TP_ERR_INVALID, "vertex '%s': %s [%llu, %llu)%s overlaps that of '%s' [%llu, %llu)", g->v[sp[k].v].id,
-                          where, (unsigned long long)sp[k].a, (unsigned long long)sp[k].b, dev, g->v[sp[k - 1].v].id,
+            st = tp__fail(err, TP_ERR_INVALID, "vertex '%s': %s region [%llu, %llu)%s overlaps that of '%s' [%llu, %llu)",
+                          g->v[sp[k].v].id, sp[k].device < 0 ? "host" : "resident", (unsigned long long)sp[k].a,
+                          (unsigned long long)sp[k].b, dev, g->v[sp[k - 1].v].id,
                           (unsigned long long)sp[k - 1].a,
                           (unsigned long long)sp[k - 1].b);
         }
@@ -571,6 +569,9 @@ tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int ho
     tp__sess *s = NULL;
     tp_status st = sess_set(g, v, "resident", &s, err);
     if (st) return st;
+    if (!host_copy && s->host_fixed)
+        return tp__fail(err, TP_ERR_ARG, "vertex '%s': resident with no host copy, but its host copy is placed ('host')",
+                        g->v[v].id);
     /* after finalize: this declaration checked at once (overlaps: the planner checks those) */
     if (g->finalized && (st = check_resident(&g->v[v], offset, TP_ERR_ARG, err))) return st;
     s->resident = 1;
@@ -583,6 +584,8 @@ tp_status tp_graph_set_resident(tp_graph *g, uint32_t v, uint64_t offset, int ho
 tp_status tp_graph_set_host_reserved(tp_graph *g, uint64_t bytes, tp_error *err)
 {
     if (!g) return tp__fail(err, TP_ERR_ARG, "host_reserved: no graph");
+    if (bytes > (uint64_t)INT64_MAX) /* what the JSON formats can carry */
+        return tp__fail(err, TP_ERR_ARG, "host_reserved: %llu bytes is more than 2^63-1", (unsigned long long)bytes);
     g->host_reserved = bytes;
     return TP_OK;
 }
@@ -595,6 +598,8 @@ uint64_t tp_graph_host_reserved(const tp_graph *g)
 tp_status tp_graph_set_host(tp_graph *g, uint32_t v, uint64_t offset, tp_error *err)
 {
     tp__sess *s = NULL;
+    if (offset > (uint64_t)INT64_MAX)
+        return tp__fail(err, TP_ERR_ARG, "'host': offset %llu is more than 2^63-1", (unsigned long long)offset);
     tp_status st = sess_set(g, v, "host", &s, err);
     if (st) return st;
     /* after finalize: this declaration checked at once (overlaps: the planner checks those) */

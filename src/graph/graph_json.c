@@ -380,10 +380,10 @@ static tp_status add_vertex_checked(rd *r, size_t i, const vrec *f)
         if (f->res_load == F_BAD || f->res_pin == F_BAD)
             return vbad(r, i, id, "field 'resident': 'load' and 'pin' must be true or false");
     }
-    if (f->host && (f->host != F_OK || f->hostv < 0))
-        return vbad(r, i, id, "field 'host' must be a non-negative integer (the input's offset in the reserved host bytes)");
     if (f->inplace && (f->inplace != F_OK || f->inplacev < 0 || f->inplacev > INT32_MAX))
         return vbad(r, i, id, "field 'inplace' must be a non-negative integer (an argument index)");
+    if (f->host && (f->host != F_OK || f->hostv < 0))
+        return vbad(r, i, id, "field 'host' must be a non-negative integer (the input's offset in the reserved host bytes)");
     char *attrs = NULL;
     if (f->attrs == F_BAD) return vbad(r, i, id, "field 'attrs' must be an object");
     if (f->inputs == F_BAD) return vbad(r, i, id, "field 'inputs' must be an array of vertex ids");

@@ -1132,7 +1132,11 @@ tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__
          * here) */
         if (!P->st) qsort(fix, nfix, sizeof *fix, tp__span_cmp);
         for (uint32_t i = 0; i < nfix && !P->st; i++) {
-            if (i && fix[i].a < fix[i - 1].b)
+            if (fix[i].b > reserved) /* placed, then the reserve shrunk after finalize */
+                P->st = tp__fail(err, TP_ERR_ARG, "vertex '%s': its host region [%llu, %llu) is not inside the reserved host "
+                                 "bytes [0, %llu)", V_(P, fix[i].v)->id, (unsigned long long)fix[i].a,
+                                 (unsigned long long)fix[i].b, (unsigned long long)reserved);
+            else if (i && fix[i].a < fix[i - 1].b)
                 P->st = tp__fail(err, TP_ERR_ARG, "vertex '%s': its host region overlaps that of '%s'", V_(P, fix[i].v)->id,
                                  V_(P, fix[i - 1].v)->id);
             else {
@@ -1142,8 +1146,9 @@ tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__
         }
         free(fix);
         if (!P->st) qsort(ins, nin, sizeof *ins, need_cmp);
-        uint64_t in_end = reserved % 256 && P->host_cap - reserved >= 256 - reserved % 256 ? reserved + (256 - reserved % 256)
-                                                                                          : reserved;
+        /* the rest from R rounded up to the largest alignment (no room for that: none at all) */
+        uint64_t pad = (TP__MAX_ALIGN - reserved % TP__MAX_ALIGN) % TP__MAX_ALIGN;
+        uint64_t in_end = pad <= P->host_cap - reserved ? reserved + pad : P->host_cap;
         for (uint32_t i = 0; i < nin && !P->st; i++) {
             uint32_t x = ins[i].x;
             if (ins[i].bytes > P->host_cap - in_end) {

@@ -187,11 +187,11 @@ static tp_status rewrite(lower *L, const tp_graph *g, tp_error *err)
     L->gsum = malloc(((size_t)nlow + 1) * sizeof *L->gsum);
     L->gfirst = malloc(((size_t)nlow + 1) * sizeof *L->gfirst);
     L->glen = malloc(((size_t)nlow + 1) * sizeof *L->glen);
-    if (L->g2) tp_graph_set_host_reserved(L->g2, tp_graph_host_reserved(g), NULL);
     if (!L->g2 || !L->to2 || !L->gsum || !L->gfirst || !L->glen) {
         s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
         goto done;
     }
+    if ((s = tp_graph_set_host_reserved(L->g2, tp_graph_host_reserved(g), err))) goto done;
     /* in g's topological order, smallest index first (the identity for a graph written in
      * topological order): the builder takes inputs added before */
     if ((s = tp_graph_order(g, TP_ORDER_TOPO, ord, err))) goto done;

@@ -469,6 +469,7 @@ static tp_status check_tasks(V *c)
 {
     uint32_t nt = tp_graph_size(c->tg);
     uint32_t *seen = calloc(4 * (size_t)nt + 1, sizeof *seen), *rseen = seen + nt; /* rseen: resident vertices */
+    const uint64_t hres = tp_graph_host_reserved(c->tg); /* host bytes [0, hres) are the caller's */
     uint32_t *lseen = rseen + nt; /* loads (reloads) of a "load" resident input into its declared region */
     uint32_t *jseen = lseen + nt; /* joins: a sum lowered to a group */
     if (!seen) return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
@@ -557,7 +558,7 @@ static tp_status check_tasks(V *c)
                      i, x->tname);
             break;
         }
-        uint64_t hoff = 0, hres = tp_graph_host_reserved(c->tg);
+        uint64_t hoff = 0;
         int hfixed = t->kind == TP_V_INPUT && tp_graph_host(c->tg, (uint32_t)x->task, &hoff);
         if (x->kind == K_INPUT && hfixed && x->w.off != hoff) {
             s = VIOL("vertex %zu (input %s): its host copy is at offset %llu, the TaskGraph places it at %llu", i, x->tname,
