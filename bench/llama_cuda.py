@@ -127,10 +127,17 @@ for r in rows:
     print(f"| {r['T']} | {r['frac']}% ({r['cap'] / 2 ** 30:.2f} GiB) | {tp} | {r.get('bound', float('nan')):.3f} | "
           f"{r.get('tp_median', float('nan')) / r.get('bound', float('nan')):.2f} | {f('prefetch')} | {f('accelerate')} | "
           f"{ratio('prefetch')} | {ratio('accelerate')} |")
+
+
+def write_csv(fcsv):
+    fcsv.write("tokens,cap_frac,cap_bytes,turnip_best_s,turnip_median_s,h2d_bytes,d2h_bytes,compute_s,bound_s,prefetch_best_s,accelerate_best_s\n")
+    for r in rows:
+        g = lambda k: r[k]["best"] if k in r and "best" in r[k] else ""
+        fcsv.write(f"{r['T']},{r['frac']},{r['cap']},{r.get('tp_best', '')},{r.get('tp_median', '')},{r.get('h2d', '')},"
+                   f"{r.get('d2h', '')},{r['compute']},{r.get('bound', '')},{g('prefetch')},{g('accelerate')}\n")
+
+
 if a.csv:
-    with open(a.csv, "w") as fcsv:
-        fcsv.write("tokens,cap_frac,cap_bytes,turnip_best_s,turnip_median_s,h2d_bytes,d2h_bytes,compute_s,bound_s,prefetch_best_s,accelerate_best_s\n")
-        for r in rows:
-            g = lambda k: r[k]["best"] if k in r and "best" in r[k] else ""
-            fcsv.write(f"{r['T']},{r['frac']},{r['cap']},{r.get('tp_best', '')},{r.get('tp_median', '')},{r.get('h2d', '')},"
-                       f"{r.get('d2h', '')},{r['compute']},{r.get('bound', '')},{g('prefetch')},{g('accelerate')}\n")
+    sys.path.insert(0, os.path.join(here, "..", "scripts"))
+    from atomic_write import write_atomic
+    write_atomic(a.csv, write_csv)

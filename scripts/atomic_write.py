@@ -11,8 +11,16 @@ def write_atomic(path, write, mode="w", newline=None):
     then renamed onto path"""
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=os.path.dirname(os.path.abspath(path)))
     try:
-        with os.fdopen(fd, mode, newline=newline) as f:
+        f = os.fdopen(fd, mode, newline=newline)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    try:
+        with f:
             write(f)
+            f.flush()
+            os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:

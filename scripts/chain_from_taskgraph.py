@@ -145,7 +145,7 @@ def kernel_time(prof, v, size):
 # ---- classifiers: per kernel (time layer, backward?, activation layer or None); per input the
 # ---- weight class ("frozen", "adapter", "moment", or "data" for a0)
 
-LAYERED = re.compile(r"^L(-?\d+)\.d0\.(bw\.)?(.+)$")
+LAYERED = re.compile(r"^L(-?\d{1,9})\.d0\.(bw\.)?(.+)$")
 
 
 def classify_layered(path, verts):
@@ -171,8 +171,8 @@ def classify_layered(path, verts):
     return L, kern, inp
 
 
-TRAIN_FWD = re.compile(r"^L(\d+)\.s\d+\.(r\.|g\.)?")
-TRAIN_ADAPTER = re.compile(r"^base_model\.model\.model\.layers\.(\d+)\.")
+TRAIN_FWD = re.compile(r"^L(\d{1,9})\.s\d+\.(r\.|g\.)?")
+TRAIN_ADAPTER = re.compile(r"^base_model\.model\.model\.layers\.(\d{1,9})\.")
 TRAIN_HEAD = re.compile(r"^s\d+\.(embed|final_norm|logits|lse|loss|dlogits|dfinal|dfinal_norm)(\.|$)")
 TRAIN_DATA = re.compile(r"^(input_ids\.s\d+|labels\.s\d+|hyper)$")
 

@@ -5,8 +5,11 @@ model.safetensors or shards with model.safetensors.index.json), with numpy only.
 usage: make_tiny_llama.py DIR [--dtype float32|bfloat16|float16] [--seed S] [--shards N]
        [--layers L] [--hidden H] [--heads NH] [--kv-heads NKV] [--intermediate F] [--vocab V]
 Defaults: 2 layers, hidden 256, 8 heads, 4 KV heads, intermediate 512, vocab 1000."""
-import argparse, json, os, struct
+import argparse, json, os, struct, sys
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from atomic_write import write_atomic  # noqa: E402
 
 
 def bf16_bits(a):
@@ -23,8 +26,7 @@ def write_st(path, tensors):
         blobs.append(raw)
     h = json.dumps(header).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    write_atomic(path, lambda f: f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs)), "wb")
 
 
 def llama_tensors(cfg):
@@ -51,7 +53,7 @@ def make(d, dtype="float32", seed=0, shards=1, layers=2, hidden=256, heads=8, kv
            "intermediate_size": intermediate, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
            "num_hidden_layers": layers, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "vocab_size": vocab,
            "torch_dtype": dtype, "tie_word_embeddings": False}
-    json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=1)
+    write_atomic(os.path.join(d, "config.json"), lambda f: json.dump(cfg, f, indent=1))
     st = {"float32": "F32", "bfloat16": "BF16", "float16": "F16"}[dtype]
     draw = {"embed": lambda s: rng.standard_normal(s).astype(np.float32) * 0.5,
             "w": lambda s: (rng.standard_normal(s) * 0.05).astype(np.float32),
@@ -67,7 +69,7 @@ def make(d, dtype="float32", seed=0, shards=1, layers=2, hidden=256, heads=8, kv
             part = {nm: t[nm] for nm in names[k::shards]}
             write_st(os.path.join(d, fn), part)
             wm.update({nm: fn for nm in part})
-        json.dump({"metadata": {}, "weight_map": wm}, open(os.path.join(d, "model.safetensors.index.json"), "w"))
+        write_atomic(os.path.join(d, "model.safetensors.index.json"), lambda f: json.dump({"metadata": {}, "weight_map": wm}, f))
     return cfg
 
 

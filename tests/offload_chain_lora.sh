@@ -112,6 +112,11 @@ expect 2 "on one device" /usr/bin/python3 "$S" "$D/g2.json" --profile a100x8
 expect 2 "all or adapters" /usr/bin/python3 "$S" "$D/g.json" --profile a100x8 --weights frozen
 "$T" gen layered --devices 1 --layers 2 --backward -o "$D/lay.json" >/dev/null 2>&1
 expect 2 "for a turnip train graph" /usr/bin/python3 "$S" "$D/lay.json" --profile a100x8 --weights adapters
+# a layer number of 5,000 digits: one line, not a traceback from int()
+/usr/bin/python3 -c 'import json, sys; i = "L" + "9" * 5000 + ".d0.x"
+json.dump({"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": i, "kind": "input", "device": 0, "bytes": 4}],
+           "outputs": [i]}, open(sys.argv[1], "w"))' "$D/bigl.json"
+EXPECT_ONE_LINE=1 expect 2 "is not named L<i>.d0.<name>" /usr/bin/python3 "$S" "$D/bigl.json" --profile a100x8
 EXPECT_ONE_LINE=1 expect 2 "taskgraph-out" "$T" train --model "$D/m" --seq-len 32 --steps 1 --backend sim --taskgraph-out "$D/no/such/dir/g.json"
 absent "$D/no"
 finish offload_chain_lora

@@ -172,6 +172,8 @@ int cli_plan_evictions(const char *cmd, const cli_plan_flags *f, const tp_graph 
                        const tp_chain_machine *machine, tp_plan_evict **owned)
 {
     *owned = NULL;
+    if (f->milp_time_limit && (!f->weight_offload || cli_offload_algo(f->weight_offload) != TP_OFFLOAD_MILP))
+        return cli_errorf(cmd, 2, "--milp-time-limit is for --weight-offload milp");
     if (!f->weight_offload) return 0;
     tp_offload_algo a = cli_offload_algo(f->weight_offload);
     /* the chain's operation order is the graph's file order (topo); another order interleaves
@@ -181,8 +183,6 @@ int cli_plan_evictions(const char *cmd, const cli_plan_flags *f, const tp_graph 
                           !strcmp(cmd, "plan") ? "order" : "plan-order");
     o->order = TP_ORDER_TOPO;
     o->sum_into = 0; /* the evictions name the graph's vertices as given */
-    if (f->milp_time_limit && a != TP_OFFLOAD_MILP)
-        return cli_errorf(cmd, 2, "--milp-time-limit is for --weight-offload milp");
     tp_chain_machine m = {0, 0, f->milp_time_limit};
     if (machine) m.flops_per_s = machine->flops_per_s, m.beta = machine->beta;
     if (a == TP_OFFLOAD_MILP && !(m.flops_per_s > 0 && m.beta > 0))

@@ -53,7 +53,8 @@ static void prio_free(void *state)
 /* prio[v] = cost[v] + the largest prio of v's successors, in reverse topological order */
 static void bottom_levels(const tp__policy_env *env, double *prio)
 {
-    for (uint32_t v = 0; v < env->n; v++) prio[v] = env->cost[v]; /* needs_cost: always there (all reached: a MemGraph is acyclic) */
+    for (uint32_t v = 0; v < env->n; v++) prio[v] = env->cost[v]; /* needs_cost: always there; a vertex the order never
+                                                                      reaches (on a cycle) keeps its own cost */
     tp__bottom_levels(env->succ_off, env->succ, env->order, env->nordered, env->cost, prio);
 }
 

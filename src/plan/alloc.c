@@ -286,7 +286,8 @@ static uint64_t newest_covered(const tp__alloc *a, uint64_t from, int back, uint
 
 /* Where in free run [rs, re) (which holds `size` at its aligned start) an oldest fit goes: at its
  * start or against its end, whichever covers older bytes (the newest release stamp it covers;
- * ties: the start). Either leaves the rest of the run in one piece. A run of age 0 (never used)
+ * ties: the start). Either leaves the rest of the run in one piece, but for less than one
+ * alignment unit at its end when the end is unaligned. A run of age 0 (never used)
  * has nothing older than its start, nor does a start over bytes never used. */
 static uint64_t oldest_in_run(const tp__alloc *a, uint64_t rs, uint64_t re, uint64_t age, uint64_t size, uint64_t al)
 {

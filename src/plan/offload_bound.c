@@ -148,15 +148,6 @@ static int ipm(job *j, glp_prob *P)
     return rc == 0 && glp_ipt_status(P) == GLP_OPT ? 0 : 1;
 }
 
-/* A lower bound on the LP's optimum (min c'x, lo_r <= A_r x <= hi_r, l <= x <= u) from any row
- * duals y: for every feasible x, c'x = d'x + y'Ax with d = c - A'y, and
- *   y'Ax >= sum_r min{y_r z : lo_r <= z <= hi_r},   d'x >= sum_j min{d_j t : l_j <= t <= u_j}.
- * Each y_r is first clamped to the sign its row's finite bounds allow (y_r <= 0 on a row with no
- * lower bound, >= 0 with no upper); columns with no upper bound of their own take colub[j], a
- * bound every feasible point (idle: some optimal point) satisfies. Whatever y's accuracy, the
- * result is a valid bound; the closer y is to optimal, the closer to the optimum. The sums'
- * rounding error is bounded (gamma_n = n eps / (1 - n eps) times the sum of the magnitudes) and
- * subtracted. -HUGE_VAL on out of memory. ipt: the interior point's duals, else the simplex's. */
 /* A solved LP's values, from the interior point's solution (ipt) or the simplex's */
 static double col_prim(glp_prob *lp, int ipt, int k)
 {
@@ -173,6 +164,15 @@ static double obj_val(glp_prob *lp, int ipt)
     return ipt ? glp_ipt_obj_val(lp) : glp_get_obj_val(lp);
 }
 
+/* A lower bound on the LP's optimum (min c'x, lo_r <= A_r x <= hi_r, l <= x <= u) from any row
+ * duals y: for every feasible x, c'x = d'x + y'Ax with d = c - A'y, and
+ *   y'Ax >= sum_r min{y_r z : lo_r <= z <= hi_r},   d'x >= sum_j min{d_j t : l_j <= t <= u_j}.
+ * Each y_r is first clamped to the sign its row's finite bounds allow (y_r <= 0 on a row with no
+ * lower bound, >= 0 with no upper); columns with no upper bound of their own take colub[j], a
+ * bound every feasible point (idle: some optimal point) satisfies. Whatever y's accuracy, the
+ * result is a valid bound; the closer y is to optimal, the closer to the optimum. The sums'
+ * rounding error is bounded (gamma_n = n eps / (1 - n eps) times the sum of the magnitudes) and
+ * subtracted. -HUGE_VAL on out of memory. ipt: the interior point's duals, else the simplex's. */
 static double dual_bound(glp_prob *lp, int ipt, const double *colub)
 {
     int m = glp_get_num_rows(lp), n = glp_get_num_cols(lp);

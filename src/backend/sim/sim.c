@@ -140,9 +140,6 @@ static int vector_op(const tp_vertex *tv)
     return tv->kind == TP_V_KERNEL && strcmp(tv->op, "matmul") != 0;
 }
 
-/* kernel or accumulate v of mg with no jitter and no wake-up: launch + max(flops / (rate x
- * efficiency), bytes touched / memory bandwidth) of its work (tp_memgraph_work), the rate the
- * matmul peak or, for `vector` ops, the vector rate. Its flops into *flops. */
 /* flops per second of a kernel: the matmul peak or, for `vector` ops, the vector rate (when the
  * profile has one), times the efficiency */
 static double kernel_rate(const tp_sim_profile *p, int vector)
@@ -150,6 +147,9 @@ static double kernel_rate(const tp_sim_profile *p, int vector)
     return (vector && p->vector_flops > 0 ? p->vector_flops : p->peak_flops) * p->efficiency;
 }
 
+/* kernel or accumulate v of mg with no jitter and no wake-up: launch + max(flops / (rate x
+ * efficiency), bytes touched / memory bandwidth) of its work (tp_memgraph_work), the rate the
+ * matmul peak or, for `vector` ops, the vector rate. Its flops into *flops. */
 static double kernel_time(const tp_sim_profile *p, const tp_memgraph *mg, uint32_t v, int vector, double *flops)
 {
     double bytes;
