@@ -11,9 +11,12 @@ latency policy, where nothing moves). A random checkpoint is made with bench/gen
 On a GPU (--backend cuda) nothing is throttled: --link-gbps is then the measured host-to-device
 rate (build/bench_cuda_copy) that the time bound divides by.
 
+--plans token (the default) or layer is passed to every run (a plan per decode step, or per
+layer and head; --lookahead only with layer).
+
 usage: bench/generate_bench.py TURNIP [--model DIR] [--layers 16] [--hidden 256] [--link-gbps 1]
        [--caps 100,50,25] [--policies latency,lru,fifo,size] [--repeats 3] [--new-tokens 17]
-       [--backend cpu|cuda]
+       [--plans token|layer] [--lookahead 0|1] [--backend cpu|cuda]
 """
 import argparse
 import os
@@ -71,6 +74,7 @@ def main():
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--intermediate", type=int, default=688)
     ap.add_argument("--vocab", type=int, default=512)
+    ap.add_argument("--plans", choices=("token", "layer"), default="token")
     ap.add_argument("--lookahead", default="0")
     ap.add_argument("--link-gbps", type=float, default=1.0)
     ap.add_argument("--caps", default="100,50,25")
@@ -90,12 +94,12 @@ def main():
                         "--hidden", str(a.hidden), "--heads", "8", "--kv-heads", "4", "--intermediate", str(a.intermediate),
                         "--vocab", str(a.vocab), "--new-tokens", "2", "--repeats", "3"], check=True, capture_output=True)
     print("machine: %s" % machine())
-    print("backend %s; model: %s; link %.2f GB/s%s; prompt %d, %d new tokens; %d repeats per figure; figures are the steady state "
-          "(decode steps after the first, which fills the empty cache)" % (a.backend, model if a.model else
+    print("backend %s, --plans %s; model: %s; link %.2f GB/s%s; prompt %d, %d new tokens; %d repeats per figure; figures are the "
+          "steady state (decode steps after the first, which fills the empty cache)" % (a.backend, a.plans, model if a.model else
           "random, %d layers, hidden %d, intermediate %d, 8 heads (4 KV), vocab %d, f32" % (a.layers, a.hidden, a.intermediate, a.vocab),
           a.link_gbps, " (measured, not throttled)" if a.backend == "cuda" else " (throttled)", a.prompt_len, a.new_tokens, a.repeats))
     base = ["--model", model, "--seq-len", str(a.prompt_len), "--max-new-tokens", str(a.new_tokens),
-            "--quiet", "--no-verify", "--lookahead", a.lookahead]
+            "--quiet", "--no-verify", "--plans", a.plans] + (["--lookahead", a.lookahead] if a.plans == "layer" else [])
     base += ["--backend", "cuda"] if a.backend == "cuda" else ["--link-bandwidth", str(a.link_gbps)]
     results = {}
     for cap in a.caps.split(","):

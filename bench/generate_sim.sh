@@ -6,9 +6,10 @@
 # step, which fills the empty cache), the bytes moved per token, and the link bound: bytes
 # (weights + KV - the devices' memory) over one device's host link (decode steps run one
 # device at a time). The simulator is deterministic: three runs give one figure (checked).
-# usage: bench/generate_sim.sh [TURNIP]
+# usage: bench/generate_sim.sh [TURNIP [generate flags, e.g. --plans layer]]
 set -euo pipefail
 T=${1:-build/turnip}
+extra=("${@:2}")
 cd "$(dirname "$0")/.."
 printf '%-5s %-7s %-4s %-10s %-12s %-12s %-10s %-12s %-10s\n' model machine D cap "s/token" "GB/token" "bound GB" "bound s" "x bound"
 for m in 7b 65b; do
@@ -19,7 +20,7 @@ for m in 7b 65b; do
         runs=()
         for r in 1 2 3; do
             out=$("$T" generate --preset "$m" --backend sim --machine "$mach" --devices "$D" --seq-len 128 \
-                --max-new-tokens 5 --device-mem 25% --no-verify)
+                --max-new-tokens 5 --device-mem 25% --no-verify ${extra[@]+"${extra[@]}"})
             runs+=("$(echo "$out" | grep -o '(run [0-9.]* s), moved .*')")
         done
         [ "${runs[0]}" = "${runs[1]}" ] && [ "${runs[1]}" = "${runs[2]}" ] || { echo "runs differ: ${runs[*]}"; exit 1; }

@@ -2,12 +2,12 @@
 # turnip generate at the smallest cap it accepts (the "a step at least" it prints) gives the
 # tokens and the logits of an unconstrained run (everything streams), and one KiB less is
 # refused with exit 2 before anything runs.
-# usage: generate_mincap.sh TURNIP
+# usage: generate_mincap.sh TURNIP [generate flags, e.g. --plans token]
 set -euo pipefail
 T=$1
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
-args=(--preset tiny --seq-len 12 --batch 2 --max-new-tokens 6 --quiet)
+args=(--preset tiny --seq-len 12 --batch 2 --max-new-tokens 6 --quiet "${@:2}")
 full=$("$T" generate "${args[@]}" --device-mem 100% --out "$D/full.st")
 min=$(echo "$full" | sed -n 's/.*a step at least \([0-9.]*\) \([KMG]i\)B.*/\1\2B/p')
 [ -n "$min" ] || { echo "no 'a step at least' in: $full"; exit 1; }

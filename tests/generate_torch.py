@@ -23,7 +23,11 @@ the prefill test's tolerance of the reference's, the tokens equal to the referen
 tokens; `--order random` with seeds 1 and 2 bit-identical; seeded top-k sampling repeatable,
 every token among the top 5 of its step's logits, and a second seed a valid run.
 
-usage: generate_torch.py TURNIP [cpu|cuda|cuda-fast]    (exit 0 passed, 1 failed, 77 skipped)
+Every run passes `--plans` when the command line names it (layer: a plan per layer and one for
+the head; token: one plan per decode step), so both decode modes meet the same checks.
+
+usage: generate_torch.py TURNIP [cpu|cuda|cuda-fast] [--plans layer|token]
+                                                        (exit 0 passed, 1 failed, 77 skipped)
        generate_torch.py --self-check                   (the reference alone)"""
 import json, os, shutil, subprocess, sys, tempfile, time
 import numpy as np
@@ -482,10 +486,22 @@ def main():
         return 0
 
     from tputil import need_backend, backend_flags
-    turnip = sys.argv[1]
-    backend = sys.argv[2] if len(sys.argv) > 2 else "cpu"
+    args = sys.argv[1:]
+    plans = []
+    if "--plans" in args:
+        k = args.index("--plans")
+        if k + 1 >= len(args) or args[k + 1] not in ("layer", "token"):
+            print("--plans takes layer or token")
+            return 2
+        plans = args[k:k + 2]
+        del args[k:k + 2]
+    turnip = args[0]
+    backend = args[1] if len(args) > 1 else "cpu"
     need_backend(turnip, backend)
     bflags, fast = backend_flags(backend)
+    bflags = bflags + plans
+    if plans:
+        print(f"every run with {' '.join(plans)}")
     run = Runner(turnip, bflags, fast, tmp)
     Ws = {name: load_weights(d, cfg) for name, (d, cfg) in models.items()}
 

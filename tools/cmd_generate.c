@@ -13,7 +13,7 @@
 typedef struct {
     cli_exec_flags x;
     cli_backend_flags b;
-    const char *model, *preset, *prompt_ids, *device_mem, *policy, *out, *machine, *plan_order;
+    const char *model, *preset, *prompt_ids, *device_mem, *policy, *out, *machine, *plan_order, *plans;
     long long seq_len, max_new, devices, batch, top_k, prefetch, vocab_chunks, lookahead;
     double temperature;
     int no_verify, quiet;
@@ -21,6 +21,8 @@ typedef struct {
 
 static const char *const prefetch_help = "latency policy: 0 none, 1 into free memory (the default), 2 also evicting\n"
                                          "tensors hinted later than the prefetched one";
+
+static const char *const plans_names[] = {"token", "layer", NULL};
 
 static const cli_opt opts[] = {
     CLI_O_STR("--model", "DIR", flags, model, "a Hugging Face checkpoint: config.json and model.safetensors (or shards)"),
@@ -37,8 +39,14 @@ static const cli_opt opts[] = {
     CLI_O_INT("--batch", "B", flags, batch, 1, 1 << 20, "sequences generated together (default: the prompts given, or 1)"),
     CLI_O_STR("--policy", "NAME", flags, policy, "the tensor cache's eviction: fifo, lru, size or latency (the default)"),
     CLI_O_INT("--prefetch", "0|1|2", flags, prefetch, 0, 2, prefetch_help),
+    CLI_O_CHOICE("--plans", "token|layer", flags, plans, plans_names,
+                 "token (the default): a decode step is one plan, its tensors pinned in layer order\n"
+                 "while they fit the cache's range, the rest streamed through the plan's own memory\n"
+                 "and loaded beside the compute of the layers before them (every policy then keeps\n"
+                 "the same tensors); layer: a plan per layer and one for the head, the policy\n"
+                 "deciding what stays between them"),
     CLI_O_INT("--lookahead", "0|1", flags, lookahead, 0, 1,
-              "1: each step also pins the next step's tensors, so their loads\n"
+              "--plans layer: 1: each step also pins the next step's tensors, so their loads\n"
               "overlap its compute (one step more pinned); 0 (the default): only its own"),
     CLI_O_NUM("--temperature", "T", flags, temperature, 0, 100, "0 (the default): greedy; else sample from softmax(logits / T)"),
     CLI_O_INT("--top-k", "K", flags, top_k, 0, INT32_MAX, "sample among the K likeliest tokens (0: all; default 0)"),
@@ -65,17 +73,18 @@ static void help(FILE *f)
         f,
         "usage: turnip generate (--model DIR | --preset NAME) (--prompt-ids 1,2,3[;4,5,6..] | --seq-len N)\n"
         "                       --max-new-tokens N --device-mem SIZE|P% [--devices D] [--batch B]\n"
-        "                       [--policy fifo|lru|size|latency] [--prefetch 0|1|2] [--lookahead 0|1]\n"
+        "                       [--policy fifo|lru|size|latency] [--prefetch 0|1|2] [--plans token|layer]\n"
+        "                       [--lookahead 0|1]\n"
         "                       [--temperature T --top-k K] [--seed S] [--out FILE] [--order POLICY]\n"
         "                       [--backend cpu|cuda|sim] [--machine NAME] [--link-bandwidth GB/s] [--link-latency us]\n"
         "                       [--streams N] [--matmul fast|exact] [--vocab-chunks C] [--no-verify] [--quiet]\n"
         "\n"
-        "Generates text: the prompt is prefilled by one plan, then every new token is one decode step\n"
-        "of small plans (one per layer, one for the head) whose weights and K/V cache live in a tensor\n"
-        "cache: what stays on the devices between plans is the cache policy's choice, loads and\n"
-        "prefetches run inside the plans, beside the compute, and the K/V append writes one row in\n"
-        "place. Prints the tokens, the time to first token, decode tokens/s and bytes moved per token\n"
-        "against the bound (weights + KV cache - capacity, when positive).\n"
+        "Generates text: the prompt is prefilled by one plan, then every new token is one decode step:\n"
+        "one plan (--plans token, the default) or a plan per layer and one for the head (--plans\n"
+        "layer). Weights and the K/V cache live in a tensor cache: what stays on the devices between\n"
+        "plans is the cache's, the rest is loaded inside the plans, beside the compute, and the K/V\n"
+        "append writes one row in place. Prints the tokens, the time to first token, decode tokens/s\n"
+        "and bytes moved per token against the bound (weights + KV cache - capacity, when positive).\n"
         "\n",
         opts, "exit: 0 ok, 2 unusable input or a cap below the smallest step (said before it starts)\n");
 }
@@ -171,6 +180,8 @@ static int run(int argc, char **argv)
     }
     int use_sim = fl.b.name && !strcmp(fl.b.name, "sim");
     if (fl.machine && !use_sim) return cli_usage_error("generate", "--machine is for --backend sim", NULL);
+    if (fl.lookahead && !(fl.plans && !strcmp(fl.plans, "layer")))
+        return cli_usage_error("generate", "--lookahead 1 pins the next layer's tensors: it needs --plans layer", NULL);
     if (!use_sim && !fl.device_mem) return cli_usage_error("generate", "--device-mem is required", NULL);
     if (use_sim && fl.out) return cli_usage_error("generate", "--out needs data: not with --backend sim", NULL);
     tp_error e;
@@ -312,6 +323,7 @@ static int run(int argc, char **argv)
     go.plan_order = TP_ORDER_DEFAULT;
     go.verify = !fl.no_verify;
     go.lookahead = (int)fl.lookahead;
+    go.per_token = !fl.plans || !strcmp(fl.plans, "token");
     go.data = !use_sim;
     go.on_step = on_step;
     go.ctx = &rp;

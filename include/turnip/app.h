@@ -101,6 +101,9 @@ typedef struct tp_gen_opts {
     int lookahead;                 /* 1: a step pins the next step's tensors, so their loads run
                                       in its plan beside its compute (one step's tensors more
                                       pinned at a time) */
+    int per_token;                 /* 1: a decode step is one plan (every layer and the head), its
+                                      tensors pinned in order while they fit, the rest streamed
+                                      through the plan's memory; 0: a plan per layer and the head */
     int data;                      /* 0: the backend holds no data (sim): timings and bytes only */
     void (*on_step)(void *ctx, const tp_gen_step *st);
     void *ctx;
@@ -193,6 +196,9 @@ typedef struct tp_train_run_opts {
     tp_order plan_order;           /* the planner's serial order (TP_ORDER_TOPO: the builder's) */
     int no_sum_into;               /* 1: plan the gradient sums as kernels (tp_plan_opts.sum_into 0) */
     int verify;                    /* 1: every plan is checked by the verifier before it runs */
+    int per_token;                 /* 1: a decode step is one plan (every layer and the head), its
+                                      tensors pinned in order while they fit, the rest streamed
+                                      through the plan's memory; 0: a plan per layer and the head */
     int data;                      /* 0: the backend holds no data (sim): timings and bytes only */
     void (*on_step)(void *ctx, const tp_train_step *st);
     void *ctx;

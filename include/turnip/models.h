@@ -142,6 +142,16 @@ tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_
  * tp_llama_build names them). Output "logits" f32 [B, vocab]. Uses devices, device, batch,
  * vocab_chunks. */
 tp_status tp_llama_decode_head(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err);
+/* The device of layer l (l = layers: the head) when a decode step is spread over `devices`:
+ * contiguous groups, l * devices / (layers + 1). */
+int tp_llama_decode_device(const tp_llama_config *c, int devices, int64_t layer);
+/* A whole decode step in one graph, NOT finalized: every layer, then the head, layer l on
+ * tp_llama_decode_device(c, devices, l), the residual stream moved by a transfer where the
+ * device changes ("L<l>.x.to<d>"). Inputs: "x" (device 0), and each layer's and the head's
+ * inputs as tp_llama_decode_layer/head name them. Outputs: "L<l>.k_new" and "L<l>.v_new" of
+ * every layer, "logits". Uses devices (at most layers + 1), batch, pos, max_len, vocab_chunks;
+ * device and layer are ignored. */
+tp_status tp_llama_decode_token(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err);
 
 /* ---- LLaMA LoRA training: one optimizer step (src/models/llama_train.c, issue 13) ------- */
 

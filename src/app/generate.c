@@ -1,27 +1,40 @@
 /* generate.c - LLaMA text generation with a growing KV cache on a tensor cache (issue 12).
  *
- * Design: TURNIP inside a step, Ravenstore across steps. The prompt is prefilled by the
+ * Design: TURNIP inside a plan, Ravenstore across plans. The prompt is prefilled by the
  * ordinary prefill plan (tp_llama_build with a batch and the K/V of every layer as outputs),
- * run in a session. Then every decode step runs layer by layer: each layer (and the final
- * norm + lm_head) is a small static TaskGraph (tp_llama_decode_layer/head) planned by
- * BUILDMEMGRAPH and run by the executor in the same session. What stays on the devices
- * between those plans is the tensor cache's decision (turnip/cache.h, deferred mode): before
- * a layer's plan, the driver gets (pins) every tensor the layer reads — its weights and its
- * K and V cache tensors — and asks the policy to prefetch; a tensor that was not resident
- * becomes a resident input with "load" (the plan itself copies it from the host into the
- * region the cache chose, on the copy engine, so prefetches of the next layers overlap this
- * layer's compute), and every tensor the cache holds on that device is declared "pin" so the
- * plan's own temporaries go around them. The K/V append is a write_slice in place on the
- * pinned cache tensor (one row per head moves); the new rows are also outputs, written into
- * the cache's host copies (write-through), so an evicted K/V tensor is never dirty.
- * After the plan the tensors are put back with their exact next access (the decode access
- * pattern repeats every token), which is what the latency-aware policy uses.
+ * run in a session. Then every decode step (one new token per sequence) runs in the same
+ * session, in one of two shapes (tp_gen_opts.per_token):
+ *
+ * - a plan per step (the default of `turnip generate`): the whole step, every layer and the
+ *   head, is one TaskGraph (tp_llama_decode_token) planned by BUILDMEMGRAPH. Its cache tensors
+ *   are pinned in layer order while they fit each device's range; the others are streamed:
+ *   plain inputs read from their host copies, which the planner loads just before their use
+ *   into the plan's own memory (below the range: the step's activations and room for two of
+ *   the largest tensors, one in use and the next loading), so the loads of later layers run
+ *   beside the compute of earlier ones. Bytes per step: what is streamed, that is everything
+ *   but the range (the bound's excess is the plan's room). The pinned set is the same every
+ *   step, whatever the policy.
+ * - a plan per layer (and one for the head): each is a small TaskGraph
+ *   (tp_llama_decode_layer/head). What stays on the devices between those plans is the
+ *   policy's decision: before a layer's plan, the driver gets (pins) every tensor the layer
+ *   reads (weights, K and V) and asks the policy to prefetch; a tensor that was not resident
+ *   becomes a resident input with "load" (the plan copies it from the host into the region
+ *   the cache chose, on the copy engine). After the plan the tensors are put back with their
+ *   exact next access (the pattern repeats every step), which the latency-aware policy uses;
+ *   LRU and FIFO evict just what the next layers need.
+ *
+ * In both, every tensor the cache holds is a pinned resident input, so a plan's temporaries go
+ * around them; loads read the host copies in place (the cache keeps them at the bottom of the
+ * session's host block). The K/V append is a write_slice in place on the cache tensor (one row
+ * per head moves); the new rows are also outputs, written into the cache's host copies
+ * (write-through), so an evicted or streamed K/V tensor is never dirty.
  *
  * The embedding lookup of the new tokens is done on the host from the table (one row per
  * sequence), so the table never needs device memory unless it is also the lm_head.
- * Devices: the L layer steps and the head step are spread over the D <= L + 1 devices in
- * contiguous groups (step i on device i*D/(L+1));
- * the residual stream moves through the host between steps (B x hidden floats). */
+ * Devices: the L layers and the head are spread over the D <= L + 1 devices in contiguous
+ * groups (layer i on device i*D/(L+1), tp_llama_decode_device); the residual stream (B x
+ * hidden floats) moves through the host between the plans of layers, by a transfer inside
+ * a plan per step. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +84,7 @@ static tp_status oom(gen *G)
 /* the device of step i (layers 0..L-1, then the head L): contiguous groups of steps */
 static int layer_dev(const gen *G, int64_t l)
 {
-    return (int)(l * G->D / (G->L + 1));
+    return tp_llama_decode_device(G->c, G->D, l);
 }
 
 /* ---- sizes ------------------------------------------------------------------------------- */
@@ -389,6 +402,117 @@ static tp_status place_prefill(gen *G, tp_graph *g)
     return s;
 }
 
+/* Write-through: layer l's new K/V rows (outputs kn, vn of the plan) into the cache's host
+ * copies at position pos, so an evicted K/V tensor is never dirty. */
+static tp_status write_kv(gen *G, tp_exec *x, const tp_memgraph *mg, uint32_t l, const char *kn, const char *vn, int64_t pos)
+{
+    uint64_t rows = (uint64_t)G->B * (uint64_t)G->KVH, rb = (uint64_t)G->hd * 4;
+    float *tmp = malloc(rows * rb + 1);
+    tp_status s = tmp ? TP_OK : oom(G);
+    for (int kv = 0; kv < 2 && !s; kv++) {
+        s = read_output(G, x, mg, kv ? vn : kn, tmp, rows * rb);
+        char nm[64];
+        snprintf(nm, sizeof nm, "kv.%lld.%s", (long long)l, kv ? "v" : "k");
+        int j = step_find(&G->steps[l], nm);
+        float *h = j >= 0 ? tp_cache_host(G->cache, G->steps[l].ids[j]) : NULL;
+        if (!s && !h) s = tp__fail(G->err, TP_ERR_INVALID, "generate: no K/V cache tensor '%s'", nm);
+        for (uint64_t r = 0; r < rows && !s; r++)
+            memcpy(h + (r * (uint64_t)G->maxlen + (uint64_t)pos) * (uint64_t)G->hd, tmp + r * (uint64_t)G->hd, rb);
+    }
+    free(tmp);
+    return s;
+}
+
+/* The session inputs of plan g, which reads the tensors of steps s0..s1 (pinned or streamed
+ * by pin_step): every tensor the cache holds on devices d0..d1, and every load pending
+ * elsewhere, becomes a pinned resident input where the cache put it, "load" when it is to be
+ * loaded (from its host copy, in place) — a step's tensor under its name, any other as an
+ * input "cache.N" of its own so the plan's temporaries go around it —; the streamed tensors
+ * are plain inputs read from their host copies. Finalizes g. *res and *vert (malloc'd, *nres
+ * entries) pair the resident tensors with their vertices for write_inputs. */
+static tp_status declare_inputs(gen *G, tp_graph *g, uint32_t s0, uint32_t s1, int d0, int d1, tp_cache_id **res, uint32_t **vert,
+                                uint32_t *nres)
+{
+    const tp_cache_load *pend = NULL;
+    uint32_t npend = tp_cache_pending(G->cache, &pend), n = npend;
+    for (int d = d0; d <= d1; d++) n += tp_cache_residents(G->cache, d, NULL, 0);
+    tp_cache_id *r = *res = malloc((n + 1) * sizeof *r);
+    uint32_t *vx = *vert = malloc((n + 1) * sizeof *vx);
+    if (!r || !vx) return oom(G);
+    uint32_t k = 0;
+    for (int d = d0; d <= d1; d++) k += tp_cache_residents(G->cache, d, r + k, n - k);
+    for (uint32_t q = 0; q < npend; q++)
+        if (pend[q].device < d0 || pend[q].device > d1) r[k++] = pend[q].id;
+    *nres = k;
+    tp_status s = TP_OK;
+    for (uint32_t i = 0; i < k && !s; i++) {
+        uint64_t off;
+        int rd;
+        tp_cache_where(G->cache, r[i], &rd, &off);
+        const char *name = NULL;
+        for (uint32_t si = s0; si <= s1 && !name; si++)
+            for (uint32_t j = 0; j < G->steps[si].n && !name; j++)
+                if (G->steps[si].ids[j] == r[i] && G->steps[si].dev == rd) name = G->steps[si].names[j];
+        if (name) {
+            int64_t v = tp_graph_find(g, name);
+            if (v < 0) s = tp__fail(G->err, TP_ERR_INVALID, "generate: the step graph has no input '%s'", name);
+            else vx[i] = (uint32_t)v;
+        } else {
+            char id[32];
+            snprintf(id, sizeof id, "cache.%u", (unsigned)r[i]);
+            s = tp_graph_add_input(g, id, rd, TP_DT_NONE, -1, NULL, tp_cache_bytes(G->cache, r[i]), &vx[i], G->err);
+        }
+    }
+    if (!s) s = tp_graph_finalize(g, G->err);
+    for (uint32_t i = 0; i < k && !s; i++) {
+        int d;
+        uint64_t off;
+        int load = 0;
+        for (uint32_t q = 0; q < npend; q++) load |= pend[q].id == r[i];
+        tp_cache_where(G->cache, r[i], &d, &off);
+        s = tp_graph_set_resident(g, vx[i], off, load, G->err);
+        if (!s) s = tp_graph_set_resident_flags(g, vx[i], TP_RESIDENT_PIN | (load ? TP_RESIDENT_LOAD : 0u), G->err);
+        if (!s && load) s = place_host(G, g, vx[i], r[i]);
+    }
+    for (uint32_t si = s0; si <= s1 && !s; si++) /* streamed: plain inputs, loaded from their host copies */
+        for (uint32_t j = 0; j < G->steps[si].n && !s; j++)
+            if (G->steps[si].streamed[j]) {
+                int64_t v = tp_graph_find(g, G->steps[si].names[j]);
+                s = v < 0 ? tp__fail(G->err, TP_ERR_INVALID, "generate: the step graph has no input '%s'", G->steps[si].names[j])
+                          : place_host(G, g, (uint32_t)v, G->steps[si].ids[j]);
+            }
+    return s;
+}
+
+/* The input bytes of plan mg (declare_inputs made it) the executor x reads from the host: the
+ * residual stream "x", and every loaded or streamed tensor the plan does not read in place
+ * (host-placed), from its host copy. */
+static tp_status write_inputs(gen *G, const tp_graph *g, const tp_memgraph *mg, tp_exec *x, uint32_t s0, uint32_t s1,
+                              const tp_cache_id *res, const uint32_t *vert, uint32_t nres)
+{
+    tp_status s = TP_OK;
+    for (uint32_t i = 0; i < tp_memgraph_size(mg) && !s && G->o->data; i++) {
+        tp_mvertex mv;
+        tp_memgraph_vertex(mg, i, &mv);
+        if (mv.kind != TP_M_INPUT) continue;
+        const char *id = tp_graph_vertex(g, mv.task)->id;
+        const void *h = NULL;
+        int placed = tp_graph_host(g, mv.task, NULL);
+        if (!strcmp(id, "x")) h = G->x;
+        for (uint32_t k = 0; k < nres && !h; k++)
+            if (vert[k] == mv.task) h = tp_cache_host(G->cache, res[k]);
+        for (uint32_t si = s0; si <= s1 && !h; si++)
+            for (uint32_t j = 0; j < G->steps[si].n && !h; j++)
+                if (G->steps[si].streamed[j] && !strcmp(G->steps[si].names[j], id)) {
+                    h = tp_cache_host(G->cache, G->steps[si].ids[j]);
+                    G->r->streamed_bytes += mv.write.bytes;
+                }
+        if (!h) s = tp__fail(G->err, TP_ERR_ARG, "generate: no host copy for input '%s'", id);
+        else if (!placed) s = tp_exec_write(x, &mv.write, h, G->err);
+    }
+    return s;
+}
+
 /* One step (a layer si < L, or the head) of decode position pos. With lookahead, the next
  * step's tensors are pinned now, so their loads run in this plan beside its compute. */
 static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *run_s, uint64_t *bytes)
@@ -404,71 +528,11 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
     uint32_t next = si + 1 < G->nsteps ? si + 1 : 0;
     if (!s && G->o->lookahead && !(last && next == 0) && !G->steps[next].armed) s = pin_step(G, next);
     if (!s) s = tp_cache_prefetch(G->cache, dev, NULL, G->err);
-    /* inputs of this plan: every tensor the cache holds on dev, pinned where it is, and what
-     * it is to load on other devices (a next step's there) */
-    const tp_cache_load *pend = NULL;
-    uint32_t npend = s ? 0 : tp_cache_pending(G->cache, &pend);
-    uint32_t nres = s ? 0 : tp_cache_residents(G->cache, dev, NULL, 0);
-    tp_cache_id *res = malloc((nres + npend + 1) * sizeof *res);
-    uint32_t *vert = malloc((nres + npend + 1) * sizeof *vert);
-    int *rdev = malloc((nres + npend + 1) * sizeof *rdev);
-    if (!s && (!res || !vert || !rdev)) s = oom(G);
-    if (!s) nres = tp_cache_residents(G->cache, dev, res, nres);
-    for (uint32_t q = 0; q < npend && !s; q++)
-        if (pend[q].device != dev) res[nres++] = pend[q].id;
-    for (uint32_t k = 0; k < nres && !s; k++) {
-        uint64_t off;
-        tp_cache_where(G->cache, res[k], &rdev[k], &off);
-        uint32_t j;
-        for (j = 0; j < st->n && st->ids[j] != res[k]; j++) {}
-        if (j < st->n && rdev[k] == dev) {
-            int64_t v = tp_graph_find(g, st->names[j]);
-            if (v < 0) s = tp__fail(G->err, TP_ERR_INVALID, "generate: the step graph has no input '%s'", st->names[j]);
-            else vert[k] = (uint32_t)v;
-        } else {
-            char id[32];
-            snprintf(id, sizeof id, "cache.%u", (unsigned)res[k]);
-            s = tp_graph_add_input(g, id, rdev[k], TP_DT_NONE, -1, NULL, tp_cache_bytes(G->cache, res[k]), &vert[k], G->err);
-        }
-    }
-    if (!s) s = tp_graph_finalize(g, G->err);
-    for (uint32_t k = 0; k < nres && !s; k++) {
-        int d;
-        uint64_t off;
-        int load = 0;
-        for (uint32_t q = 0; q < npend; q++) load |= pend[q].id == res[k];
-        tp_cache_where(G->cache, res[k], &d, &off);
-        s = tp_graph_set_resident(g, vert[k], off, load, G->err);
-        if (!s) s = tp_graph_set_resident_flags(g, vert[k], TP_RESIDENT_PIN | (load ? TP_RESIDENT_LOAD : 0u), G->err);
-        if (!s && load) s = place_host(G, g, vert[k], res[k]);
-    }
-    for (uint32_t j = 0; j < st->n && !s; j++) /* streamed: plain inputs, loaded from their host copies */
-        if (st->streamed[j]) {
-            int64_t v = tp_graph_find(g, st->names[j]);
-            s = v < 0 ? tp__fail(G->err, TP_ERR_INVALID, "generate: the step graph has no input '%s'", st->names[j])
-                      : place_host(G, g, (uint32_t)v, st->ids[j]);
-        }
+    tp_cache_id *res = NULL;
+    uint32_t *vert = NULL, nres = 0;
+    if (!s) s = declare_inputs(G, g, si, si, dev, dev, &res, &vert, &nres);
     if (!s) s = plan_exec(G, g, &mg, &x);
-    /* inputs: the residual stream; the tensors this plan loads and the streamed ones, unless the
-     * plan reads them where they are (host-placed) */
-    for (uint32_t i = 0; i < (mg ? tp_memgraph_size(mg) : 0) && !s && G->o->data; i++) {
-        tp_mvertex mv;
-        tp_memgraph_vertex(mg, i, &mv);
-        if (mv.kind != TP_M_INPUT) continue;
-        const char *id = tp_graph_vertex(g, mv.task)->id;
-        const void *h = NULL;
-        int placed = tp_graph_host(g, mv.task, NULL);
-        if (!strcmp(id, "x")) h = G->x;
-        for (uint32_t k = 0; k < nres && !h; k++)
-            if (vert[k] == mv.task) h = tp_cache_host(G->cache, res[k]);
-        for (uint32_t j = 0; j < st->n && !h; j++)
-            if (st->streamed[j] && !strcmp(st->names[j], id)) {
-                h = tp_cache_host(G->cache, st->ids[j]);
-                G->r->streamed_bytes += mv.write.bytes;
-            }
-        if (!h) s = tp__fail(G->err, TP_ERR_ARG, "generate: no host copy for input '%s'", id);
-        else if (!placed) s = tp_exec_write(x, &mv.write, h, G->err);
-    }
+    if (!s) s = write_inputs(G, g, mg, x, si, si, res, vert, nres);
     tp_run_summary sum;
     if (!s) s = tp_exec_run(x, &sum, G->err);
     if (!s) account(&sum, run_s, bytes);
@@ -476,21 +540,7 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
         uint64_t xb = (uint64_t)G->B * (uint64_t)G->H * 4;
         if (si < G->L) {
             s = read_output(G, x, mg, "x.out", G->x, xb);
-            /* write-through: the new K/V rows into the cache's host copies */
-            uint64_t rows = (uint64_t)G->B * (uint64_t)G->KVH, rb = (uint64_t)G->hd * 4;
-            float *tmp = malloc(rows * rb + 1);
-            if (!s && !tmp) s = oom(G);
-            for (int kv = 0; kv < 2 && !s; kv++) {
-                s = read_output(G, x, mg, kv ? "v_new" : "k_new", tmp, rows * rb);
-                char nm[64];
-                snprintf(nm, sizeof nm, "kv.%lld.%s", (long long)si, kv ? "v" : "k");
-                int j = step_find(st, nm);
-                float *h = j >= 0 ? tp_cache_host(G->cache, st->ids[j]) : NULL;
-                if (!s && !h) s = tp__fail(G->err, TP_ERR_INVALID, "generate: no K/V cache tensor '%s'", nm);
-                for (uint64_t r = 0; r < rows && !s; r++)
-                    memcpy(h + (r * (uint64_t)G->maxlen + (uint64_t)pos) * (uint64_t)G->hd, tmp + r * (uint64_t)G->hd, rb);
-            }
-            free(tmp);
+            if (!s) s = write_kv(G, x, mg, si, "k_new", "v_new", pos);
         } else {
             s = read_output(G, x, mg, "logits", G->logits, (uint64_t)G->B * (uint64_t)G->V * 4);
         }
@@ -502,7 +552,45 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
     if (!s) s = unpin_step(G, si, last);
     free(res);
     free(vert);
-    free(rdev);
+    return s;
+}
+
+/* A whole decode step in one plan (tp_gen_opts.per_token): the tensors of every step pinned in
+ * order while they fit each device's range (the rest streamed through the plan's own memory,
+ * loaded by it just in time, so the loads of later layers run beside the compute of earlier
+ * ones), one graph (tp_llama_decode_token), one plan, one run. */
+static tp_status run_token(gen *G, int64_t pos, int last, double *run_s, uint64_t *bytes)
+{
+    tp_graph *g = NULL;
+    tp_memgraph *mg = NULL;
+    tp_exec *x = NULL;
+    tp_llama_decode_opts d = {G->D, 0, 0, G->B, pos, G->maxlen, G->VC};
+    tp_status s = tp_llama_decode_token(G->c, &d, &g, G->err);
+    if (!s) s = reserve_host(G, g);
+    for (uint32_t si = 0; si < G->nsteps && !s; si++)
+        if (!G->steps[si].armed) s = pin_step(G, si);
+    tp_cache_id *res = NULL;
+    uint32_t *vert = NULL, nres = 0;
+    if (!s) s = declare_inputs(G, g, 0, G->nsteps - 1, 0, G->D - 1, &res, &vert, &nres);
+    if (!s) s = plan_exec(G, g, &mg, &x);
+    if (!s) s = write_inputs(G, g, mg, x, 0, G->nsteps - 1, res, vert, nres);
+    tp_run_summary sum;
+    if (!s) s = tp_exec_run(x, &sum, G->err);
+    if (!s) account(&sum, run_s, bytes);
+    for (int64_t l = 0; l < G->L && !s && G->o->data; l++) {
+        char kn[32], vn[32];
+        snprintf(kn, sizeof kn, "L%lld.k_new", (long long)l);
+        snprintf(vn, sizeof vn, "L%lld.v_new", (long long)l);
+        s = write_kv(G, x, mg, (uint32_t)l, kn, vn, pos);
+    }
+    if (!s && G->o->data) s = read_output(G, x, mg, "logits", G->logits, (uint64_t)G->B * (uint64_t)G->V * 4);
+    tp_exec_free(x);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    if (!s) tp_cache_commit(G->cache);
+    for (uint32_t si = 0; si < G->nsteps && !s; si++) s = unpin_step(G, si, last);
+    free(res);
+    free(vert);
     return s;
 }
 
@@ -632,6 +720,8 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     if (o->batch < 1 || o->prompt_len < 1 || o->max_new < 1 || o->devices < 1 || o->devices > TP_MAX_DEVICES ||
         o->devices > c->layers + 1 || !o->backend || (o->data && (!o->weights || !o->prompts)))
         return tp__fail(err, TP_ERR_ARG, "generate: need batch, prompt, new tokens >= 1, 1..layers devices, a backend and weights");
+    if (o->per_token && o->lookahead)
+        return tp__fail(err, TP_ERR_ARG, "generate: lookahead pins the next step's tensors in a plan per layer; a plan per token has no next step");
     if (o->prompt_len > INT32_MAX - o->max_new)
         return tp__fail(err, TP_ERR_ARG, "generate: prompt plus new tokens exceed 2^31-1 positions");
     gen G0 = {0}, *G = &G0;
@@ -690,7 +780,10 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     /* the bottom of each device stays the plans': room for all of a step's activations and a
      * streamed tensor, or under a tight cap half of it, never less than one kernel's need (the
      * planner offloads the rest: TURNIP inside the step) */
-    uint64_t work = r->need.work_bytes < o->device_mem / 2 ? r->need.work_bytes : o->device_mem / 2;
+    /* a plan of a whole step that streams gets room for two of the largest tensors, one in use
+     * and the next loading; where everything stays (the cap holds need) it streams nothing */
+    uint64_t want = r->need.work_bytes + (o->per_token && o->device_mem < r->need.need ? r->need.stream_bytes : 0);
+    uint64_t work = want < o->device_mem / 2 ? want : o->device_mem / 2;
     if (work < r->need.work_min) work = r->need.work_min;
     for (int d = 0; d < G->D; d++) {
         co.base[d] = work;
@@ -708,6 +801,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
         tp_graph_free(g);
         G->per_token += G->steps[si].n;
     }
+
     uint64_t eb = (uint64_t)G->V * (uint64_t)G->H * tp_dtype_size(c->dtype);
     if (!s && o->data && !(G->embed = malloc(eb))) s = oom(G);
     if (!s && o->data) s = tp_llama_weights_read(o->weights, "model.embed_tokens.weight", c->dtype, eb, G->embed, err);
@@ -741,7 +835,8 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
         uint64_t bs = 0;
         for (int64_t b = 0; b < G->B; b++) tok[b] = r->tokens[b * o->max_new + step - 1];
         if (o->data) embed_rows(G, tok);
-        for (uint32_t si = 0; si < G->nsteps && !s; si++) s = run_step(G, si, pos, step + 1 == o->max_new, &rs, &bs);
+        if (o->per_token) s = run_token(G, pos, step + 1 == o->max_new, &rs, &bs);
+        for (uint32_t si = 0; si < G->nsteps && !s && !o->per_token; si++) s = run_step(G, si, pos, step + 1 == o->max_new, &rs, &bs);
         for (int64_t b = 0; b < G->B && !s; b++) tok[b] = r->tokens[b * o->max_new + step] = o->data ? sample(G, G->logits + b * G->V, step, b) : 0;
         r->decode_run_seconds += rs;
         r->decode_bytes += bs;

@@ -82,13 +82,23 @@ static tp_status check_common(const tp_llama_config *c, const tp_llama_decode_op
     return TP_OK;
 }
 
-tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err)
+/* d's graph when it was built, else its error (the graph freed) */
+static tp_status finish(dec *d, tp_graph **out)
 {
-    const char *what = "llama decode layer";
-    tp_status s = check_common(c, o, what, err);
-    if (s) return s;
-    int64_t Bn = o->batch, L = o->layer, pos = o->pos, M = o->max_len, H = c->hidden, NH = c->heads, KV = c->kv_heads,
-            hd = H / NH, G = NH / KV, F = c->intermediate, P = pos + 1;
+    if (d->st) {
+        tp_graph_free(d->g);
+        return d->st;
+    }
+    *out = d->g;
+    return TP_OK;
+}
+
+/* the decode options a layer needs: layer, max_len and pos in range, the caches and the scores
+ * within 64 bits */
+static tp_status check_layer(const tp_llama_config *c, const tp_llama_decode_opts *o, int64_t L, const char *what, tp_error *err)
+{
+    int64_t Bn = o->batch, pos = o->pos, M = o->max_len, KV = c->kv_heads, G = c->heads / KV, P = pos + 1;
+    int64_t hd = c->hidden / c->heads;
     if (L < 0 || L >= c->layers)
         return tp__fail(err, TP_ERR_ARG, "%s: layer %lld is outside [0, %lld)", what, (long long)L, (long long)c->layers);
     if (M < 1 || M > TP_LLAMA_MAX_SEQ)
@@ -99,13 +109,20 @@ tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_
     if (!tp__fits_f32(Bn, KV, M, hd) || !tp__fits_f32(Bn, KV, G, P))
         return tp__fail(err, TP_ERR_ARG, "%s: batch %lld x %lld KV heads x %lld positions: the KV cache or the scores overflow 64 bits",
                         what, (long long)Bn, (long long)KV, (long long)M);
-    dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype}, *d = &d0;
-    if (!d->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    return TP_OK;
+}
+
+/* Layer L into d->g on d->dev, reading the residual stream x: its K/V rows are outputs named
+ * kn and vn; returns the layer's output stream, named xo (not an output). */
+static uint32_t layer_into(dec *d, const tp_llama_config *c, const tp_llama_decode_opts *o, int64_t L, uint32_t x, const char *kn,
+                           const char *vn, const char *xo)
+{
+    int64_t Bn = o->batch, pos = o->pos, M = o->max_len, H = c->hidden, NH = c->heads, KV = c->kv_heads, hd = H / NH, G = NH / KV,
+            F = c->intermediate, P = pos + 1;
     char id[TP_LLAMA_ID_MAX], attrs[160];
     long long l = (long long)L;
 #define ID(...) (snprintf(id, sizeof id, __VA_ARGS__), id)
 #define WT(name, nd, a, b) in_(d, ID("model.layers.%lld." name, l), d->wdt, nd, a, b, 0, 0)
-    uint32_t x = in_(d, "x", TP_DT_F32, 2, Bn, H, 0, 0);
     uint32_t wln = WT("input_layernorm.weight", 1, H, 0), wq = WT("self_attn.q_proj.weight", 2, NH * hd, H),
              wk = WT("self_attn.k_proj.weight", 2, KV * hd, H), wv = WT("self_attn.v_proj.weight", 2, KV * hd, H),
              wo = WT("self_attn.o_proj.weight", 2, H, NH * hd), wpn = WT("post_attention_layernorm.weight", 1, H, 0),
@@ -124,9 +141,9 @@ tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_
     uint32_t k = mm(d, ID("L%lld.k", l), hn, wk, Bn, KV * hd, H);
     k = view(d, ID("L%lld.k.rows", l), k, 3, 1, Bn * KV, hd, 0);
     k = k_(d, ID("L%lld.k_rope", l), "rope", 1, &k, 3, 1, Bn * KV, hd, 0, attrs, 6.0 * (double)(Bn * KV * hd));
-    k = view(d, "k_new", k, 4, Bn, KV, 1, hd);
+    k = view(d, kn, k, 4, Bn, KV, 1, hd);
     uint32_t v = mm(d, ID("L%lld.v", l), hn, wv, Bn, KV * hd, H);
-    v = view(d, "v_new", v, 4, Bn, KV, 1, hd);
+    v = view(d, vn, v, 4, Bn, KV, 1, hd);
     output(d, k);
     output(d, v);
     /* the append: one row per (sequence, KV head) written into the cache's own bytes */
@@ -163,40 +180,50 @@ tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_
     uint32_t dn = mm(d, ID("L%lld.down", l), pm, wd, Bn, H, F);
     ad[0] = h;
     ad[1] = dn;
-    output(d, k_(d, "x.out", "add", 2, ad, 2, Bn, H, 0, 0, NULL, (double)(Bn * H)));
+    return k_(d, xo, "add", 2, ad, 2, Bn, H, 0, 0, NULL, (double)(Bn * H));
 #undef WT
 #undef ID
-    if (d->st) {
-        tp_graph_free(d->g);
-        return d->st;
-    }
-    *out = d->g;
-    return TP_OK;
 }
 
-tp_status tp_llama_decode_head(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err)
+tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err)
 {
-    const char *what = "llama decode head";
+    const char *what = "llama decode layer";
     tp_status s = check_common(c, o, what, err);
+    if (!s) s = check_layer(c, o, o->layer, what, err);
     if (s) return s;
-    int64_t Bn = o->batch, H = c->hidden, V = c->vocab, VC = o->vocab_chunks;
+    dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype}, *d = &d0;
+    if (!d->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    uint32_t x = in_(d, "x", TP_DT_F32, 2, o->batch, c->hidden, 0, 0);
+    output(d, layer_into(d, c, o, o->layer, x, "k_new", "v_new", "x.out"));
+    return finish(d, out);
+}
+
+/* the head options: vocab_chunks within the vocabulary, a chunk a matmul dimension */
+static tp_status check_head(const tp_llama_config *c, const tp_llama_decode_opts *o, const char *what, tp_error *err)
+{
+    int64_t V = c->vocab, VC = o->vocab_chunks;
     if (VC < 1 || VC > V)
         return tp__fail(err, TP_ERR_ARG, "%s: vocab_chunks %lld is outside [1, vocabulary %lld]", what, (long long)VC, (long long)V);
     if ((V - 1) / VC + 1 > INT32_MAX) /* a chunk's rows are a matmul dimension */
         return tp__fail(err, TP_ERR_ARG, "%s: vocabulary %lld in %lld chunks: a chunk of more than 2^31-1 rows (take 2 or more)", what,
                         (long long)V, (long long)VC);
+    return TP_OK;
+}
+
+/* The final norm and lm_head into d->g on d->dev, reading x: the "logits" vertex (not an output) */
+static uint32_t head_into(dec *d, const tp_llama_config *c, const tp_llama_decode_opts *o, uint32_t x)
+{
+    int64_t Bn = o->batch, H = c->hidden, V = c->vocab, VC = o->vocab_chunks;
     uint32_t *parts = malloc(sizeof(uint32_t) * (size_t)VC);
-    dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype}, *d = &d0;
-    if (!d->g || !parts) {
-        free(parts);
-        tp_graph_free(d->g);
-        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    if (!parts) {
+        if (!d->st) d->st = tp__fail(d->err, TP_ERR_NOMEM, "out of memory");
+        return 0;
     }
     const char *lm = c->tie_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
     char eps[64], id[TP_LLAMA_ID_MAX];
     snprintf(eps, sizeof eps, "{\"eps\":%.17g}", c->eps);
     uint32_t nin[2];
-    nin[0] = in_(d, "x", TP_DT_F32, 2, Bn, H, 0, 0);
+    nin[0] = x;
     nin[1] = in_(d, "model.norm.weight", d->wdt, 1, H, 0, 0, 0);
     uint32_t hn = k_(d, "final_norm", "rmsnorm", 2, nin, 2, Bn, H, 0, 0, eps, 4.0 * (double)(Bn * H));
     for (int64_t k = 0; k < VC && !d->st; k++) { /* rows [V k / VC, V (k+1) / VC): tp_llama_build's split */
@@ -208,12 +235,56 @@ tp_status tp_llama_decode_head(const tp_llama_config *c, const tp_llama_decode_o
         else snprintf(id, sizeof id, "logits.v%lld", (long long)k);
         parts[k] = mm(d, id, hn, w, Bn, v1 - v0, H);
     }
-    output(d, VC == 1 ? parts[0] : k_(d, "logits", "concat", (uint32_t)VC, parts, 2, Bn, V, 0, 0, "{\"axis\":1}", 0));
+    uint32_t lg = d->st ? 0 : VC == 1 ? parts[0] : k_(d, "logits", "concat", (uint32_t)VC, parts, 2, Bn, V, 0, 0, "{\"axis\":1}", 0);
     free(parts);
-    if (d->st) {
-        tp_graph_free(d->g);
-        return d->st;
+    return lg;
+}
+
+tp_status tp_llama_decode_head(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err)
+{
+    const char *what = "llama decode head";
+    tp_status s = check_common(c, o, what, err);
+    if (!s) s = check_head(c, o, what, err);
+    if (s) return s;
+    dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype}, *d = &d0;
+    if (!d->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    output(d, head_into(d, c, o, in_(d, "x", TP_DT_F32, 2, o->batch, c->hidden, 0, 0)));
+    return finish(d, out);
+}
+
+int tp_llama_decode_device(const tp_llama_config *c, int devices, int64_t layer)
+{
+    return (int)(layer * devices / (c->layers + 1));
+}
+
+tp_status tp_llama_decode_token(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err)
+{
+    const char *what = "llama decode token";
+    tp_llama_decode_opts o0 = *o;
+    o0.device = 0;
+    tp_status s = check_common(c, &o0, what, err);
+    if (!s && o->devices > c->layers + 1)
+        s = tp__fail(err, TP_ERR_ARG, "%s: %d devices for %lld layers and the head", what, o->devices, (long long)c->layers);
+    if (!s) s = check_layer(c, o, 0, what, err);
+    if (!s) s = check_head(c, o, what, err);
+    if (s) return s;
+    dec d0 = {tp_graph_new(o->devices), err, TP_OK, 0, c->dtype}, *d = &d0;
+    if (!d->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    char kn[TP_LLAMA_ID_MAX], vn[TP_LLAMA_ID_MAX], xo[TP_LLAMA_ID_MAX];
+    uint32_t x = in_(d, "x", TP_DT_F32, 2, o->batch, c->hidden, 0, 0);
+    for (int64_t l = 0; l <= c->layers && !d->st; l++) {
+        int dev = tp_llama_decode_device(c, o->devices, l);
+        if (dev != d->dev) { /* the residual stream moves to the next device */
+            snprintf(xo, sizeof xo, "L%lld.x.to%d", (long long)l, dev);
+            d->st = tp_graph_add_transfer(d->g, xo, dev, x, &x, err);
+            d->dev = dev;
+        }
+        if (l == c->layers) break;
+        snprintf(kn, sizeof kn, "L%lld.k_new", (long long)l);
+        snprintf(vn, sizeof vn, "L%lld.v_new", (long long)l);
+        snprintf(xo, sizeof xo, "L%lld.x.out", (long long)l);
+        x = layer_into(d, c, o, l, x, kn, vn, xo);
     }
-    *out = d->g;
-    return TP_OK;
+    if (!d->st) output(d, head_into(d, c, o, x));
+    return finish(d, out);
 }
