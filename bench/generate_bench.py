@@ -12,7 +12,7 @@ On a GPU (--backend cuda) nothing is throttled: --link-gbps is then the measured
 rate (build/bench_cuda_copy) that the time bound divides by.
 
 --plans token (the default) or layer is passed to every run (a plan per decode step, or per
-layer and head; --lookahead only with layer).
+layer and head; --lookahead and --prefetch other than 1 only with layer).
 
 usage: bench/generate_bench.py TURNIP [--model DIR] [--layers 16] [--hidden 256] [--link-gbps 1]
        [--caps 100,50,25] [--policies latency,lru,fifo,size] [--repeats 3] [--new-tokens 17]
@@ -85,6 +85,8 @@ def main():
     ap.add_argument("--prompt-len", type=int, default=16)
     ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     a = ap.parse_args()
+    if a.plans == "token" and (a.lookahead != "0" or a.prefetch != "1"):
+        ap.error("--lookahead and --prefetch choose between the plans of layers: they need --plans layer")
     tmp = None
     model = a.model
     if not model:

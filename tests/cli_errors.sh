@@ -168,6 +168,7 @@ expect 2 "cannot write into" "$T" generate --preset tiny --seq-len 4 --max-new-t
 expect 2 "--prefetch" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --prefetch 3
 expect 2 "--plans must be" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --plans step
 expect 2 "it needs --plans layer" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --lookahead 1
+expect 2 "it needs --plans layer" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --prefetch 2
 expect 0 "steady state" "$T" generate --preset tiny --seq-len 8 --max-new-tokens 3 --backend sim --machine h100 --device-mem 40%
 expect 0 "tokens\[1\]:" "$T" generate --preset tiny --seq-len 4 --batch 2 --max-new-tokens 3 --device-mem 30% --policy lru --out "$D/g.st"
 # turnip train (issue 13): bad flags, data, caps and host memory refused before the work (exit 2)

@@ -300,6 +300,79 @@ TEST(models_decode_head_contract)
         }
 }
 
+TEST(models_decode_token_contract)
+{
+    tp_llama_config c = tiny(4, 2, 0); /* 2 layers */
+    ASSERT_EQ(tp_llama_decode_device(&c, 3, 0), 0);
+    ASSERT_EQ(tp_llama_decode_device(&c, 3, 1), 1);
+    ASSERT_EQ(tp_llama_decode_device(&c, 3, 2), 2); /* the head */
+    ASSERT_EQ(tp_llama_decode_device(&c, 2, 1), 0);
+    ASSERT_EQ(tp_llama_decode_device(&c, 2, 2), 1);
+    for (int D = 1; D <= 3; D++) {
+        tp_llama_decode_opts o = {D, 0, 0, 3, 2, 8, 3};
+        tp_error e;
+        tp_graph *g;
+        ASSERT_OK_ERR(tp_llama_decode_token(&c, &o, &g, &e), e);
+        ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+        ASSERT_EQ(tp_graph_devices(g), D);
+        const tp_vertex *x = find(g, "x");
+        shape_is(x, 2, 3, 64, 0, 0);
+        ASSERT_EQ(x->device, 0);
+        uint32_t inputs = 0, transfers = 0, changes = 0;
+        for (int64_t l = 0; l <= c.layers; l++) {
+            int d = tp_llama_decode_device(&c, D, l);
+            changes += l > 0 && d != tp_llama_decode_device(&c, D, l - 1);
+            char id[96];
+            snprintf(id, sizeof id, "L%lld.x.to%d", (long long)l, d);
+            int64_t t = tp_graph_find(g, id);
+            ASSERT_EQ(t >= 0, l > 0 && d != tp_llama_decode_device(&c, D, l - 1));
+            if (t >= 0) ASSERT_EQ(tp_graph_vertex(g, (uint32_t)t)->kind, TP_V_TRANSFER);
+            if (l == c.layers) {
+                ASSERT_EQ(find(g, "model.norm.weight")->device, d);
+                ASSERT_EQ(find(g, "logits")->device, d);
+                continue;
+            }
+            snprintf(id, sizeof id, "model.layers.%lld.mlp.down_proj.weight", (long long)l);
+            ASSERT_EQ(find(g, id)->device, d);
+            snprintf(id, sizeof id, "kv.%lld.v", (long long)l);
+            shape_is(find(g, id), 4, 3, 2, 8, 16);
+            ASSERT_EQ(find(g, id)->device, d);
+            const char *outs[2] = {"k_new", "v_new"};
+            for (int k = 0; k < 2; k++) {
+                snprintf(id, sizeof id, "L%lld.%s", (long long)l, outs[k]);
+                CHECKF(is_output(g, (uint32_t)tp_graph_find(g, id)), "'%s' is not an output", id);
+                shape_is(find(g, id), 4, 3, 2, 1, 16);
+                ASSERT_EQ(find(g, id)->device, d);
+            }
+            snprintf(id, sizeof id, "L%lld.scores", (long long)l);
+            ASSERT_EQ(find(g, id)->device, d);
+        }
+        for (uint32_t v = 0; v < tp_graph_size(g); v++) {
+            inputs += tp_graph_vertex(g, v)->kind == TP_V_INPUT;
+            transfers += tp_graph_vertex(g, v)->kind == TP_V_TRANSFER;
+        }
+        ASSERT_EQ(inputs, 1 + 2 * 11 + 1 + 3); /* x, per layer 9 weights and 2 caches, the final norm, 3 lm_head chunks */
+        ASSERT_EQ(transfers, changes);
+        ASSERT_EQ(tp_graph_num_outputs(g), 2 * 2 + 1);
+        shape_is(find(g, "logits"), 2, 3, 50, 0, 0);
+        CHECK(is_output(g, (uint32_t)tp_graph_find(g, "logits")));
+        CHECK(tp_graph_find(g, "x.out") < 0 && tp_graph_find(g, "k_new") < 0); /* the per-layer names are not reused */
+        tp_graph_free(g);
+    }
+    struct {
+        tp_llama_decode_opts o;
+    } bad[] = {{{4, 0, 0, 1, 0, 8, 1}}, /* more devices than layers + head */
+               {{2, 0, 0, 1, 8, 8, 1}}, /* pos past the cache */
+               {{2, 0, 0, 1, 0, 8, 0}}, /* no vocab chunk */
+               {{2, 0, 0, 0, 0, 8, 1}}}; /* no sequence */
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        tp_error e;
+        tp_graph *g = NULL;
+        ASSERT_STATUS(tp_llama_decode_token(&c, &bad[i].o, &g, &e), TP_ERR_ARG);
+        CHECK(g == NULL);
+    }
+}
+
 TEST(models_decode_refuses_out_of_range)
 {
     tp_llama_config c = tiny(4, 2, 0);

@@ -19,8 +19,8 @@ typedef struct {
     int no_verify, quiet;
 } flags;
 
-static const char *const prefetch_help = "latency policy: 0 none, 1 into free memory (the default), 2 also evicting\n"
-                                         "tensors hinted later than the prefetched one";
+static const char *const prefetch_help = "--plans layer, latency policy: 0 none, 1 into free memory (the default),\n"
+                                         "2 also evicting tensors hinted later than the prefetched one";
 
 static const char *const plans_names[] = {"token", "layer", NULL};
 
@@ -40,11 +40,11 @@ static const cli_opt opts[] = {
     CLI_O_STR("--policy", "NAME", flags, policy, "the tensor cache's eviction: fifo, lru, size or latency (the default)"),
     CLI_O_INT("--prefetch", "0|1|2", flags, prefetch, 0, 2, prefetch_help),
     CLI_O_CHOICE("--plans", "token|layer", flags, plans, plans_names,
-                 "token (the default): a decode step is one plan, its tensors pinned in layer order\n"
-                 "while they fit the cache's range, the rest streamed through the plan's own memory\n"
-                 "and loaded beside the compute of the layers before them (every policy then keeps\n"
-                 "the same tensors); layer: a plan per layer and one for the head, the policy\n"
-                 "deciding what stays between them"),
+                 "token (the default): a decode step is one plan; each of its tensors, in layer\n"
+                 "order, stays in the cache's range if it fits, else it is streamed through the\n"
+                 "plan's own memory, loaded beside the compute of the layers before it (every\n"
+                 "policy then keeps the same tensors); layer: a plan per layer and one for the\n"
+                 "head, the policy deciding what stays between them"),
     CLI_O_INT("--lookahead", "0|1", flags, lookahead, 0, 1,
               "--plans layer: 1: each step also pins the next step's tensors, so their loads\n"
               "overlap its compute (one step more pinned); 0 (the default): only its own"),
@@ -182,6 +182,8 @@ static int run(int argc, char **argv)
     if (fl.machine && !use_sim) return cli_usage_error("generate", "--machine is for --backend sim", NULL);
     if (fl.lookahead && !(fl.plans && !strcmp(fl.plans, "layer")))
         return cli_usage_error("generate", "--lookahead 1 pins the next layer's tensors: it needs --plans layer", NULL);
+    if (fl.prefetch != 1 && !(fl.plans && !strcmp(fl.plans, "layer")))
+        return cli_usage_error("generate", "--prefetch chooses loads between the plans of layers: it needs --plans layer", NULL);
     if (!use_sim && !fl.device_mem) return cli_usage_error("generate", "--device-mem is required", NULL);
     if (use_sim && fl.out) return cli_usage_error("generate", "--out needs data: not with --backend sim", NULL);
     tp_error e;
@@ -329,8 +331,12 @@ static int run(int argc, char **argv)
     go.ctx = &rp;
     tp_gen_result r = {0};
     if (!s && be) {
-        printf("running on the %s backend, cache policy %s (prefetch %lld)\n", tp_backend_name(be), fl.policy ? fl.policy : "latency",
-               fl.prefetch);
+        if (go.per_token)
+            printf("running on the %s backend, a plan per decode step, cache policy %s\n", tp_backend_name(be),
+                   fl.policy ? fl.policy : "latency");
+        else
+            printf("running on the %s backend, a plan per layer, cache policy %s (prefetch %lld)\n", tp_backend_name(be),
+                   fl.policy ? fl.policy : "latency", fl.prefetch);
         fflush(stdout);
         s = tp_llama_generate(&go, &r, &e);
     }

@@ -59,6 +59,7 @@ void tp_llama_weights_close(tp_llama_weights *w);
  * step fits). */
 typedef struct tp_gen_need {
     uint64_t model_bytes, kv_bytes, work_bytes, step_max, need, min_cap;
+    uint64_t device_need[TP_MAX_DEVICES]; /* per device: its cache tensors + work_bytes (need: the largest) */
     uint64_t stream_bytes; /* the largest cache tensor (its room is part of work_bytes) */
     uint64_t work_min;     /* the most one kernel needs at once (inputs, output): the least work room */
 } tp_gen_need;
@@ -98,12 +99,14 @@ typedef struct tp_gen_opts {
     tp_run_opts run;               /* dispatch policy and seed of every plan's run */
     tp_order plan_order;
     int verify;                    /* 1: every plan is checked by the verifier before it runs */
-    int lookahead;                 /* 1: a step pins the next step's tensors, so their loads run
-                                      in its plan beside its compute (one step's tensors more
-                                      pinned at a time) */
-    int per_token;                 /* 1: a decode step is one plan (every layer and the head), its
-                                      tensors pinned in order while they fit, the rest streamed
-                                      through the plan's memory; 0: a plan per layer and the head */
+    int lookahead;                 /* 1 (per_token 0 only, else TP_ERR_ARG): a step pins the next
+                                      step's tensors, so their loads run in its plan beside its
+                                      compute (one step's tensors more pinned at a time) */
+    int per_token;                 /* 1: a decode step is one plan (every layer and the head): each
+                                      tensor, in layer order, pinned when it fits its device's
+                                      range, else streamed through the plan's memory; the policy
+                                      and prefetch then decide nothing in the steady state.
+                                      0: a plan per layer and one for the head */
     int data;                      /* 0: the backend holds no data (sim): timings and bytes only */
     void (*on_step)(void *ctx, const tp_gen_step *st);
     void *ctx;
@@ -196,9 +199,6 @@ typedef struct tp_train_run_opts {
     tp_order plan_order;           /* the planner's serial order (TP_ORDER_TOPO: the builder's) */
     int no_sum_into;               /* 1: plan the gradient sums as kernels (tp_plan_opts.sum_into 0) */
     int verify;                    /* 1: every plan is checked by the verifier before it runs */
-    int per_token;                 /* 1: a decode step is one plan (every layer and the head), its
-                                      tensors pinned in order while they fit, the rest streamed
-                                      through the plan's memory; 0: a plan per layer and the head */
     int data;                      /* 0: the backend holds no data (sim): timings and bytes only */
     void (*on_step)(void *ctx, const tp_train_step *st);
     void *ctx;

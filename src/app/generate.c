@@ -6,14 +6,15 @@
  * session, in one of two shapes (tp_gen_opts.per_token):
  *
  * - a plan per step (the default of `turnip generate`): the whole step, every layer and the
- *   head, is one TaskGraph (tp_llama_decode_token) planned by BUILDMEMGRAPH. Its cache tensors
- *   are pinned in layer order while they fit each device's range; the others are streamed:
- *   plain inputs read from their host copies, which the planner loads just before their use
- *   into the plan's own memory (below the range: the step's activations and room for two of
- *   the largest tensors, one in use and the next loading), so the loads of later layers run
+ *   head, is one TaskGraph (tp_llama_decode_token) planned by BUILDMEMGRAPH. Its cache
+ *   tensors, in layer order, are each pinned if it fits what is left of its device's range,
+ *   else streamed: plain inputs read from their host copies, which the planner loads just
+ *   before their use into the plan's own memory (below the range: the activations of the
+ *   largest layer plan and room for one of the largest tensors, for two where a device's
+ *   tensors do not all stay: one in use, the next loading), so the loads of later layers run
  *   beside the compute of earlier ones. Bytes per step: what is streamed, that is everything
  *   but the range (the bound's excess is the plan's room). The pinned set is the same every
- *   step, whatever the policy.
+ *   step, whatever the policy; prefetch and lookahead do not apply.
  * - a plan per layer (and one for the head): each is a small TaskGraph
  *   (tp_llama_decode_layer/head). What stays on the devices between those plans is the
  *   policy's decision: before a layer's plan, the driver gets (pins) every tensor the layer
@@ -23,8 +24,8 @@
  *   exact next access (the pattern repeats every step), which the latency-aware policy uses;
  *   LRU and FIFO evict just what the next layers need.
  *
- * In both, every tensor the cache holds is a pinned resident input, so a plan's temporaries go
- * around them; loads read the host copies in place (the cache keeps them at the bottom of the
+ * In both, every tensor the cache holds on the plan's devices (and, with lookahead, a load
+ * pending on another) is a pinned resident input, so a plan's temporaries go around them; loads read the host copies in place (the cache keeps them at the bottom of the
  * session's host block). The K/V append is a write_slice in place on the cache tensor (one row
  * per head moves); the new rows are also outputs, written into the cache's host copies
  * (write-through), so an evicted or streamed K/V tensor is never dirty.
@@ -64,8 +65,8 @@ typedef struct gen {
     int VC;
     step_t *steps;        /* L layer steps, then the head */
     uint32_t nsteps;
-    uint64_t per_token;   /* cache gets per decode step */
-    uint64_t range;       /* bytes of the cache's range on each device */
+    uint64_t gets_per_token; /* cache gets per decode step */
+    uint64_t range[TP_MAX_DEVICES]; /* bytes of the cache's range on each device */
     uint8_t *harena;      /* the session's host block, whose first `hres` bytes hold the cache's host
                              copies (NULL: no data); plans load from them in place (no copy) */
     uint64_t hres;
@@ -186,8 +187,10 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
      * reuse counted), room to stream the largest tensor when it is not cached, and slack for
      * the planner's alignment */
     out->work_bytes += out->work_bytes / 4 + out->stream_bytes + 4096;
-    for (int d = 0; d < devices; d++)
-        if (dev_cache[d] + out->work_bytes > out->need) out->need = dev_cache[d] + out->work_bytes;
+    for (int d = 0; d < devices; d++) {
+        out->device_need[d] = dev_cache[d] + out->work_bytes;
+        if (out->device_need[d] > out->need) out->need = out->device_need[d];
+    }
     out->work_min += 4096;
     out->min_cap = out->work_min + 4096; /* and a cache range of at least a page */
     return TP_OK;
@@ -308,7 +311,7 @@ static tp_status pin_step(gen *G, uint32_t si)
         int d = -1;
         st->tick[j] = TP_CACHE_NO_HINT;
         st->streamed[j] = 0;
-        if (!(tp_cache_where(G->cache, st->ids[j], &d, &off) && d == st->dev) && G->pinned[st->dev] + b > G->range) {
+        if (!(tp_cache_where(G->cache, st->ids[j], &d, &off) && d == st->dev) && G->pinned[st->dev] + b > G->range[st->dev]) {
             st->streamed[j] = 1;
             continue;
         }
@@ -333,10 +336,10 @@ static tp_status unpin_step(gen *G, uint32_t si, int last)
     tp_status s = TP_OK;
     for (uint32_t j = 0; j < st->n && !s; j++) {
         if (!st->streamed[j]) {
-            s = tp_cache_put(G->cache, st->ids[j], 0, last ? TP_CACHE_NO_HINT : st->tick[j] + G->per_token, G->err);
+            s = tp_cache_put(G->cache, st->ids[j], 0, last ? TP_CACHE_NO_HINT : st->tick[j] + G->gets_per_token, G->err);
             G->pinned[st->dev] -= taken(G, st->ids[j]);
         } else if (!last) {
-            s = tp_cache_hint(G->cache, st->ids[j], tp_cache_clock(G->cache) + G->per_token - 1, G->err);
+            s = tp_cache_hint(G->cache, st->ids[j], tp_cache_clock(G->cache) + G->gets_per_token - 1, G->err);
         }
     }
     st->armed = 0;
@@ -555,8 +558,8 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
     return s;
 }
 
-/* A whole decode step in one plan (tp_gen_opts.per_token): the tensors of every step pinned in
- * order while they fit each device's range (the rest streamed through the plan's own memory,
+/* A whole decode step in one plan (tp_gen_opts.per_token): the tensors of every step, in order,
+ * each pinned if it fits its device's range (the rest streamed through the plan's own memory,
  * loaded by it just in time, so the loads of later layers run beside the compute of earlier
  * ones), one graph (tp_llama_decode_token), one plan, one run. */
 static tp_status run_token(gen *G, int64_t pos, int last, double *run_s, uint64_t *bytes)
@@ -777,19 +780,18 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
         co.host_arena = G->harena;
         co.host_arena_bytes = G->hres = hres;
     }
-    /* the bottom of each device stays the plans': room for all of a step's activations and a
-     * streamed tensor, or under a tight cap half of it, never less than one kernel's need (the
-     * planner offloads the rest: TURNIP inside the step) */
-    /* a plan of a whole step that streams gets room for two of the largest tensors, one in use
-     * and the next loading; where everything stays (the cap holds need) it streams nothing */
-    uint64_t want = r->need.work_bytes + (o->per_token && o->device_mem < r->need.need ? r->need.stream_bytes : 0);
-    uint64_t work = want < o->device_mem / 2 ? want : o->device_mem / 2;
-    if (work < r->need.work_min) work = r->need.work_min;
+    /* the bottom of each device stays the plans': room for the activations of the largest layer
+     * (or head) plan and a streamed tensor (with a plan per step, on a device whose tensors do
+     * not all stay, a second one: one in use, the next loading), or under a tight cap half of
+     * it, never less than one kernel's need (the planner offloads the rest: TURNIP inside the
+     * plan) */
     for (int d = 0; d < G->D; d++) {
+        uint64_t want = r->need.work_bytes + (o->per_token && o->device_mem < r->need.device_need[d] ? r->need.stream_bytes : 0);
+        uint64_t work = want < o->device_mem / 2 ? want : o->device_mem / 2;
+        if (work < r->need.work_min) work = r->need.work_min;
         co.base[d] = work;
-        co.size[d] = o->device_mem - work;
+        co.size[d] = G->range[d] = o->device_mem - work;
     }
-    G->range = o->device_mem - work;
     if (!s) s = tp_cache_new(NULL, &co, &G->cache, err);
     /* cache tensors, step by step, and the embedding table on the host */
     for (uint32_t si = 0; si < G->nsteps && !s; si++) {
@@ -799,7 +801,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
         if (!s) s = tp_graph_finalize(g, err);
         if (!s) s = make_step(G, &G->steps[si], g);
         tp_graph_free(g);
-        G->per_token += G->steps[si].n;
+        G->gets_per_token += G->steps[si].n;
     }
 
     uint64_t eb = (uint64_t)G->V * (uint64_t)G->H * tp_dtype_size(c->dtype);
