@@ -180,9 +180,10 @@ static int run(int argc, char **argv)
     }
     int use_sim = fl.b.name && !strcmp(fl.b.name, "sim");
     if (fl.machine && !use_sim) return cli_usage_error("generate", "--machine is for --backend sim", NULL);
-    if (fl.lookahead && !(fl.plans && !strcmp(fl.plans, "layer")))
+    int per_token = !fl.plans || !strcmp(fl.plans, "token");
+    if (fl.lookahead && per_token)
         return cli_usage_error("generate", "--lookahead 1 pins the next layer's tensors: it needs --plans layer", NULL);
-    if (fl.prefetch != 1 && !(fl.plans && !strcmp(fl.plans, "layer")))
+    if (fl.prefetch != 1 && per_token)
         return cli_usage_error("generate", "--prefetch chooses loads between the plans of layers: it needs --plans layer", NULL);
     if (!use_sim && !fl.device_mem) return cli_usage_error("generate", "--device-mem is required", NULL);
     if (use_sim && fl.out) return cli_usage_error("generate", "--out needs data: not with --backend sim", NULL);
@@ -325,18 +326,16 @@ static int run(int argc, char **argv)
     go.plan_order = TP_ORDER_DEFAULT;
     go.verify = !fl.no_verify;
     go.lookahead = (int)fl.lookahead;
-    go.per_token = !fl.plans || !strcmp(fl.plans, "token");
+    go.per_token = per_token;
     go.data = !use_sim;
     go.on_step = on_step;
     go.ctx = &rp;
     tp_gen_result r = {0};
     if (!s && be) {
-        if (go.per_token)
-            printf("running on the %s backend, a plan per decode step, cache policy %s\n", tp_backend_name(be),
-                   fl.policy ? fl.policy : "latency");
-        else
-            printf("running on the %s backend, a plan per layer, cache policy %s (prefetch %lld)\n", tp_backend_name(be),
-                   fl.policy ? fl.policy : "latency", fl.prefetch);
+        printf("running on the %s backend, a plan per %s, cache policy %s", tp_backend_name(be), per_token ? "decode step" : "layer",
+               fl.policy ? fl.policy : "latency");
+        if (!per_token) printf(" (prefetch %lld)", fl.prefetch);
+        printf("\n");
         fflush(stdout);
         s = tp_llama_generate(&go, &r, &e);
     }

@@ -65,6 +65,11 @@ typedef struct gen {
     int VC;
     step_t *steps;        /* L layer steps, then the head */
     uint32_t nsteps;
+    tp__strmap byname;    /* step tensor name -> its cache handle (keys: the steps' names) */
+    uint32_t nids;        /* cache handles are 1..nids */
+    uint32_t *id_step, *id_j; /* [nids + 1]: the step that reads handle id, and its index there */
+    uint8_t *id_load;     /* [nids + 1] scratch of declare_inputs: listed for loading, zero between calls */
+    float *kvrow;         /* [B x kv_heads x head_dim] scratch: one layer's new K or V rows */
     uint64_t gets_per_token; /* cache gets per decode step */
     uint64_t range[TP_MAX_DEVICES]; /* bytes of the cache's range on each device */
     uint8_t *harena;      /* the session's host block, whose first `hres` bytes hold the cache's host
@@ -208,6 +213,50 @@ static void free_steps(gen *G)
         free(G->steps[s].streamed);
     }
     free(G->steps);
+    tp__strmap_free(&G->byname);
+    free(G->id_step);
+    free(G->id_j);
+    free(G->id_load);
+    free(G->kvrow);
+}
+
+/* The maps from names and handles to the steps' tensors, once every step is made. */
+static tp_status index_steps(gen *G)
+{
+    uint32_t n = 0;
+    for (uint32_t si = 0; si < G->nsteps; si++)
+        for (uint32_t j = 0; j < G->steps[si].n; j++) {
+            if (G->steps[si].ids[j] > G->nids) G->nids = G->steps[si].ids[j];
+            n++;
+        }
+    G->id_step = malloc((G->nids + 1) * sizeof *G->id_step);
+    G->id_j = malloc((G->nids + 1) * sizeof *G->id_j);
+    G->id_load = calloc(G->nids + 1, 1);
+    if (!G->id_step || !G->id_j || !G->id_load || !tp__strmap_init(&G->byname, n)) return oom(G);
+    for (uint32_t si = 0; si < G->nsteps; si++)
+        for (uint32_t j = 0; j < G->steps[si].n; j++) {
+            tp_cache_id id = G->steps[si].ids[j];
+            G->id_step[id] = si;
+            G->id_j[id] = j;
+            if (tp__strmap_put(&G->byname, G->steps[si].names[j], id, NULL) < 0) return oom(G);
+        }
+    return TP_OK;
+}
+
+/* the cache handle of step tensor `name` (any step), or 0 */
+static tp_cache_id tensor_named(const gen *G, const char *name)
+{
+    uint32_t id;
+    return tp__strmap_get(&G->byname, name, &id) ? id : 0;
+}
+
+/* the host copy of layer l's K (kv 0) or V (1) cache tensor, or NULL */
+static float *kv_host(const gen *G, int64_t l, int kv)
+{
+    char nm[64];
+    snprintf(nm, sizeof nm, "kv.%lld.%s", (long long)l, kv ? "v" : "k");
+    tp_cache_id id = tensor_named(G, nm);
+    return id ? tp_cache_host(G->cache, id) : NULL;
 }
 
 /* Creates the cache tensors every step reads, from a graph of that step: weights from the
@@ -239,20 +288,13 @@ static tp_status make_step(gen *G, step_t *st, tp_graph *g)
     return s;
 }
 
-/* index of step tensor `name` in st, or -1 */
-static int step_find(const step_t *st, const char *name)
-{
-    for (uint32_t j = 0; j < st->n; j++)
-        if (!strcmp(st->names[j], name)) return (int)j;
-    return -1;
-}
-
 /* ---- one plan in the session ------------------------------------------------------------------ */
 
 static int output_index(const tp_graph *g, const char *id)
 {
-    for (uint32_t k = 0; k < tp_graph_num_outputs(g); k++)
-        if (!strcmp(tp_graph_vertex(g, tp_graph_outputs(g)[k])->id, id)) return (int)k;
+    int64_t v = tp_graph_find(g, id);
+    for (uint32_t k = 0; k < tp_graph_num_outputs(g) && v >= 0; k++)
+        if (tp_graph_outputs(g)[k] == (uint32_t)v) return (int)k;
     return -1;
 }
 
@@ -382,11 +424,8 @@ static tp_status place_prefill(gen *G, tp_graph *g)
         if (!tp_llama_parse_input(v->id, name, sizeof name, &kind, &a, &z) || kind == 'c') continue;
         int rows = kind == 'r';
         if (rows && !(0 <= a && a < z)) continue;
-        int j = -1;
-        uint32_t si;
-        for (si = 0; si < G->nsteps && j < 0; si++) j = step_find(&G->steps[si], name);
-        if (j < 0) continue;
-        tp_cache_id id = G->steps[si - 1].ids[j];
+        tp_cache_id id = tensor_named(G, name);
+        if (!id) continue;
         uint64_t tb = tp_cache_bytes(G->cache, id), rb = rows ? v->bytes / (uint64_t)(z - a) : 0, at = rows ? (uint64_t)a * rb : 0;
         const uint8_t *h = tp_cache_host(G->cache, id);
         if (!h || (rows ? rb * (uint64_t)(z - a) != v->bytes || at > tb || v->bytes > tb - at : v->bytes != tb)) continue;
@@ -407,22 +446,17 @@ static tp_status place_prefill(gen *G, tp_graph *g)
 
 /* Write-through: layer l's new K/V rows (outputs kn, vn of the plan) into the cache's host
  * copies at position pos, so an evicted K/V tensor is never dirty. */
-static tp_status write_kv(gen *G, tp_exec *x, const tp_memgraph *mg, uint32_t l, const char *kn, const char *vn, int64_t pos)
+static tp_status write_kv(gen *G, tp_exec *x, const tp_memgraph *mg, int64_t l, const char *kn, const char *vn, int64_t pos)
 {
     uint64_t rows = (uint64_t)G->B * (uint64_t)G->KVH, rb = (uint64_t)G->hd * 4;
-    float *tmp = malloc(rows * rb + 1);
-    tp_status s = tmp ? TP_OK : oom(G);
+    tp_status s = TP_OK;
     for (int kv = 0; kv < 2 && !s; kv++) {
-        s = read_output(G, x, mg, kv ? vn : kn, tmp, rows * rb);
-        char nm[64];
-        snprintf(nm, sizeof nm, "kv.%lld.%s", (long long)l, kv ? "v" : "k");
-        int j = step_find(&G->steps[l], nm);
-        float *h = j >= 0 ? tp_cache_host(G->cache, G->steps[l].ids[j]) : NULL;
-        if (!s && !h) s = tp__fail(G->err, TP_ERR_INVALID, "generate: no K/V cache tensor '%s'", nm);
+        s = read_output(G, x, mg, kv ? vn : kn, G->kvrow, rows * rb);
+        float *h = kv_host(G, l, kv);
+        if (!s && !h) s = tp__fail(G->err, TP_ERR_INVALID, "generate: no K/V cache tensor of layer %lld", (long long)l);
         for (uint64_t r = 0; r < rows && !s; r++)
-            memcpy(h + (r * (uint64_t)G->maxlen + (uint64_t)pos) * (uint64_t)G->hd, tmp + r * (uint64_t)G->hd, rb);
+            memcpy(h + (r * (uint64_t)G->maxlen + (uint64_t)pos) * (uint64_t)G->hd, G->kvrow + r * (uint64_t)G->hd, rb);
     }
-    free(tmp);
     return s;
 }
 
@@ -431,67 +465,73 @@ static tp_status write_kv(gen *G, tp_exec *x, const tp_memgraph *mg, uint32_t l,
  * elsewhere, becomes a pinned resident input where the cache put it, "load" when it is to be
  * loaded (from its host copy, in place) — a step's tensor under its name, any other as an
  * input "cache.N" of its own so the plan's temporaries go around it —; the streamed tensors
- * are plain inputs read from their host copies. Finalizes g. *res and *vert (malloc'd, *nres
- * entries) pair the resident tensors with their vertices for write_inputs. */
-static tp_status declare_inputs(gen *G, tp_graph *g, uint32_t s0, uint32_t s1, int d0, int d1, tp_cache_id **res, uint32_t **vert,
-                                uint32_t *nres)
+ * are plain inputs read from their host copies. Finalizes g. *src (malloc'd, one entry per
+ * vertex of g) names the host copy of every loaded or streamed input for write_inputs. */
+typedef struct {
+    const void *host;
+    int streamed;
+} in_src;
+
+static tp_status declare_inputs(gen *G, tp_graph *g, uint32_t s0, uint32_t s1, int d0, int d1, in_src **src)
 {
     const tp_cache_load *pend = NULL;
     uint32_t npend = tp_cache_pending(G->cache, &pend), n = npend;
     for (int d = d0; d <= d1; d++) n += tp_cache_residents(G->cache, d, NULL, 0);
-    tp_cache_id *r = *res = malloc((n + 1) * sizeof *r);
-    uint32_t *vx = *vert = malloc((n + 1) * sizeof *vx);
-    if (!r || !vx) return oom(G);
+    tp_cache_id *r = malloc((n + 1) * sizeof *r);
+    uint32_t *vx = malloc((n + 1) * sizeof *vx);
+    int *rdev = malloc((n + 1) * sizeof *rdev);
+    uint64_t *roff = malloc((n + 1) * sizeof *roff);
+    tp_status s = r && vx && rdev && roff ? TP_OK : oom(G);
     uint32_t k = 0;
-    for (int d = d0; d <= d1; d++) k += tp_cache_residents(G->cache, d, r + k, n - k);
-    for (uint32_t q = 0; q < npend; q++)
+    for (int d = d0; d <= d1 && !s; d++) k += tp_cache_residents(G->cache, d, r + k, n - k);
+    for (uint32_t q = 0; q < npend && !s; q++) {
         if (pend[q].device < d0 || pend[q].device > d1) r[k++] = pend[q].id;
-    *nres = k;
-    tp_status s = TP_OK;
+        G->id_load[pend[q].id] = 1;
+    }
     for (uint32_t i = 0; i < k && !s; i++) {
-        uint64_t off;
-        int rd;
-        tp_cache_where(G->cache, r[i], &rd, &off);
-        const char *name = NULL;
-        for (uint32_t si = s0; si <= s1 && !name; si++)
-            for (uint32_t j = 0; j < G->steps[si].n && !name; j++)
-                if (G->steps[si].ids[j] == r[i] && G->steps[si].dev == rd) name = G->steps[si].names[j];
-        if (name) {
+        tp_cache_where(G->cache, r[i], &rdev[i], &roff[i]);
+        uint32_t si = G->id_step[r[i]];
+        if (si >= s0 && si <= s1 && G->steps[si].dev == rdev[i]) {
+            const char *name = G->steps[si].names[G->id_j[r[i]]];
             int64_t v = tp_graph_find(g, name);
             if (v < 0) s = tp__fail(G->err, TP_ERR_INVALID, "generate: the step graph has no input '%s'", name);
             else vx[i] = (uint32_t)v;
         } else {
             char id[32];
             snprintf(id, sizeof id, "cache.%u", (unsigned)r[i]);
-            s = tp_graph_add_input(g, id, rd, TP_DT_NONE, -1, NULL, tp_cache_bytes(G->cache, r[i]), &vx[i], G->err);
+            s = tp_graph_add_input(g, id, rdev[i], TP_DT_NONE, -1, NULL, tp_cache_bytes(G->cache, r[i]), &vx[i], G->err);
         }
     }
     if (!s) s = tp_graph_finalize(g, G->err);
+    in_src *in = *src = s ? NULL : calloc((size_t)tp_graph_size(g) + 1, sizeof *in);
+    if (!s && !in) s = oom(G);
     for (uint32_t i = 0; i < k && !s; i++) {
-        int d;
-        uint64_t off;
-        int load = 0;
-        for (uint32_t q = 0; q < npend; q++) load |= pend[q].id == r[i];
-        tp_cache_where(G->cache, r[i], &d, &off);
-        s = tp_graph_set_resident(g, vx[i], off, load, G->err);
+        int load = G->id_load[r[i]];
+        s = tp_graph_set_resident(g, vx[i], roff[i], load, G->err);
         if (!s) s = tp_graph_set_resident_flags(g, vx[i], TP_RESIDENT_PIN | (load ? TP_RESIDENT_LOAD : 0u), G->err);
         if (!s && load) s = place_host(G, g, vx[i], r[i]);
+        if (load) in[vx[i]].host = tp_cache_host(G->cache, r[i]);
     }
+    for (uint32_t q = 0; q < npend; q++) G->id_load[pend[q].id] = 0;
     for (uint32_t si = s0; si <= s1 && !s; si++) /* streamed: plain inputs, loaded from their host copies */
         for (uint32_t j = 0; j < G->steps[si].n && !s; j++)
             if (G->steps[si].streamed[j]) {
                 int64_t v = tp_graph_find(g, G->steps[si].names[j]);
                 s = v < 0 ? tp__fail(G->err, TP_ERR_INVALID, "generate: the step graph has no input '%s'", G->steps[si].names[j])
                           : place_host(G, g, (uint32_t)v, G->steps[si].ids[j]);
+                if (!s) in[v] = (in_src){tp_cache_host(G->cache, G->steps[si].ids[j]), 1};
             }
+    free(r);
+    free(vx);
+    free(rdev);
+    free(roff);
     return s;
 }
 
 /* The input bytes of plan mg (declare_inputs made it) the executor x reads from the host: the
  * residual stream "x", and every loaded or streamed tensor the plan does not read in place
  * (host-placed), from its host copy. */
-static tp_status write_inputs(gen *G, const tp_graph *g, const tp_memgraph *mg, tp_exec *x, uint32_t s0, uint32_t s1,
-                              const tp_cache_id *res, const uint32_t *vert, uint32_t nres)
+static tp_status write_inputs(gen *G, const tp_graph *g, const tp_memgraph *mg, tp_exec *x, const in_src *src)
 {
     tp_status s = TP_OK;
     for (uint32_t i = 0; i < tp_memgraph_size(mg) && !s && G->o->data; i++) {
@@ -499,20 +539,48 @@ static tp_status write_inputs(gen *G, const tp_graph *g, const tp_memgraph *mg, 
         tp_memgraph_vertex(mg, i, &mv);
         if (mv.kind != TP_M_INPUT) continue;
         const char *id = tp_graph_vertex(g, mv.task)->id;
-        const void *h = NULL;
-        int placed = tp_graph_host(g, mv.task, NULL);
-        if (!strcmp(id, "x")) h = G->x;
-        for (uint32_t k = 0; k < nres && !h; k++)
-            if (vert[k] == mv.task) h = tp_cache_host(G->cache, res[k]);
-        for (uint32_t si = s0; si <= s1 && !h; si++)
-            for (uint32_t j = 0; j < G->steps[si].n && !h; j++)
-                if (G->steps[si].streamed[j] && !strcmp(G->steps[si].names[j], id)) {
-                    h = tp_cache_host(G->cache, G->steps[si].ids[j]);
-                    G->r->streamed_bytes += mv.write.bytes;
-                }
+        const void *h = !strcmp(id, "x") ? G->x : src[mv.task].host;
+        if (src[mv.task].streamed) G->r->streamed_bytes += mv.write.bytes;
         if (!h) s = tp__fail(G->err, TP_ERR_ARG, "generate: no host copy for input '%s'", id);
-        else if (!placed) s = tp_exec_write(x, &mv.write, h, G->err);
+        else if (!tp_graph_host(g, mv.task, NULL)) s = tp_exec_write(x, &mv.write, h, G->err);
     }
+    return s;
+}
+
+/* Plans and runs g (built, its tensors pinned by the caller), which reads the tensors of steps
+ * s0..s1 on devices d0..d1: a layer's or the head's plan (s0 = s1) or a whole decode step
+ * (tp_llama_decode_token: its outputs "L<l>.k_new" where a layer's are "k_new"). Reads the
+ * new K/V rows into the cache's host copies, the residual stream after a layer's plan, the
+ * logits after the head; commits the cache's loads and unpins steps s0..s1. Frees g. */
+static tp_status run_plan(gen *G, tp_graph *g, uint32_t s0, uint32_t s1, int d0, int d1, int64_t pos, int last, double *run_s,
+                          uint64_t *bytes)
+{
+    tp_memgraph *mg = NULL;
+    tp_exec *x = NULL;
+    in_src *src = NULL;
+    tp_status s = declare_inputs(G, g, s0, s1, d0, d1, &src);
+    if (!s) s = plan_exec(G, g, &mg, &x);
+    if (!s) s = write_inputs(G, g, mg, x, src);
+    tp_run_summary sum;
+    if (!s) s = tp_exec_run(x, &sum, G->err);
+    if (!s) account(&sum, run_s, bytes);
+    int whole = s1 > s0;
+    for (uint32_t l = s0; l <= s1 && l < (uint32_t)G->L && !s && G->o->data; l++) {
+        char kn[32] = "k_new", vn[32] = "v_new";
+        if (whole) {
+            snprintf(kn, sizeof kn, "L%u.k_new", (unsigned)l);
+            snprintf(vn, sizeof vn, "L%u.v_new", (unsigned)l);
+        }
+        s = write_kv(G, x, mg, l, kn, vn, pos);
+    }
+    if (!s && G->o->data && !whole && s1 < G->L) s = read_output(G, x, mg, "x.out", G->x, (uint64_t)G->B * (uint64_t)G->H * 4);
+    if (!s && G->o->data && s1 == G->L) s = read_output(G, x, mg, "logits", G->logits, (uint64_t)G->B * (uint64_t)G->V * 4);
+    tp_exec_free(x);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+    free(src);
+    if (!s) tp_cache_commit(G->cache);
+    for (uint32_t si = s0; si <= s1 && !s; si++) s = unpin_step(G, si, last);
     return s;
 }
 
@@ -521,41 +589,18 @@ static tp_status write_inputs(gen *G, const tp_graph *g, const tp_memgraph *mg, 
 static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *run_s, uint64_t *bytes)
 {
     step_t *st = &G->steps[si];
-    int dev = st->dev;
     tp_graph *g = NULL;
-    tp_memgraph *mg = NULL;
-    tp_exec *x = NULL;
     tp_status s = si < G->L ? build_layer(G, si, pos, &g) : build_head(G, pos, &g);
     if (!s) s = reserve_host(G, g);
     if (!s && !st->armed) s = pin_step(G, si);
     uint32_t next = si + 1 < G->nsteps ? si + 1 : 0;
     if (!s && G->o->lookahead && !(last && next == 0) && !G->steps[next].armed) s = pin_step(G, next);
-    if (!s) s = tp_cache_prefetch(G->cache, dev, NULL, G->err);
-    tp_cache_id *res = NULL;
-    uint32_t *vert = NULL, nres = 0;
-    if (!s) s = declare_inputs(G, g, si, si, dev, dev, &res, &vert, &nres);
-    if (!s) s = plan_exec(G, g, &mg, &x);
-    if (!s) s = write_inputs(G, g, mg, x, si, si, res, vert, nres);
-    tp_run_summary sum;
-    if (!s) s = tp_exec_run(x, &sum, G->err);
-    if (!s) account(&sum, run_s, bytes);
-    if (!s && G->o->data) {
-        uint64_t xb = (uint64_t)G->B * (uint64_t)G->H * 4;
-        if (si < G->L) {
-            s = read_output(G, x, mg, "x.out", G->x, xb);
-            if (!s) s = write_kv(G, x, mg, si, "k_new", "v_new", pos);
-        } else {
-            s = read_output(G, x, mg, "logits", G->logits, (uint64_t)G->B * (uint64_t)G->V * 4);
-        }
+    if (!s) s = tp_cache_prefetch(G->cache, st->dev, NULL, G->err);
+    if (s) {
+        tp_graph_free(g);
+        return s;
     }
-    tp_exec_free(x);
-    tp_memgraph_free(mg);
-    tp_graph_free(g);
-    if (!s) tp_cache_commit(G->cache);
-    if (!s) s = unpin_step(G, si, last);
-    free(res);
-    free(vert);
-    return s;
+    return run_plan(G, g, si, si, st->dev, st->dev, pos, last, run_s, bytes);
 }
 
 /* A whole decode step in one plan (tp_gen_opts.per_token): the tensors of every step, in order,
@@ -565,36 +610,16 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
 static tp_status run_token(gen *G, int64_t pos, int last, double *run_s, uint64_t *bytes)
 {
     tp_graph *g = NULL;
-    tp_memgraph *mg = NULL;
-    tp_exec *x = NULL;
     tp_llama_decode_opts d = {G->D, 0, 0, G->B, pos, G->maxlen, G->VC};
     tp_status s = tp_llama_decode_token(G->c, &d, &g, G->err);
     if (!s) s = reserve_host(G, g);
     for (uint32_t si = 0; si < G->nsteps && !s; si++)
         if (!G->steps[si].armed) s = pin_step(G, si);
-    tp_cache_id *res = NULL;
-    uint32_t *vert = NULL, nres = 0;
-    if (!s) s = declare_inputs(G, g, 0, G->nsteps - 1, 0, G->D - 1, &res, &vert, &nres);
-    if (!s) s = plan_exec(G, g, &mg, &x);
-    if (!s) s = write_inputs(G, g, mg, x, 0, G->nsteps - 1, res, vert, nres);
-    tp_run_summary sum;
-    if (!s) s = tp_exec_run(x, &sum, G->err);
-    if (!s) account(&sum, run_s, bytes);
-    for (int64_t l = 0; l < G->L && !s && G->o->data; l++) {
-        char kn[32], vn[32];
-        snprintf(kn, sizeof kn, "L%lld.k_new", (long long)l);
-        snprintf(vn, sizeof vn, "L%lld.v_new", (long long)l);
-        s = write_kv(G, x, mg, (uint32_t)l, kn, vn, pos);
+    if (s) {
+        tp_graph_free(g);
+        return s;
     }
-    if (!s && G->o->data) s = read_output(G, x, mg, "logits", G->logits, (uint64_t)G->B * (uint64_t)G->V * 4);
-    tp_exec_free(x);
-    tp_memgraph_free(mg);
-    tp_graph_free(g);
-    if (!s) tp_cache_commit(G->cache);
-    for (uint32_t si = 0; si < G->nsteps && !s; si++) s = unpin_step(G, si, last);
-    free(res);
-    free(vert);
-    return s;
+    return run_plan(G, g, 0, G->nsteps - 1, 0, G->D - 1, pos, last, run_s, bytes);
 }
 
 /* ---- prefill ----------------------------------------------------------------------------------- */
@@ -639,11 +664,8 @@ static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
     if (!s && o->data && !tmp) s = oom(G);
     for (int64_t l = 0; l < G->L && !s && o->data; l++)
         for (int kv = 0; kv < 2 && !s; kv++) {
-            char nm[64];
-            snprintf(nm, sizeof nm, "kv.%lld.%s", (long long)l, kv ? "v" : "k");
-            int j = step_find(&G->steps[l], nm);
-            float *h = j >= 0 ? tp_cache_host(G->cache, G->steps[l].ids[j]) : NULL;
-            if (!h) s = tp__fail(G->err, TP_ERR_INVALID, "generate: no K/V cache tensor '%s'", nm);
+            float *h = kv_host(G, l, kv);
+            if (!h) s = tp__fail(G->err, TP_ERR_INVALID, "generate: no K/V cache tensor of layer %lld", (long long)l);
             for (int64_t b = 0; b < G->B && !s; b++)
                 for (int64_t q = 0; q < G->KVH && !s; q++) {
                     char id[96];
@@ -803,6 +825,8 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
         tp_graph_free(g);
         G->gets_per_token += G->steps[si].n;
     }
+    if (!s) s = index_steps(G);
+    if (!s && !(G->kvrow = malloc((uint64_t)G->B * (uint64_t)G->KVH * (uint64_t)G->hd * 4 + 1))) s = oom(G);
 
     uint64_t eb = (uint64_t)G->V * (uint64_t)G->H * tp_dtype_size(c->dtype);
     if (!s && o->data && !(G->embed = malloc(eb))) s = oom(G);

@@ -68,15 +68,15 @@ static void output(dec *d, uint32_t v)
     if (!d->st) d->st = tp_graph_add_output(d->g, v, d->err);
 }
 
-/* the options both builders use: the config, devices, device, batch */
-static tp_status check_common(const tp_llama_config *c, const tp_llama_decode_opts *o, const char *what, tp_error *err)
+/* the options every builder uses: the config, devices, batch, and the device it builds on */
+static tp_status check_common(const tp_llama_config *c, const tp_llama_decode_opts *o, int device, const char *what, tp_error *err)
 {
     tp_status s = tp__llama_check(c, what, err);
     if (s) return s;
     if (o->devices < 1 || o->devices > TP_MAX_DEVICES)
         return tp__fail(err, TP_ERR_ARG, "%s: devices %d is outside [1, %d]", what, o->devices, TP_MAX_DEVICES);
-    if (o->device < 0 || o->device >= o->devices)
-        return tp__fail(err, TP_ERR_ARG, "%s: device %d is outside [0, %d)", what, o->device, o->devices);
+    if (device < 0 || device >= o->devices)
+        return tp__fail(err, TP_ERR_ARG, "%s: device %d is outside [0, %d)", what, device, o->devices);
     if (o->batch < 1 || o->batch > TP_LLAMA_MAX_BATCH)
         return tp__fail(err, TP_ERR_ARG, "%s: batch %lld is outside [1, 2^20]", what, (long long)o->batch);
     return TP_OK;
@@ -188,7 +188,7 @@ static uint32_t layer_into(dec *d, const tp_llama_config *c, const tp_llama_deco
 tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err)
 {
     const char *what = "llama decode layer";
-    tp_status s = check_common(c, o, what, err);
+    tp_status s = check_common(c, o, o->device, what, err);
     if (!s) s = check_layer(c, o, o->layer, what, err);
     if (s) return s;
     dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype}, *d = &d0;
@@ -243,7 +243,7 @@ static uint32_t head_into(dec *d, const tp_llama_config *c, const tp_llama_decod
 tp_status tp_llama_decode_head(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err)
 {
     const char *what = "llama decode head";
-    tp_status s = check_common(c, o, what, err);
+    tp_status s = check_common(c, o, o->device, what, err);
     if (!s) s = check_head(c, o, what, err);
     if (s) return s;
     dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype}, *d = &d0;
@@ -260,9 +260,7 @@ int tp_llama_decode_device(const tp_llama_config *c, int devices, int64_t layer)
 tp_status tp_llama_decode_token(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err)
 {
     const char *what = "llama decode token";
-    tp_llama_decode_opts o0 = *o;
-    o0.device = 0;
-    tp_status s = check_common(c, &o0, what, err);
+    tp_status s = check_common(c, o, 0, what, err);
     if (!s && o->devices > c->layers + 1)
         s = tp__fail(err, TP_ERR_ARG, "%s: %d devices for %lld layers and the head", what, o->devices, (long long)c->layers);
     if (!s) s = check_layer(c, o, 0, what, err);
