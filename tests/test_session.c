@@ -4,6 +4,7 @@
  * are bit-identical to a fresh, unconstrained run of the same graph. And a value updated in
  * place, evicted and kept is read by the next plan as its new value, never a stale host copy. */
 #include <string.h>
+#include <unistd.h>
 #include "turnip/turnip.h"
 #include "harness.h"
 #include "plan_check.h"
@@ -794,6 +795,21 @@ TEST(session_host_placement_is_checked)
     tp_graph *gr = load(text);
     st = tp_verify_json(js, len, "plan", gr, &e);
     CHECKF(st == TP_ERR_CHECK && strstr(e.msg, "the TaskGraph reserves for the caller"), "verifier: %s", st ? e.msg : "accepted");
+    /* the same plan read back from a file, without the verifier: refused by the reader against
+     * the placements (g) and against the reserve (gr); accepted for the graph it was made for */
+    char path[] = "/tmp/tp-hostplan-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && write(fd, js, len) == (ssize_t)len);
+    close(fd);
+    const tp_graph *against[3] = {g, gr, g0};
+    for (int k = 0; k < 3; k++) {
+        tp_memgraph *rd = NULL;
+        st = tp_memgraph_read_file(path, against[k], &rd, NULL, &e);
+        if (k < 2) CHECKF(st == TP_ERR_INVALID && strstr(e.msg, "is not where task"), "read %d: %s", k, st ? e.msg : "accepted");
+        else ASSERT_OK_ERR(st, e);
+        tp_memgraph_free(rd);
+    }
+    unlink(path);
     free(js);
     tp_memgraph_free(mg);
     /* the planner: overlaps declared after finalize, a reserve beyond host memory */

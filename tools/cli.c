@@ -156,7 +156,7 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
 }
 
 /* indexed by tp_offload_algo, so a name's index is its strategy (a new strategy: a name here) */
-_Static_assert(TP_OFFLOAD_MILP == 3, "every tp_offload_algo has a name in cli_weight_offload_names");
+_Static_assert(TP_OFFLOAD_MILP == 3, "MILP is the fourth strategy (a strategy after it: a name here and a new bound)");
 const char *const cli_weight_offload_names[] = {[TP_OFFLOAD_GREEDY] = "greedy", [TP_OFFLOAD_GREEDY_STAR] = "greedy-star",
                                                 [TP_OFFLOAD_L2L] = "l2l", [TP_OFFLOAD_MILP] = "milp",
                                                 [TP_OFFLOAD_MILP + 1] = NULL};
@@ -172,10 +172,10 @@ int cli_plan_evictions(const char *cmd, const cli_plan_flags *f, const tp_graph 
                        const tp_chain_machine *machine, tp_plan_evict **owned)
 {
     *owned = NULL;
-    if (f->milp_time_limit && (!f->weight_offload || cli_offload_algo(f->weight_offload) != TP_OFFLOAD_MILP))
+    tp_offload_algo a = cli_offload_algo(f->weight_offload);
+    if (f->milp_time_limit && (!f->weight_offload || a != TP_OFFLOAD_MILP))
         return cli_errorf(cmd, 2, "--milp-time-limit is for --weight-offload milp");
     if (!f->weight_offload) return 0;
-    tp_offload_algo a = cli_offload_algo(f->weight_offload);
     /* the chain's operation order is the graph's file order (topo); another order interleaves
      * the backward with the forward, a schedule the selection was not made for */
     if (f->order && strcmp(f->order, "topo"))

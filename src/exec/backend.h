@@ -68,7 +68,9 @@ typedef struct tp__plan_info {
                                   (tp_exec_new_in): its memory is the session's */
     const uint32_t *succ_off, *succ; /* CSR of every vertex's successors (data and memory edges),
                                         the executor's: valid while the backend is prepared */
-    const uint32_t *order;     /* the executor's topological order (Kahn, FIFO) of nordered vertices, as long */
+    const uint32_t *order;     /* the executor's topological order (Kahn, FIFO) of nordered vertices, as long
+                                  as succ; made only for a backend with `bound` or a policy with
+                                  needs_cost, else NULL (nordered 0) */
     uint32_t nordered;
 } tp__plan_info;
 

@@ -351,10 +351,15 @@ tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts 
         goto fail;
     }
     if ((s = index_vertices(x, err))) goto fail;
-    x->order = malloc((n + 1) * sizeof *x->order);
-    if (!x->order || tp__topo_sort(n, x->succ_off, x->succ, NULL, TP__TOPO_FIFO, x->order, &x->nordered)) {
-        s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
-        goto fail;
+    /* a topological order, for whom reads it: a policy's costs (priority) and a backend's bound
+     * (the sim's critical path); its in-degrees in x->left, which every run resets */
+    if (pol->needs_cost || be->ops->bound) {
+        x->order = malloc((n + 1) * sizeof *x->order);
+        if (x->order) memcpy(x->left, x->ndeps, n * sizeof *x->left);
+        if (!x->order || tp__topo_sort(n, x->succ_off, x->succ, x->left, TP__TOPO_FIFO, x->order, &x->nordered)) {
+            s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
     }
     for (uint32_t i = 0; i < n; i++) x->rec[i] = (tp__vrec){0, 0, 0, x->device[i], x->engine[i]};
     size_t units = 0;

@@ -19,7 +19,8 @@
 typedef struct tp__policy_env {
     uint32_t n;                     /* MemGraph vertices */
     const uint32_t *succ_off, *succ; /* CSR of successors (data and memory edges) */
-    const uint32_t *order;          /* a topological order (Kahn, FIFO) of its nordered vertices */
+    const uint32_t *order;          /* a topological order (Kahn, FIFO) of its nordered vertices;
+                                       NULL unless the policy has needs_cost or the backend bound */
     uint32_t nordered;
     const uint32_t *ndeps;          /* incoming edges per vertex */
     const uint32_t *queue;          /* per vertex: its ready queue, or TP__NO_QUEUE (inputs) */

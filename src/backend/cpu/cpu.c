@@ -66,14 +66,17 @@ typedef struct cpu {
     tp__plan_ctx pc;
     tp__mem mem;
     tp__kplan *kp; /* per TaskGraph vertex */
-    double *opaque_s; /* per TaskGraph vertex: the seconds an opaque kernel sleeps (opaque_seconds), 0 for the rest */
+    double *opaque_s; /* with an opaque rate (else NULL), per TaskGraph vertex: the seconds an opaque
+                         kernel sleeps (opaque_seconds), 0 for the rest */
     worker *w;
     int nw;
 } cpu;
 
-/* t >= 0 seconds as a timespec */
+/* t >= 0 seconds as a timespec, at most 10^9 s (an emulated copy's time has no cap of its own:
+ * bytes over the slowest link, stretched by the jitter, can exceed what a time_t holds) */
 static struct timespec ts_of(double t)
 {
+    if (!(t < 1e9)) t = 1e9;
     struct timespec ts = {(time_t)t, 0};
     ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
     if (ts.tv_nsec < 0) ts.tv_nsec = 0;
@@ -124,7 +127,7 @@ static tp_status run_vertex(worker *w, uint32_t v)
     tp_memgraph_vertex(c->pc.pi.mg, v, &mv);
     tp_status s = tp__fault(&c->pc, v, &w->err);
     if (s) return s;
-    if (mv.kind == TP_M_KERNEL && c->o.opaque_rate > 0 && c->kp[mv.task].op == TP__OP_OPAQUE) {
+    if (mv.kind == TP_M_KERNEL && c->opaque_s && c->kp[mv.task].op == TP__OP_OPAQUE) {
         sleep_until(tp__now() + c->opaque_s[mv.task]); /* an opaque kernel touches no data */
         return TP_OK;
     }
@@ -319,12 +322,11 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
         cpu_release(be);
         return ks;
     }
-    c->opaque_s = malloc(((size_t)tp_graph_size(c->pc.g) + 1) * sizeof *c->opaque_s);
-    if (!c->opaque_s) {
+    if (c->o.opaque_rate > 0 && !(c->opaque_s = malloc(((size_t)tp_graph_size(c->pc.g) + 1) * sizeof *c->opaque_s))) {
         cpu_release(be);
         return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     }
-    for (uint32_t t = 0; t < tp_graph_size(c->pc.g); t++) { /* every sleep ends, its deadline fits a time_t */
+    for (uint32_t t = 0; t < tp_graph_size(c->pc.g) && c->opaque_s; t++) { /* every sleep ends, its deadline fits a time_t */
         double sec = c->opaque_s[t] = opaque_seconds(c, t);
         if (sec > TP_CPU_OPAQUE_WAIT_MAX) {
             const tp_vertex *tv = tp_graph_vertex(c->pc.g, t);
@@ -490,7 +492,8 @@ static tp_status cpu_make(const tp_backend_opt *opts, int nopts, tp_backend **ou
     tp_cpu_opts_init(&o);
     for (int i = 0; i < nopts; i++) { /* the registry passes only cpu_keys */
         int k = 0;
-        while (cpu_keys[k + 1] && strcmp(opts[i].key, cpu_keys[k])) k++;
+        while (cpu_keys[k] && strcmp(opts[i].key, cpu_keys[k])) k++;
+        if (!cpu_keys[k]) return tp__fail(err, TP_ERR_ARG, "cpu backend: no option '%s'", opts[i].key);
         double *dst = (double *)((char *)&o + cpu_opt_fields[k].field);
         tp_status s = tp__opt_number("cpu", &opts[i], cpu_opt_fields[k].lo, cpu_opt_fields[k].hi, dst, err);
         if (s) return s;
