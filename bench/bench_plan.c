@@ -56,8 +56,12 @@ static int run(const tp_layered_opts *lo, result *r, int reps_asked, int verbose
             o.device_mem[d] = c > minf[d] ? c : minf[d];
         }
         tp_memgraph *mg = NULL;
-        int reps = reps_asked ? reps_asked : lo->backward || r->nv < 300000 ? 3 : 1; /* forward: best of 3 where a run is short and noisy */
         double ts[3];
+        int reps = reps_asked ? reps_asked : lo->backward || r->nv < 300000 ? 3 : 1; /* forward: best of 3 where a run is short and noisy */
+        if (reps < 1 || reps > (int)(sizeof ts / sizeof *ts)) {
+            fprintf(stderr, "bench_plan: %d repetitions, at most %zu\n", reps, sizeof ts / sizeof *ts);
+            return 1;
+        }
         for (int rep = 0; rep < reps; rep++) {
             tp_memgraph_free(mg);
             double t1 = tp_now_seconds();

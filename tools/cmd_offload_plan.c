@@ -26,7 +26,7 @@ static const cli_opt opts[] = {
               "start state of the schedule, for turnip plan and sim (with --weight-offload)"),
     CLI_O_STR("--sim-profile", "FILE", flags, profile,
               "write a one-device machine profile that replays the chain's times and link in turnip sim"),
-    CLI_O_NUM("--flops", "R", flags, flops, 1, 1e18,
+    CLI_O_NUM("--flops", "R", flags, flops, TP_CHAIN_RATE_MIN, TP_CHAIN_RATE_MAX,
               "the TaskGraph's kernel flops per second of the chain's times, and the profile's\n"
               "peak (default 1e12)"),
     CLI_O_END,

@@ -262,6 +262,16 @@ static tp_status derive_size(tp_graph *g, tp_vertex *v, tp_error *err)
     return TP_OK;
 }
 
+/* v's region at `off` (resident or host, `what`) starts at a multiple of v's alignment */
+static tp_status check_aligned(const tp_vertex *v, uint64_t off, const char *what, tp_status bad, tp_error *err)
+{
+    uint64_t al = tp__align_of(v->bytes);
+    if (off % al)
+        return tp__fail(err, bad, "vertex '%s': %s offset %llu is not a multiple of %llu (the alignment of %llu bytes)", v->id, what,
+                        (unsigned long long)off, (unsigned long long)al, (unsigned long long)v->bytes);
+    return TP_OK;
+}
+
 /* One resident declaration: on an input, its end within 64 bits, aligned (sizes known). */
 static tp_status check_resident(const tp_vertex *v, uint64_t off, tp_status bad, tp_error *err)
 {
@@ -271,11 +281,7 @@ static tp_status check_resident(const tp_vertex *v, uint64_t off, tp_status bad,
     if (off > UINT64_MAX - v->bytes)
         return tp__fail(err, bad, "vertex '%s': resident offset %llu plus %llu bytes overflows 64 bits", v->id,
                         (unsigned long long)off, (unsigned long long)v->bytes);
-    uint64_t al = tp__align_of(v->bytes);
-    if (off % al)
-        return tp__fail(err, bad, "vertex '%s': resident offset %llu is not a multiple of %llu (the alignment of %llu bytes)",
-                        v->id, (unsigned long long)off, (unsigned long long)al, (unsigned long long)v->bytes);
-    return TP_OK;
+    return check_aligned(v, off, "resident", bad, err);
 }
 
 /* One host placement: on an input that has a host copy, aligned, within the reserved bytes. */
@@ -289,11 +295,7 @@ static tp_status check_host(const tp_graph *g, const tp_vertex *v, const tp__ses
     if (off > g->host_reserved || v->bytes > g->host_reserved - off)
         return tp__fail(err, bad, "vertex '%s': host region [%llu, +%llu) is not inside the reserved host bytes [0, %llu)", v->id,
                         (unsigned long long)off, (unsigned long long)v->bytes, (unsigned long long)g->host_reserved);
-    uint64_t al = tp__align_of(v->bytes);
-    if (off % al)
-        return tp__fail(err, bad, "vertex '%s': host offset %llu is not a multiple of %llu (the alignment of %llu bytes)", v->id,
-                        (unsigned long long)off, (unsigned long long)al, (unsigned long long)v->bytes);
-    return TP_OK;
+    return check_aligned(v, off, "host", bad, err);
 }
 
 /* Sessions (issue 11): what the setters recorded, checked once sizes and placement are. */

@@ -65,6 +65,7 @@ double tp__now(void);
  * be multiples of it, and the planner places every tensor so. Packing regions in decreasing
  * alignment wastes no byte, so a set of them whose sizes sum to at most a capacity always fits. */
 #define TP__MAX_ALIGN 256
+_Static_assert((TP__MAX_ALIGN & (TP__MAX_ALIGN - 1)) == 0, "alignment is a power of two");
 static inline uint64_t tp__align_of(uint64_t size)
 {
     uint64_t a = size & (~size + 1); /* lowest set bit */

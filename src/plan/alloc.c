@@ -270,12 +270,12 @@ void tp__alloc_free(tp__alloc *a)
 }
 
 /* The newest release stamp among the free segments that [st, en) covers, walking from the
- * segment holding `from` (st's or en's last byte) forward or backward; UINT64_MAX past
- * TP__RUN_SEGS segments. */
-static uint64_t newest_covered(const tp__alloc *a, uint64_t from, int back, uint64_t st, uint64_t en)
+ * segment holding st forward, or (back) from the one holding en's last byte backward;
+ * UINT64_MAX past TP__RUN_SEGS segments. */
+static uint64_t newest_covered(const tp__alloc *a, int back, uint64_t st, uint64_t en)
 {
     uint64_t m = 0;
-    uint32_t i = (uint32_t)a->segs.n[t_pred(&a->segs, from)].aux;
+    uint32_t i = (uint32_t)a->segs.n[t_pred(&a->segs, back ? en - 1 : st)].aux;
     for (int n = 0; i != TP__NONE && a->b[i].start < en && a->b[i].start + a->b[i].size > st; n++) {
         if (n == TP__RUN_SEGS) return UINT64_MAX;
         if (a->b[i].freed_at > m) m = a->b[i].freed_at;
@@ -293,9 +293,9 @@ static uint64_t oldest_in_run(const tp__alloc *a, uint64_t rs, uint64_t re, uint
 {
     uint64_t lo = align_up(rs, al), hi = (re - size) & ~(al - 1);
     if (hi <= lo || age == 0) return lo;
-    uint64_t alo = newest_covered(a, lo, 0, lo, lo + size);
+    uint64_t alo = newest_covered(a, 0, lo, lo + size);
     if (alo == 0) return lo;
-    return newest_covered(a, hi + size - 1, 1, hi, hi + size) < alo ? hi : lo;
+    return newest_covered(a, 1, hi, hi + size) < alo ? hi : lo;
 }
 
 int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *addr)

@@ -81,7 +81,6 @@ int tp__alloc_init(tp__alloc *a, uint64_t cap);
 void tp__alloc_free(tp__alloc *a);
 
 /* The planner's alignments: tp__align_of and TP__MAX_ALIGN (io/util.h). */
-_Static_assert(TP__MAX_ALIGN > 0 && (TP__MAX_ALIGN & (TP__MAX_ALIGN - 1)) == 0, "alignment is a power of two");
 
 /* Finds an address for `size` bytes inside free runs, in O(log B) (B: blocks; OLDEST: plus at
  * most 2 TP__RUN_SEGS segment steps). LOWEST: first

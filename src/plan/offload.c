@@ -195,7 +195,7 @@ tp_status tp_chain_check(const tp_chain *c, tp_error *err)
 {
     if (!c || !c->uf || !c->ub || !c->w || !c->a) return tp__fail(err, TP_ERR_ARG, "chain: NULL chain or array");
     if (c->layers < 1 || c->layers > (1u << 20)) return tp__fail(err, TP_ERR_ARG, "chain: %u layers (want 1..2^20)", c->layers);
-    if (!(c->beta >= TP_CHAIN_RATE_MIN && c->beta <= TP_CHAIN_RATE_MAX)) return tp__fail(err, TP_ERR_ARG, "chain: beta %g (want 1..1e18 bytes/s)", c->beta);
+    if (!(c->beta >= TP_CHAIN_RATE_MIN && c->beta <= TP_CHAIN_RATE_MAX)) return tp__fail(err, TP_ERR_ARG, "chain: beta %g (want %g..%g bytes/s)", c->beta, TP_CHAIN_RATE_MIN, TP_CHAIN_RATE_MAX);
     uint64_t total = c->a[0];
     if (total > ((uint64_t)1 << 53)) return tp__fail(err, TP_ERR_ARG, "chain: a0 over 2^53 bytes");
     for (uint32_t i = 0; i < c->layers; i++) {

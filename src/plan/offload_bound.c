@@ -697,8 +697,8 @@ static tp_status bound_run(const tp_chain *c, double time_limit_s, tp__lp_method
         return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: %u layers (the MILP takes 1..%u)", L,
                         TP_CHAIN_BOUND_MAX_LAYERS);
     if (!isfinite(time_limit_s) || time_limit_s <= 0 || time_limit_s > TP_CHAIN_TIME_LIMIT_MAX)
-        return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: time limit %g s (want 0 < t <= 1e6)",
-                        time_limit_s);
+        return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: time limit %g s (want 0 < t <= %g)",
+                        time_limit_s, TP_CHAIN_TIME_LIMIT_MAX);
     if ((unsigned)method > TP__LP_INTERIOR)
         return tp__fail(err, TP_ERR_ARG, "tp_chain_bound: LP method %d", (int)method);
     job *j = calloc(1, sizeof *j);

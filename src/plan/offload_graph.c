@@ -65,7 +65,7 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
     tp_status st = tp_chain_check(c, err);
     if (st) return st;
     if (!(flops_per_s >= TP_CHAIN_RATE_MIN && flops_per_s <= TP_CHAIN_RATE_MAX))
-        return tp__fail(err, TP_ERR_ARG, "chain taskgraph: flops per second must be in [1, 1e18]");
+        return tp__fail(err, TP_ERR_ARG, "chain taskgraph: flops per second must be in [%g, %g]", TP_CHAIN_RATE_MIN, TP_CHAIN_RATE_MAX);
     if (c->layers > TP_OFFLOAD_MAX_LAYERS)
         return tp__fail(err, TP_ERR_ARG, "chain taskgraph: %u layers, at most %u", c->layers, TP_OFFLOAD_MAX_LAYERS);
     for (uint32_t k = 0; k < c->layers; k++)
@@ -210,8 +210,8 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
                   mc->time_limit_s <= TP_CHAIN_TIME_LIMIT_MAX)))
         return tp__fail(err, TP_ERR_ARG,
                         "weight offload milp: needs the machine's kernel rate and link bandwidth (got %g flops/s, %g "
-                        "bytes/s; each in [1, 1e18]) and a time limit in [0, 1e6] s",
-                        mc ? mc->flops_per_s : 0, mc ? mc->beta : 0);
+                        "bytes/s; each in [%g, %g]) and a time limit in [0, %g] s",
+                        mc ? mc->flops_per_s : 0, mc ? mc->beta : 0, TP_CHAIN_RATE_MIN, TP_CHAIN_RATE_MAX, TP_CHAIN_TIME_LIMIT_MAX);
     if (tp_graph_devices(g) != 1) return tp__fail(err, TP_ERR_INVALID, "not a chain graph: %d devices, a chain has one", tp_graph_devices(g));
     uint32_t L = 0;
     char id[32];

@@ -944,37 +944,26 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     return TP_OK;
 }
 
-static int res_cmp(const void *a, const void *b)
-{
-    const uint64_t *x = a, *y = b; /* {device, offset, vertex} */
-    for (int i = 0; i < 3; i++)
-        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
-    return 0;
-}
-
 /* Sessions: resident inputs are on their devices before anything runs, at the regions they
  * declare (checked here: inside the device, aligned, not overlapping). They count as loaded;
  * under pressure they are dropped (host copy valid) or offloaded like any value. */
 static tp_status place_resident(planner *P)
 {
     size_t nr = 0;
-    uint64_t (*r)[3] = malloc(((size_t)P->nv + 1) * sizeof *r);
+    tp__span *r = malloc(((size_t)P->nv + 1) * sizeof *r);
     if (!r) return tp__fail(P->err, TP_ERR_NOMEM, "out of memory");
     for (uint32_t x = 0; x < P->nv; x++) {
         uint64_t off;
         if (V_(P, x)->kind != TP_V_INPUT || !tp_graph_resident(P->g, x, &off, NULL)) continue;
-        r[nr][0] = (uint64_t)V_(P, x)->device;
-        r[nr][1] = off;
-        r[nr][2] = x;
-        nr++;
+        r[nr++] = (tp__span){V_(P, x)->device, off, 0, x}; /* b unused: off + bytes may not fit yet */
     }
-    qsort(r, nr, sizeof *r, res_cmp);
+    qsort(r, nr, sizeof *r, tp__span_cmp);
     tp_status s = TP_OK;
     char b1[32], b2[32];
     for (size_t i = 0; i < nr && !s; i++) {
-        int d = (int)r[i][0];
-        uint64_t off = r[i][1];
-        uint32_t x = (uint32_t)r[i][2];
+        int d = r[i].device;
+        uint64_t off = r[i].a;
+        uint32_t x = r[i].v;
         uint64_t bytes = V_(P, x)->bytes, cap = P->dev[d].cap;
         if (off > cap || bytes > cap - off)
             s = tp__fail(P->err, TP_ERR_INFEASIBLE, "resident input '%s': [%llu, +%s) lies outside device %d's %s", V_(P, x)->id,
@@ -982,9 +971,9 @@ static tp_status place_resident(planner *P)
         else if (off % tp__align_of(bytes))
             s = tp__fail(P->err, TP_ERR_INVALID, "resident input '%s': offset %llu is not a multiple of its alignment %llu",
                          V_(P, x)->id, (unsigned long long)off, (unsigned long long)tp__align_of(bytes));
-        else if (i > 0 && (int)r[i - 1][0] == d && r[i - 1][1] + V_(P, (uint32_t)r[i - 1][2])->bytes > off)
-            s = tp__fail(P->err, TP_ERR_INVALID, "resident inputs '%s' and '%s' overlap on device %d",
-                         V_(P, (uint32_t)r[i - 1][2])->id, V_(P, x)->id, d);
+        else if (i > 0 && r[i - 1].device == d && r[i - 1].a + V_(P, r[i - 1].v)->bytes > off)
+            s = tp__fail(P->err, TP_ERR_INVALID, "resident inputs '%s' and '%s' overlap on device %d", V_(P, r[i - 1].v)->id,
+                         V_(P, x)->id, d);
         if (s) break;
         if (tp_graph_resident_flags(P->g, x) & TP_RESIDENT_LOAD) { /* a cache tensor's load: into its region, first */
             do_reload(P, x, d, off);
