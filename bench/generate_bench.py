@@ -19,6 +19,7 @@ usage: bench/generate_bench.py TURNIP [--model DIR] [--layers 16] [--hidden 256]
        [--plans token|layer] [--lookahead 0|1] [--backend cpu|cuda]
 """
 import argparse
+import math
 import os
 import platform
 import re
@@ -85,6 +86,8 @@ def main():
     ap.add_argument("--prompt-len", type=int, default=16)
     ap.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
     a = ap.parse_args()
+    if a.repeats < 1 or not (math.isfinite(a.link_gbps) and a.link_gbps > 0):
+        ap.error("--repeats must be at least 1 and --link-gbps a finite rate above 0")
     if a.plans == "token" and (a.lookahead != "0" or a.prefetch != "1"):
         ap.error("--lookahead and --prefetch choose between the plans of layers: they need --plans layer")
     tmp = None

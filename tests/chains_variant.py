@@ -9,6 +9,7 @@ without --out, exits 2 and writes nothing.
 usage: chains_variant.py SOURCE_DIR"""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,10 +56,17 @@ def main(src):
             if not ok:
                 print("FAIL %s: sum %.6f s (want %.3f), layer 0 %s" % (name, s, ms / 1e3, c["layers"][0]))
                 fails += 1
+        # the refusals run a copy of the script whose default directory (../examples/chains) is
+        # inside d, so a refusal that broke would write there, not into the source tree
+        sd = os.path.join(d, "scripts")
+        os.mkdir(sd)
+        for f in ("gen_chains.py", "atomic_write.py"):
+            shutil.copy(os.path.join(src, "scripts", f), sd)
+        copy = os.path.join(sd, "gen_chains.py")
         for flags in (["--bytes", "3", "--out", os.path.join(d, "bad")], ["--bytes", "2"], ["--paper-times"]):
-            p = subprocess.run([sys.executable, script] + flags, capture_output=True, text=True, timeout=60,
+            p = subprocess.run([sys.executable, copy] + flags, capture_output=True, text=True, timeout=60,
                                cwd=d)
-            if p.returncode != 2 or os.path.exists(os.path.join(d, "bad")):
+            if p.returncode != 2 or os.path.exists(os.path.join(d, "bad")) or os.path.exists(os.path.join(d, "examples")):
                 print("FAIL: %s exited %d" % (" ".join(flags), p.returncode))
                 fails += 1
     print("chains_variant: %d chains, %d failures" % (len(SUM_U), fails))

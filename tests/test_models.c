@@ -359,16 +359,14 @@ TEST(models_decode_token_contract)
         CHECK(tp_graph_find(g, "x.out") < 0 && tp_graph_find(g, "k_new") < 0); /* the per-layer names are not reused */
         tp_graph_free(g);
     }
-    struct {
-        tp_llama_decode_opts o;
-    } bad[] = {{{4, 0, 0, 1, 0, 8, 1}}, /* more devices than layers + head */
-               {{2, 0, 0, 1, 8, 8, 1}}, /* pos past the cache */
-               {{2, 0, 0, 1, 0, 8, 0}}, /* no vocab chunk */
-               {{2, 0, 0, 0, 0, 8, 1}}}; /* no sequence */
+    tp_llama_decode_opts bad[] = {{4, 0, 0, 1, 0, 8, 1},  /* more devices than layers + head */
+                                  {2, 0, 0, 1, 8, 8, 1},  /* pos past the cache */
+                                  {2, 0, 0, 1, 0, 8, 0},  /* no vocab chunk */
+                                  {2, 0, 0, 0, 0, 8, 1}}; /* no sequence */
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         tp_error e;
         tp_graph *g = NULL;
-        ASSERT_STATUS(tp_llama_decode_token(&c, &bad[i].o, &g, &e), TP_ERR_ARG);
+        ASSERT_STATUS(tp_llama_decode_token(&c, &bad[i], &g, &e), TP_ERR_ARG);
         CHECK(g == NULL);
     }
 }

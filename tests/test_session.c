@@ -107,6 +107,27 @@ static float *read_outputs(tp_exec *x, const tp_memgraph *mg, tp_error *e)
     return o;
 }
 
+/* One run of mg (default options when ro is NULL) in session ss, or by a plain executor on be
+ * when ss is NULL, every input written; its outputs when `outputs` (each N x N; caller frees),
+ * else NULL. */
+static float *run_plan(tp_session *ss, tp_backend *be, const tp_memgraph *mg, const tp_run_opts *ro, int outputs)
+{
+    tp_error e;
+    tp_run_opts def;
+    if (!ro) {
+        tp_run_opts_init(&def);
+        ro = &def;
+    }
+    tp_exec *x;
+    ASSERT_OK_ERR(ss ? tp_exec_new_in(ss, mg, ro, &x, &e) : tp_exec_new(mg, be, ro, &x, &e), e);
+    ASSERT_OK_ERR(write_inputs(x, mg, &e), e);
+    tp_run_summary sum;
+    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+    float *o = outputs ? read_outputs(x, mg, &e) : NULL;
+    tp_exec_free(x);
+    return o;
+}
+
 /* The reference for graph g: its outputs from a fresh run on be with room for everything, every
  * input copied in (caller frees). */
 static float *fresh_outputs(const tp_graph *g, tp_backend *be)
@@ -116,15 +137,7 @@ static float *fresh_outputs(const tp_graph *g, tp_backend *be)
     tp_plan_opts_init(&po, tp_graph_devices(g), 1 << 20);
     tp_memgraph *mg;
     ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
-    tp_run_opts ro;
-    tp_run_opts_init(&ro);
-    tp_exec *x;
-    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
-    ASSERT_OK_ERR(write_inputs(x, mg, &e), e);
-    tp_run_summary sum;
-    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
-    float *ref = read_outputs(x, mg, &e);
-    tp_exec_free(x);
+    float *ref = run_plan(NULL, be, mg, NULL, 1);
     tp_memgraph_free(mg);
     return ref;
 }
@@ -162,8 +175,6 @@ TEST(session_random_sequences_match_fresh_runs)
         tp_run_opts ro;
         tp_run_opts_init(&ro);
         tp_memgraph *mg;
-        tp_exec *x;
-        tp_run_summary sum;
         tp_session *ss;
         ASSERT_OK_ERR(tp_session_new(be, nd, po.device_mem, 1 << 20, &ss, &e), e);
         po.host_mem = 1 << 20;
@@ -182,15 +193,11 @@ TEST(session_random_sequences_match_fresh_runs)
             ro.policy = pol[(seed + (uint64_t)r) % 4];
             ro.seed = seed * 10 + (uint64_t)r;
             ro.streams = 1 + r % 2;
-            ASSERT_OK_ERR(tp_exec_new_in(ss, mg, &ro, &x, &e), e);
-            ASSERT_OK_ERR(write_inputs(x, mg, &e), e);
-            ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
-            float *got = read_outputs(x, mg, &e);
+            float *got = run_plan(ss, NULL, mg, &ro, 1);
             CHECKF(!memcmp(got, ref, (size_t)tp_graph_num_outputs(g) * N * N * sizeof *got),
                    "seed %llu run %d (%s order): outputs differ from the fresh run", (unsigned long long)seed, r + 1,
                    ro.policy);
             free(got);
-            tp_exec_free(x);
             ASSERT_OK_ERR(tp_plan_carry_inputs(g, mg, NULL, &e), e);
             tp_memgraph_free(mg);
         }
@@ -239,14 +246,7 @@ TEST(session_inplace_value_evicted_and_kept_is_never_stale)
     ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
     tp_session *ss;
     ASSERT_OK_ERR(tp_session_new(be, 1, po.device_mem, 1 << 16, &ss, &e), e);
-    tp_run_opts ro;
-    tp_run_opts_init(&ro);
-    tp_exec *x;
-    ASSERT_OK_ERR(tp_exec_new_in(ss, mg, &ro, &x, &e), e);
-    ASSERT_OK_ERR(write_inputs(x, mg, &e), e);
-    tp_run_summary sum;
-    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
-    tp_exec_free(x);
+    run_plan(ss, NULL, mg, NULL, 0);
     /* the next plan: y = w2 * w2, w2 resident where the last plan kept it, no host copy */
     char g2[1024];
     snprintf(g2, sizeof g2,
@@ -262,9 +262,7 @@ TEST(session_inplace_value_evicted_and_kept_is_never_stale)
     verify(mh, h);
     ASSERT_EQ(count_kind(mh, TP_M_INPUT), 0);
     ASSERT_EQ(count_kind(mh, TP_M_RESIDENT), 1);
-    ASSERT_OK_ERR(tp_exec_new_in(ss, mh, &ro, &x, &e), e);
-    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
-    float *y = read_outputs(x, mh, &e);
+    float *y = run_plan(ss, NULL, mh, NULL, 1); /* no inputs to write: w2 is resident */
     float w[N * N], gg[N * N];
     input_values("w", w, N * N);
     input_values("g", gg, N * N);
@@ -273,7 +271,6 @@ TEST(session_inplace_value_evicted_and_kept_is_never_stale)
         CHECKF(y[k] == w2 * w2, "y[%d] = %g, want (w + g)^2 = %g (w^2 = %g: a stale copy)", k, y[k], w2 * w2, w[k] * w[k]);
     }
     free(y);
-    tp_exec_free(x);
     tp_memgraph_free(mh);
     tp_graph_free(h);
     tp_session_free(ss);
@@ -686,17 +683,21 @@ TEST(session_host_placed_inputs_are_read_in_place)
             ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
             verify(mg, g);
             reloaded += count_kind(mg, TP_M_RELOAD) > 0;
+            int seen = 0, nplaced = 0;
+            for (uint32_t v = 0; v < tp_graph_size(g) && v < 64; v++) nplaced += is_placed[v];
             for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
                 tp_mvertex v;
                 tp_memgraph_vertex(mg, i, &v);
                 if (v.write.space != TP_SPACE_HOST) continue;
-                if (v.kind == TP_M_INPUT && v.task < 64 && is_placed[v.task])
+                if (v.kind == TP_M_INPUT && v.task < 64 && is_placed[v.task]) {
+                    seen++;
                     CHECKF(v.write.offset == where[v.task], "seed %llu: placed input at %llu, not %llu", (unsigned long long)seed,
                            (unsigned long long)v.write.offset, (unsigned long long)where[v.task]);
-                else
+                } else
                     CHECKF(v.write.offset >= R, "seed %llu: vertex %u writes host offset %llu, inside the reserve",
                            (unsigned long long)seed, i, (unsigned long long)v.write.offset);
             }
+            CHECKF(seen == nplaced, "seed %llu: %d placed inputs in the plan, %d placed", (unsigned long long)seed, seen, nplaced);
             static const char *pol[] = {"fixed", "any", "random", "priority"};
             ro.policy = pol[(seed + (uint64_t)r) % 4];
             ro.seed = seed * 10 + (uint64_t)r;
