@@ -3,9 +3,11 @@
 
 For every cap (percent of what weights + KV cache + a step's work need) and every cache policy,
 runs the command --repeats times and prints min / median / max of the bytes moved per token
-(against the bound: weights + KV - cap, when positive) and of the decode time per token (against
+against the bound (weights + KV - cap, when positive) and of the decode time per token against
 max(compute, bound / bandwidth), compute being the median time per token at 100% with the
-latency policy, where nothing moves). A random checkpoint is made with bench/generate_torch.py
+latency policy, where nothing moves. MB and the bound are read from turnip's printed sizes, so
+to 0.1 of the unit it prints; "bytes x" is turnip's own steady-state bytes / bound, from
+unrounded counts (median of the runs). A random checkpoint is made with bench/generate_torch.py
 --make-model when --model is not given.
 
 On a GPU (--backend cuda) nothing is throttled: --link-gbps is then the measured host-to-device
@@ -49,7 +51,8 @@ def run(turnip, args):
     if p.returncode:
         sys.exit("turnip generate %s failed (%d):\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
     out = p.stdout
-    m = re.search(r"steady state \(after the first decode step\): ([\d.]+) (\w+) per token, ([\d.]+) s per step", out)
+    m = re.search(r"steady state \(after the first decode step\): ([\d.]+) (\w+) per token, ([\d.]+) s per step"
+                  r"(?:, bytes / bound ([\d.]+))?", out)
     bound = re.search(r"bound \(weights \+ KV - devices x cap\): ([\d.]+) (\w+)", out)
     cache = re.search(r"cache: .*", out)
     mem = re.search(r"cap ([\d.]+ \w+) \((\d+)%\)", out)
@@ -58,6 +61,7 @@ def run(turnip, args):
         "s_per_token": float(m.group(3)),
         "bytes": float(m.group(1)) * units[m.group(2)],
         "bound": float(bound.group(1)) * units[bound.group(2)],
+        "ratio": float(m.group(4)) if m.group(4) else None, # turnip's own, from unrounded bytes
         "cache": cache.group(0) if cache else "",
         "cap": mem.group(1) if mem else "?",
     }
@@ -120,11 +124,12 @@ def main():
     for (cap, pol, pf), rs in results.items():
         bound = rs[0]["bound"]
         b = mmm([r["bytes"] for r in rs])
+        ratio = statistics.median(r["ratio"] for r in rs) if all(r["ratio"] is not None for r in rs) else None
         t = mmm([r["s_per_token"] for r in rs])
         tbound = max(compute, bound / (a.link_gbps * 1e9))
         print("%-5s %-8s %-3s %-10.2f %8.2f / %8.2f / %8.2f %-8s %8.4f / %8.4f / %8.4f  %-8s" % (
             cap + "%", pol, pf, bound / 1e6, b[0] / 1e6, b[1] / 1e6, b[2] / 1e6,
-            "%.3f" % (b[1] / bound) if bound > 0 else "-", t[0], t[1], t[2], "%.3f" % (t[1] / tbound) if tbound > 0 else "-"))
+            "%.3f" % ratio if ratio is not None else "-", t[0], t[1], t[2], "%.3f" % (t[1] / tbound) if tbound > 0 else "-"))
         print("      %s" % rs[-1]["cache"])
 
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # All tests: install, build three times (plain; ASan+UBSan; TSan), run the whole CTest suite
-# on the first two and the executor's tests on the third; then run every fuzz target briefly.
+# on the first two and the executor and session tests on the third; then run every fuzz target
+# briefly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

@@ -73,8 +73,8 @@ static void help(FILE *f)
         f,
         "usage: turnip generate (--model DIR | --preset NAME) (--prompt-ids 1,2,3[;4,5,6..] | --seq-len N)\n"
         "                       --max-new-tokens N --device-mem SIZE|P% [--devices D] [--batch B]\n"
-        "                       [--policy fifo|lru|size|latency] [--prefetch 0|1|2] [--plans token|layer]\n"
-        "                       [--lookahead 0|1]\n"
+        "                       [--policy fifo|lru|size|latency]\n"
+        "                       [--plans token | --plans layer [--prefetch 0|1|2] [--lookahead 0|1]]\n"
         "                       [--temperature T --top-k K] [--seed S] [--out FILE] [--order POLICY]\n"
         "                       [--backend cpu|cuda|sim] [--machine NAME] [--link-bandwidth GB/s] [--link-latency us]\n"
         "                       [--streams N] [--matmul fast|exact] [--vocab-chunks C] [--no-verify] [--quiet]\n"
