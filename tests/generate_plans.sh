@@ -25,6 +25,32 @@ run token
 run token3 --devices 3
 run layer --plans layer
 run layer3la --plans layer --devices 3 --lookahead 1
+run traced --trace "$D/trace.json" --plan-out "$D/plan.json"
+# --trace and --plan-out: the last step's plan and its trace agree (every slice a vertex of the
+# plan, of its kind and task), the plan streams, and bench/decode_gaps.py's split of the lane's
+# time adds up to the run
+/usr/bin/python3 - "$D/trace.json" "$D/plan.json" "$(dirname "$0")/../bench" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[3])
+import decode_gaps
+plan = json.load(open(sys.argv[2]))
+assert plan["format"] == "turnip.memgraph/1", plan.get("format")
+verts = {v["id"]: v for v in plan["vertices"]}
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+assert ev, "an empty trace"
+for e in ev:
+    v = verts[e["args"]["vertex"]]
+    assert e["name"] == "%s %s" % (v["kind"], v["task"]), (e["name"], v["kind"], v["task"])
+ran = {e["args"]["vertex"] for e in ev}
+engine = [v for v in plan["vertices"] if v["kind"] in ("kernel", "reload", "offload", "transfer")]
+assert all(v["id"] in ran for v in engine), "a vertex of the plan has no slice"
+assert any(v["kind"] == "reload" and v["task"].startswith("model.") for v in plan["vertices"]), "nothing streamed at 50%"
+r = decode_gaps.analyse(sys.argv[1], sys.argv[2])
+parts = r["busy"] + r["dep"] + r["launch"] + r["tail"]
+assert abs(parts - r["run"]) < 1e-6 * max(1.0, r["run"]), (parts, r)
+assert 0 <= r["dep_kernel"] <= r["dep"] + 1e-9, r
+print("trace and plan: %d slices, %d copies on the lane, busy %.1f%% of the run" % (len(ev), r["copies"], 100 * r["busy"] / r["run"]))
+PY
 grep -q "a plan per decode step" "$D/token.txt" || { echo "the default does not say it plans per step"; cat "$D/token.txt"; exit 1; }
 grep -q "a plan per layer" "$D/layer.txt" || { echo "--plans layer does not say it plans per layer"; cat "$D/layer.txt"; exit 1; }
 ev() { sed -n 's/.* \([0-9]*\) evictions .*/\1/p' "$D/$1.txt"; }

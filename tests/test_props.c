@@ -191,6 +191,15 @@ static int plan_check(const tp_graph *g, const tp_plan_opts *o, rng *r, int dyn_
     return offloads;
 }
 
+/* the largest vertex's bytes */
+static uint64_t largest(const tp_graph *g)
+{
+    uint64_t m = 0;
+    for (uint32_t v = 0; v < tp_graph_size(g); v++)
+        if (tp_graph_vertex(g, v)->bytes > m) m = tp_graph_vertex(g, v)->bytes;
+    return m;
+}
+
 static void run_family(int family, int count)
 {
     int evicting = 0, infeasible_seen = 0;
@@ -244,6 +253,15 @@ static void run_family(int family, int count)
             opts.order = (tp_order)rng_below(&r, 3);
             for (int d = 0; d < nd; d++) opts.device_mem[d] = mins[d] + rng_below(&r, sum_on(g, d) + 1);
             if (k) opts.evict_budget = 1 + (uint32_t)rng_below(&r, 3);
+            plan_check(g, &opts, &r, 1);
+        }
+        /* small values packed at the bottom (docs/planner.md "Packing small values"), at the
+         * minimum and at a random cap */
+        for (int k = 0; k < 2; k++) {
+            tp_plan_opts_init(&opts, nd, 0);
+            opts.order = (tp_order)rng_below(&r, 3);
+            for (int d = 0; d < nd; d++) opts.device_mem[d] = mins[d] + (k ? rng_below(&r, sum_on(g, d) + 1) : 0);
+            opts.pack_below = 1 + rng_below(&r, largest(g));
             plan_check(g, &opts, &r, 1);
         }
         tp_plan_opts_init(&opts, nd, 0);

@@ -13,7 +13,7 @@
 typedef struct {
     cli_exec_flags x;
     cli_backend_flags b;
-    const char *model, *preset, *prompt_ids, *device_mem, *policy, *out, *machine, *plan_order, *plans;
+    const char *model, *preset, *prompt_ids, *device_mem, *policy, *out, *machine, *plan_order, *plans, *plan_out;
     long long seq_len, max_new, devices, batch, top_k, prefetch, vocab_chunks, lookahead;
     double temperature;
     int no_verify, quiet;
@@ -57,6 +57,10 @@ static const cli_opt opts[] = {
     CLI_O_STR("--out", "FILE", flags, out, "write tokens [B, N] and logits.S [B, vocab] for every step S there (safetensors)"),
     CLI_O_POLICY(flags, x),
     CLI_O_STREAMS(flags, x),
+    CLI_O_STR("--trace", "FILE", flags, x.trace,
+              "Chrome trace-event JSON of the last decode step's plan (with --plans layer,\n"
+              "of its last plan, the head's); open it in Perfetto"),
+    CLI_O_STR("--plan-out", "FILE", flags, plan_out, "that plan's MemGraph (turnip.memgraph/1 JSON)"),
     CLI_O_LINK_BANDWIDTH(flags, b, "cpu: throttle host-device copies (default: unthrottled memcpy)"),
     CLI_O_LINK_LATENCY(flags, b),
     CLI_O_STR("--backend", "cpu|cuda|sim", flags, b.name, "where to run (default cpu); sim: timings and bytes only, no tokens"),
@@ -76,7 +80,7 @@ static void help(FILE *f)
         "                       [--policy fifo|lru|size|latency]\n"
         "                       [--plans token | --plans layer [--prefetch 0|1|2] [--lookahead 0|1]]\n"
         "                       [--temperature T --top-k K] [--seed S] [--out FILE] [--order POLICY]\n"
-        "                       [--backend cpu|cuda|sim] [--machine NAME] [--link-bandwidth GB/s] [--link-latency us]\n"
+        "                       [--trace FILE] [--plan-out FILE] [--backend cpu|cuda|sim] [--machine NAME] [--link-bandwidth GB/s] [--link-latency us]\n"
         "                       [--streams N] [--matmul fast|exact] [--vocab-chunks C] [--no-verify] [--quiet]\n"
         "\n"
         "Generates text: the prompt is prefilled by one plan, then every new token is one decode step:\n"
@@ -328,6 +332,8 @@ static int run(int argc, char **argv)
     go.lookahead = (int)fl.lookahead;
     go.per_token = per_token;
     go.data = !use_sim;
+    go.trace = fl.x.trace;
+    go.plan_out = fl.plan_out;
     go.on_step = on_step;
     go.ctx = &rp;
     tp_gen_result r = {0};

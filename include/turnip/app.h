@@ -108,6 +108,9 @@ typedef struct tp_gen_opts {
                                       and prefetch then decide nothing in the steady state.
                                       0: a plan per layer and one for the head */
     int data;                      /* 0: the backend holds no data (sim): timings and bytes only */
+    const char *trace;             /* borrowed; non-NULL: the Chrome trace of the last decode
+                                      step's last plan (tp_exec_trace_write) is written there */
+    const char *plan_out;          /* borrowed; non-NULL: that plan's MemGraph (JSON) there */
     void (*on_step)(void *ctx, const tp_gen_step *st);
     void *ctx;
 } tp_gen_opts;

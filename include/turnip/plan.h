@@ -87,6 +87,14 @@ typedef struct tp_plan_opts {
     const tp_plan_evict *evictions; /* borrowed, may be NULL: directed evictions, any order; with
                                        sums to lower (sum_into and marked sums) TP_ERR_ARG */
     uint32_t nevictions;
+    uint64_t pack_below;         /* 0 (default): every device allocation goes to the free run whose
+                                    bytes were released longest ago (fewest waits on recent
+                                    kernels). N > 0: an allocation of fewer than N bytes (an
+                                    activation, a small tensor) goes to the lowest address that
+                                    holds it instead, so small values pack at the bottom and the
+                                    large runs above stay whole: room for two large tensors at
+                                    once where a plan streams them (docs/planner.md "Packing
+                                    small values") */
 } tp_plan_opts;
 
 /* tp_plan_opts.evict_budget: the best eviction window at every step, whatever it costs. */

@@ -41,8 +41,16 @@
 #include <string.h>
 #include "turnip/app.h"
 #include "turnip/cache.h"
+#include "turnip/io.h"
 #include "io/half.h"
 #include "io/util.h"
+
+/* A plan per step streams only tensors of at least 1/GEN_SMALL_DIV of the largest where it can:
+ * a small one streamed costs a copy's launch for few bytes, and with the activations it breaks
+ * up the plan's room, which then holds one large tensor at a time instead of two, so the load
+ * of each waits for the kernel of the one before (docs/generation.md "Where a step's link
+ * idles"). */
+#define GEN_SMALL_DIV 16
 
 typedef struct step_t {
     int dev;
@@ -76,6 +84,10 @@ typedef struct gen {
                              copies (NULL: no data); plans load from them in place (no copy) */
     uint64_t hres;
     uint64_t pinned[TP_MAX_DEVICES]; /* bytes the driver holds pinned per device */
+    uint64_t small;       /* a plan per step: tensors of fewer bytes are pinned before the others,
+                             and the decode plans pack allocations of fewer bytes at the bottom of
+                             the plan's room (tp_plan_opts.pack_below): the largest step tensor
+                             / GEN_SMALL_DIV */
     float *x;             /* [B, H] residual stream */
     float *logits;        /* [B, V] */
     void *embed;          /* the embedding table, host (its dtype) */
@@ -220,7 +232,14 @@ static void free_steps(gen *G)
     free(G->kvrow);
 }
 
-/* The maps from names and handles to the steps' tensors, once every step is made. */
+/* the bytes a cache tensor takes in its range (the cache aligns to 256) */
+static uint64_t taken(const gen *G, tp_cache_id id)
+{
+    return (tp_cache_bytes(G->cache, id) + 255) & ~(uint64_t)255;
+}
+
+/* The maps from names and handles to the steps' tensors, once every step is made; the small
+ * tensors' bound. */
 static tp_status index_steps(gen *G)
 {
     uint32_t n = 0;
@@ -239,6 +258,7 @@ static tp_status index_steps(gen *G)
             G->id_step[id] = si;
             G->id_j[id] = j;
             if (tp__strmap_put(&G->byname, G->steps[si].names[j], id, NULL) < 0) return oom(G);
+            if (taken(G, id) / GEN_SMALL_DIV > G->small) G->small = taken(G, id) / GEN_SMALL_DIV;
         }
     return TP_OK;
 }
@@ -311,12 +331,14 @@ static tp_status read_output(gen *G, tp_exec *x, const tp_memgraph *mg, const ch
     return tp_exec_read(x, &mv.write, dst, G->err);
 }
 
-/* Plans g (finalized) under the caps, checks it, makes its executor in the session. */
-static tp_status plan_exec(gen *G, const tp_graph *g, tp_memgraph **mg, tp_exec **x)
+/* Plans g (finalized) under the caps, small allocations packed below pack_below bytes (0:
+ * none), checks it, makes its executor in the session. */
+static tp_status plan_exec(gen *G, const tp_graph *g, uint64_t pack_below, tp_memgraph **mg, tp_exec **x)
 {
     tp_plan_opts po;
     tp_plan_opts_init(&po, G->D, G->o->device_mem);
     po.order = G->o->plan_order;
+    po.pack_below = pack_below;
     tp_status s = tp_plan(g, &po, mg, G->err);
     if (!s && G->o->verify) {
         char *text;
@@ -335,21 +357,17 @@ static void account(const tp_run_summary *sum, double *run_s, uint64_t *bytes)
     *bytes += sum->bytes_moved;
 }
 
-/* the bytes a cache tensor takes in its range (the cache aligns to 256) */
-static uint64_t taken(const gen *G, tp_cache_id id)
-{
-    return (tp_cache_bytes(G->cache, id) + 255) & ~(uint64_t)255;
-}
-
-/* Pins the tensors step si reads (loads are listed for the next plan) while the pinned bytes
- * of its device fit the cache's range; a tensor beyond that (a step larger than the range) is
- * streamed instead: a plain input of its plan, loaded and dropped by it, never admitted. */
-static tp_status pin_step(gen *G, uint32_t si)
+/* Pins the tensors step si reads of lo..hi-1 bytes (loads are listed for the next plan) while
+ * the pinned bytes of its device fit the cache's range; a tensor beyond that (a step larger
+ * than the range) is streamed instead: a plain input of its plan, loaded and dropped by it,
+ * never admitted. The step is armed by the call whose range ends at UINT64_MAX (the last). */
+static tp_status pin_step(gen *G, uint32_t si, uint64_t lo, uint64_t hi)
 {
     step_t *st = &G->steps[si];
     tp_status s = TP_OK;
     for (uint32_t j = 0; j < st->n && !s; j++) {
         uint64_t off, b = taken(G, st->ids[j]);
+        if (b < lo || b >= hi) continue;
         int d = -1;
         st->tick[j] = TP_CACHE_NO_HINT;
         st->streamed[j] = 0;
@@ -367,7 +385,7 @@ static tp_status pin_step(gen *G, uint32_t si)
         }
         if (!s) G->pinned[st->dev] += b;
     }
-    st->armed = !s;
+    st->armed = !s && hi == UINT64_MAX;
     return s;
 }
 
@@ -547,6 +565,21 @@ static tp_status write_inputs(gen *G, const tp_graph *g, const tp_memgraph *mg, 
     return s;
 }
 
+/* The last decode step's last plan, as tp_gen_opts.trace and .plan_out ask (after its run: no
+ * file I/O inside it); each file whole or not at all. */
+static tp_status write_last(gen *G, const tp_exec *x, const tp_memgraph *mg)
+{
+    tp_status s = G->o->trace ? tp_exec_trace_write(x, G->o->trace, G->err) : TP_OK;
+    if (s || !G->o->plan_out) return s;
+    tp_outfile *of;
+    if ((s = tp_outfile_open(G->o->plan_out, &of, G->err))) return s;
+    if ((s = tp_memgraph_write(mg, tp_outfile_stream(of), G->err))) {
+        tp_outfile_abort(of);
+        return s;
+    }
+    return tp_outfile_commit(of, G->err);
+}
+
 /* Plans and runs g (built, its tensors pinned by the caller), which reads the tensors of steps
  * s0..s1 on devices d0..d1: a layer's or the head's plan (s0 = s1) or a whole decode step
  * (tp_llama_decode_token: its outputs "L<l>.k_new" where a layer's are "k_new"). Reads the
@@ -559,11 +592,12 @@ static tp_status run_plan(gen *G, tp_graph *g, uint32_t s0, uint32_t s1, int d0,
     tp_exec *x = NULL;
     in_src *src = NULL;
     tp_status s = declare_inputs(G, g, s0, s1, d0, d1, &src);
-    if (!s) s = plan_exec(G, g, &mg, &x);
+    if (!s) s = plan_exec(G, g, s1 > s0 ? G->small : 0, &mg, &x);
     if (!s) s = write_inputs(G, g, mg, x, src);
     tp_run_summary sum;
     if (!s) s = tp_exec_run(x, &sum, G->err);
     if (!s) account(&sum, run_s, bytes);
+    if (!s && last && s1 + 1 == G->nsteps) s = write_last(G, x, mg);
     int whole = s1 > s0;
     for (uint32_t l = s0; l <= s1 && l < (uint32_t)G->L && !s && G->o->data; l++) {
         char kn[32] = "k_new", vn[32] = "v_new";
@@ -592,9 +626,9 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
     tp_graph *g = NULL;
     tp_status s = si < G->L ? build_layer(G, si, pos, &g) : build_head(G, pos, &g);
     if (!s) s = reserve_host(G, g);
-    if (!s && !st->armed) s = pin_step(G, si);
+    if (!s && !st->armed) s = pin_step(G, si, 0, UINT64_MAX);
     uint32_t next = si + 1 < G->nsteps ? si + 1 : 0;
-    if (!s && G->o->lookahead && !(last && next == 0) && !G->steps[next].armed) s = pin_step(G, next);
+    if (!s && G->o->lookahead && !(last && next == 0) && !G->steps[next].armed) s = pin_step(G, next, 0, UINT64_MAX);
     if (!s) s = tp_cache_prefetch(G->cache, st->dev, NULL, G->err);
     if (s) {
         tp_graph_free(g);
@@ -603,8 +637,9 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
     return run_plan(G, g, si, si, st->dev, st->dev, pos, last, run_s, bytes);
 }
 
-/* A whole decode step in one plan (tp_gen_opts.per_token): the tensors of every step, in order,
- * each pinned if it fits its device's range (the rest streamed through the plan's own memory,
+/* A whole decode step in one plan (tp_gen_opts.per_token): the tensors of every step, the small
+ * ones first (GEN_SMALL_DIV), then the rest, each in layer order and pinned if it fits its
+ * device's range (the rest streamed through the plan's own memory,
  * loaded by it just in time, so the loads of later layers run beside the compute of earlier
  * ones), one graph (tp_llama_decode_token), one plan, one run. */
 static tp_status run_token(gen *G, int64_t pos, int last, double *run_s, uint64_t *bytes)
@@ -613,8 +648,9 @@ static tp_status run_token(gen *G, int64_t pos, int last, double *run_s, uint64_
     tp_llama_decode_opts d = {G->D, 0, 0, G->B, pos, G->maxlen, G->VC};
     tp_status s = tp_llama_decode_token(G->c, &d, &g, G->err);
     if (!s) s = reserve_host(G, g);
-    for (uint32_t si = 0; si < G->nsteps && !s; si++)
-        if (!G->steps[si].armed) s = pin_step(G, si);
+    for (int pass = 0; pass < 2; pass++) /* the small tensors first (GEN_SMALL_DIV), then the rest */
+        for (uint32_t si = 0; si < G->nsteps && !s; si++)
+            if (!G->steps[si].armed) s = pin_step(G, si, pass ? G->small : 0, pass ? UINT64_MAX : G->small);
     if (s) {
         tp_graph_free(g);
         return s;
@@ -638,7 +674,7 @@ static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
     tp_status s = tp_llama_build(G->c, &lo, &g, G->err);
     if (!s) s = reserve_host(G, g);
     if (!s) s = place_prefill(G, g);
-    if (!s) s = plan_exec(G, g, &mg, &x);
+    if (!s) s = plan_exec(G, g, 0, &mg, &x);
     for (uint32_t i = 0; i < (mg ? tp_memgraph_size(mg) : 0) && !s && o->data; i++) {
         tp_mvertex mv;
         tp_memgraph_vertex(mg, i, &mv);

@@ -84,6 +84,7 @@ typedef struct planner {
     size_t capvict;
     uint32_t *dir_off; /* directed evictions (tp_plan_opts.evictions) by `after` vertex: CSR */
     uint32_t *dir_val;
+    uint64_t pack_below; /* tp_plan_opts.pack_below */
 } planner;
 
 static const tp_vertex *V_(const planner *P, uint32_t x)
@@ -453,7 +454,7 @@ static int may_wait(const planner *P, int d, uint32_t p, uint64_t size)
  * horizon is at p) evicts whatever it must, p's inputs aside. */
 static int alloc_for(planner *P, int d, uint32_t p, uint64_t size, int forced, uint64_t *addr)
 {
-    if (tp__alloc_find(&P->dev[d], size, TP__FIT_OLDEST, addr)) return 1;
+    if (tp__alloc_find(&P->dev[d], size, size < P->pack_below ? TP__FIT_LOWEST : TP__FIT_OLDEST, addr)) return 1;
     if (!forced && may_wait(P, d, p, size)) return 0;
     if (!P->ending && P->nkeep_in) { /* first a window of free bytes and dead kept inputs only: as if freed */
         P->only_dead = 1;
@@ -822,6 +823,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
     P->use_cur = calloc(n + 1, sizeof *P->use_cur);
     P->scan = !opts->evict_budget ? SCAN_CREDIT : opts->evict_budget == TP_EVICT_EXACT ? SCAN_ALWAYS : SCAN_NEVER;
     P->walk = P->scan == SCAN_NEVER ? opts->evict_budget : TP_PLAN_WINDOW_WALK;
+    P->pack_below = opts->pack_below;
     const char *cw = getenv("TURNIP_CHECK_WINDOW");
     P->check_window = cw && !strcmp(cw, "1");
     P->is_out = calloc(n + 1, 1);
