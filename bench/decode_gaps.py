@@ -22,21 +22,24 @@ usage: bench/decode_gaps.py TURNIP --model DIR [--device-mem 50%] [--repeats 3] 
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
 
+from generate_bench import machine  # bench/: the script's own directory is on the path
+
 
 def analyse(trace_path, plan_path):
-    ev = {}
+    ev, lane = {}, None
     for e in json.load(open(trace_path))["traceEvents"]:
         if e.get("ph") == "X":
             ev[e["args"]["vertex"]] = e
+        elif e.get("ph") == "M" and e.get("name") == "thread_name" and e["pid"] == 0 and e["args"]["name"] == "h2d 0":
+            lane = e["tid"]
     verts = {v["id"]: v for v in json.load(open(plan_path))["vertices"]}
-    h2d = sorted((e for e in ev.values() if e["pid"] == 0 and e["tid"] == 100), key=lambda e: e["ts"])
+    h2d = sorted((e for e in ev.values() if e["pid"] == 0 and e["tid"] == lane), key=lambda e: e["ts"])
     if not h2d:
         return None
     start = min(e["ts"] for e in ev.values())
@@ -74,8 +77,7 @@ def main():
     a = ap.parse_args()
     if a.repeats < 1 or a.repeats > 100 or not (0 < a.link_gbps < 1e6) or a.new_tokens < 2 or a.prompt_len < 1:
         ap.error("--repeats 1..100, --link-gbps above 0, --new-tokens at least 2, --prompt-len at least 1")
-    print("machine: %s, %d cores; %s" % (platform.processor() or platform.machine(), os.cpu_count() or 0,
-                                          " ".join(platform.uname()[2:3])))
+    print("machine: %s" % machine())
     print("generate --model %s --device-mem %s --link-bandwidth %g, prompt %d, %d new tokens %s; %d runs; the last decode "
           "step's run on device 0's host-to-device lane" % (a.model, a.device_mem, a.link_gbps, a.prompt_len, a.new_tokens,
                                                                " ".join(a.extra), a.repeats))

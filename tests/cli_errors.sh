@@ -165,6 +165,8 @@ expect 2 "--out needs data" "$T" generate --preset tiny --seq-len 4 --max-new-to
 expect 2 "of host memory" "$T" generate --preset tiny --seq-len 4 --batch 1000000 --max-new-tokens 1000000 --device-mem 50% --out "$D/g.st"
 expect 2 "of host memory" "$T" generate --preset 65b --seq-len 4 --max-new-tokens 2 --device-mem 50%
 expect 2 "cannot write into" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --out "$D/nodir/g.st"
+expect 2 "--trace .*cannot write into" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --trace "$D/nodir/t.json"
+expect 2 "--plan-out .*cannot write into" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --plan-out "$D/nodir/p.json"
 expect 2 "--prefetch" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --prefetch 3
 expect 2 "--plans must be" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --plans step
 expect 2 "it needs --plans layer" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --lookahead 1

@@ -142,6 +142,22 @@ static float *fresh_outputs(const tp_graph *g, tp_backend *be)
     return ref;
 }
 
+
+/* run r of seed's random-session tests: its dispatch policy and seed, varied over the runs */
+static void order_of_run(tp_run_opts *ro, uint64_t seed, int r)
+{
+    static const char *pol[] = {"fixed", "any", "random", "priority"};
+    ro->policy = pol[(seed + (uint64_t)r) % 4];
+    ro->seed = seed * 10 + (uint64_t)r;
+}
+
+/* got (freed here) holds g's outputs, N x N floats each, exactly as the fresh run's ref */
+static void same_as_fresh(float *got, const float *ref, const tp_graph *g, uint64_t seed, int r, const char *policy)
+{
+    CHECKF(!memcmp(got, ref, (size_t)tp_graph_num_outputs(g) * N * N * sizeof *got),
+           "seed %llu run %d (%s order): outputs differ from the fresh run", (unsigned long long)seed, r + 1, policy);
+    free(got);
+}
 /* Tight caps for g into po: each device's smallest feasible cap (or its kept outputs, if more)
  * plus 0..spread-1 values, drawn from s. */
 static void tight_caps(const tp_graph *g, tp_plan_opts *po, uint64_t *s, int spread)
@@ -189,15 +205,10 @@ TEST(session_random_sequences_match_fresh_runs)
                 tp_memgraph_vertex(mg, i, &v);
                 inplace_plans += v.inplace >= 0 && r == 0;
             }
-            static const char *pol[] = {"fixed", "any", "random", "priority"};
-            ro.policy = pol[(seed + (uint64_t)r) % 4];
-            ro.seed = seed * 10 + (uint64_t)r;
+            order_of_run(&ro, seed, r);
             ro.streams = 1 + r % 2;
             float *got = run_plan(ss, NULL, mg, &ro, 1);
-            CHECKF(!memcmp(got, ref, (size_t)tp_graph_num_outputs(g) * N * N * sizeof *got),
-                   "seed %llu run %d (%s order): outputs differ from the fresh run", (unsigned long long)seed, r + 1,
-                   ro.policy);
-            free(got);
+            same_as_fresh(got, ref, g, seed, r, ro.policy);
             ASSERT_OK_ERR(tp_plan_carry_inputs(g, mg, NULL, &e), e);
             tp_memgraph_free(mg);
         }
@@ -698,9 +709,7 @@ TEST(session_host_placed_inputs_are_read_in_place)
                            (unsigned long long)seed, i, (unsigned long long)v.write.offset);
             }
             CHECKF(seen == nplaced, "seed %llu: %d placed inputs in the plan, %d placed", (unsigned long long)seed, seen, nplaced);
-            static const char *pol[] = {"fixed", "any", "random", "priority"};
-            ro.policy = pol[(seed + (uint64_t)r) % 4];
-            ro.seed = seed * 10 + (uint64_t)r;
+            order_of_run(&ro, seed, r);
             ASSERT_OK_ERR(tp_exec_new_in(ss, mg, &ro, &x, &e), e);
             CHECK(tp_session_host(ss, NULL) == NULL); /* not while an executor is live */
             const tp_graph *tg = tp_memgraph_taskgraph(mg);
@@ -714,9 +723,7 @@ TEST(session_host_placed_inputs_are_read_in_place)
             }
             ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
             float *got = read_outputs(x, mg, &e);
-            CHECKF(!memcmp(got, ref, (size_t)tp_graph_num_outputs(g) * N * N * sizeof *got),
-                   "seed %llu run %d (%s order): outputs differ from the fresh run", (unsigned long long)seed, r + 1, ro.policy);
-            free(got);
+            same_as_fresh(got, ref, g, seed, r, ro.policy);
             tp_exec_free(x);
             CHECK(tp_session_host(ss, NULL) == hb);
             CHECKF(!memcmp(hb, snap, R), "seed %llu run %d: the reserved host bytes changed", (unsigned long long)seed, r + 1);

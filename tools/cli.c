@@ -4,6 +4,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *const cli_prog = "turnip";
 
@@ -428,4 +431,24 @@ int cli_write_graph(const char *cmd, tp_graph *g, const char *path)
     tp_status s = tp_graph_write(g, out.f, &e);
     tp_graph_free(g);
     return cli_out_finish(cmd, &out, s, &e);
+}
+
+int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is_dir)
+{
+    char dir[4096];
+    if (is_dir) {
+        if (mkdir(path, 0777) && errno != EEXIST) return cli_errorf(cmd, 2, "%s %s: cannot create it: %s", flag, path, strerror(errno));
+        snprintf(dir, sizeof dir, "%s", path);
+    } else {
+        const char *slash = strrchr(path, '/');
+        size_t n = slash ? (size_t)(slash - path) : 1;
+        if (n >= sizeof dir) n = sizeof dir - 1;
+        memcpy(dir, slash ? path : ".", n);
+        dir[n] = 0;
+        if (slash && n == 0) snprintf(dir, sizeof dir, "/");
+    }
+    struct stat sb;
+    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode) || access(dir, W_OK | X_OK))
+        return cli_errorf(cmd, 2, "%s %s: cannot write into %s: %s", flag, path, dir, errno ? strerror(errno) : "not a directory");
+    return 0;
 }

@@ -41,6 +41,9 @@ void cli_put_escaped(FILE *f, const char *s);
 int cli_usage_error(const char *cmd, const char *msg, const char *arg);
 /* Prints "turnip CMD: " ("turnip: " when cmd is NULL) and the formatted line; returns code. */
 int cli_errorf(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
+/* Before the work: the directory an output named by `flag` goes into (the path itself with
+ * is_dir, made if missing) must be a writable directory; 0, or exit code 2 after one line. */
+int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is_dir);
 /* Fills the caller's e with status s and the formatted message; returns s. */
 tp_status cli_set_error(tp_error *e, tp_status s, const char *fmt, ...) CLI_PRINTF(3, 4);
 

@@ -212,18 +212,12 @@ static int run(int argc, char **argv)
         free(ids);
         return cli_errorf("generate", 2, "prompt plus new tokens exceed 2^31-1 positions");
     }
-    if (fl.out) { /* fail before the work, not after it: the directory --out writes into */
-        char dir[4096];
-        const char *slash = strrchr(fl.out, '/');
-        size_t n = slash ? (size_t)(slash - fl.out) : 1;
-        if (n >= sizeof dir) n = sizeof dir - 1;
-        memcpy(dir, slash ? fl.out : ".", n);
-        dir[slash && n == 0 ? 1 : n] = 0;
-        if (slash && n == 0) dir[0] = '/';
-        if (access(dir, W_OK | X_OK)) {
-            free(ids);
-            return cli_errorf("generate", 2, "--out %s: cannot write into %s: %s", fl.out, dir, strerror(errno));
-        }
+    /* fail before the work, not after it: the directories the outputs go into */
+    if ((fl.out && (rc = cli_writable_dir("generate", "--out", fl.out, 0))) ||
+        (fl.x.trace && (rc = cli_writable_dir("generate", "--trace", fl.x.trace, 0))) ||
+        (fl.plan_out && (rc = cli_writable_dir("generate", "--plan-out", fl.plan_out, 0)))) {
+        free(ids);
+        return rc;
     }
     tp_gen_need need;
     if ((s = tp_llama_generate_need(&c, (int)fl.devices, B, T + fl.max_new, fl.vocab_chunks ? (int)fl.vocab_chunks : 1, &need, &e))) {

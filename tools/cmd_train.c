@@ -194,27 +194,6 @@ static tp_status dump(const char *path, const tp_train_result *r, int64_t steps,
     return s;
 }
 
-/* the directory of a file path, checked writable before the work; 0 or the exit code */
-static int writable_dir(const char *flag, const char *path, int is_dir)
-{
-    char dir[4096];
-    if (is_dir) {
-        if (mkdir(path, 0777) && errno != EEXIST) return cli_errorf("train", 2, "%s %s: cannot create it: %s", flag, path, strerror(errno));
-        snprintf(dir, sizeof dir, "%s", path);
-    } else {
-        const char *slash = strrchr(path, '/');
-        size_t n = slash ? (size_t)(slash - path) : 1;
-        if (n >= sizeof dir) n = sizeof dir - 1;
-        memcpy(dir, slash ? path : ".", n);
-        dir[n] = 0;
-        if (slash && n == 0) snprintf(dir, sizeof dir, "/");
-    }
-    struct stat sb;
-    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode) || access(dir, W_OK | X_OK))
-        return cli_errorf("train", 2, "%s %s: cannot write into %s: %s", flag, path, dir, errno ? strerror(errno) : "not a directory");
-    return 0;
-}
-
 /* the step graph's options for cap (the defaults, then the flags) and its need; 0 or the exit code */
 static int step_need(const flags *fl, const tp_llama_config *c, unsigned targets, tp_order order, uint64_t cap, tp_train_opts *go,
                      tp_train_need *need)
@@ -259,8 +238,8 @@ static int run(int argc, char **argv)
     if (fl.wdtype && fl.model) return cli_usage_error("train", "--weights-dtype is for --preset (a checkpoint's weights keep their dtype)", NULL);
     if ((s = cli_llama_config(fl.model, fl.preset, &c, &e))) return cli_fail("train", s, &e);
     if (fl.wdtype && tp_dtype_parse(fl.wdtype, &c.dtype)) return cli_usage_error("train", "--weights-dtype: f32, f16 or bf16", NULL);
-    if ((fl.out && (rc = writable_dir("--out", fl.out, 1))) || (fl.dump && (rc = writable_dir("--dump-grads", fl.dump, 0))) ||
-        (fl.taskgraph && (rc = writable_dir("--taskgraph-out", fl.taskgraph, 0))))
+    if ((fl.out && (rc = cli_writable_dir("train", "--out", fl.out, 1))) || (fl.dump && (rc = cli_writable_dir("train", "--dump-grads", fl.dump, 0))) ||
+        (fl.taskgraph && (rc = cli_writable_dir("train", "--taskgraph-out", fl.taskgraph, 0))))
         return rc;
     tp_sim_profile prof;
     if (use_sim && (s = tp_sim_profile_read(fl.machine ? fl.machine : "a100x8", &prof, &e))) return cli_fail("train", s, &e);
