@@ -151,6 +151,25 @@ static void order_of_run(tp_run_opts *ro, uint64_t seed, int r)
     ro->seed = seed * 10 + (uint64_t)r;
 }
 
+/* the start of one seed of a random-session test: its graph, a cpu backend, and the outputs of
+ * a fresh run (the reference, the caller's) */
+static float *seed_start(uint64_t seed, tp_graph **g, tp_backend **be)
+{
+    tp_error e;
+    *g = random_graph(seed);
+    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, be, &e), e);
+    return fresh_outputs(*g, *be);
+}
+
+/* the end of one seed of a random-session test: its session, backend, reference and graph */
+static void seed_done(tp_session *ss, tp_backend *be, float *ref, tp_graph *g)
+{
+    tp_session_free(ss);
+    tp_backend_free(be);
+    free(ref);
+    tp_graph_free(g);
+}
+
 /* got (freed here) holds g's outputs, N x N floats each, exactly as the fresh run's ref */
 static void same_as_fresh(float *got, const float *ref, const tp_graph *g, uint64_t seed, int r, const char *policy)
 {
@@ -177,12 +196,11 @@ TEST(session_random_sequences_match_fresh_runs)
 {
     int resident_runs = 0, inplace_plans = 0, evicting = 0;
     for (uint64_t seed = 1; seed <= 60; seed++) {
-        tp_graph *g = random_graph(seed);
+        tp_graph *g;
+        tp_backend *be;
+        float *ref = seed_start(seed, &g, &be); /* the reference */
         int nd = tp_graph_devices(g);
         tp_error e;
-        tp_backend *be;
-        ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
-        float *ref = fresh_outputs(g, be); /* the reference */
         /* the session: 2-5 runs at a tight cap */
         uint64_t s = seed;
         tp_plan_opts po;
@@ -212,10 +230,7 @@ TEST(session_random_sequences_match_fresh_runs)
             ASSERT_OK_ERR(tp_plan_carry_inputs(g, mg, NULL, &e), e);
             tp_memgraph_free(mg);
         }
-        tp_session_free(ss);
-        tp_backend_free(be);
-        free(ref);
-        tp_graph_free(g);
+        seed_done(ss, be, ref, g);
     }
     /* the property must have been exercised */
     CHECKF(resident_runs >= 25, "only %d runs started with resident inputs", resident_runs);
@@ -651,12 +666,11 @@ TEST(session_host_placed_inputs_are_read_in_place)
     enum { R = 1 << 14, HOST = 1 << 20 };
     int placed = 0, reloaded = 0;
     for (uint64_t seed = 1; seed <= 30; seed++) {
-        tp_graph *g = random_graph(seed);
+        tp_graph *g;
+        tp_backend *be;
+        float *ref = seed_start(seed, &g, &be); /* the reference */
         int nd = tp_graph_devices(g);
         tp_error e;
-        tp_backend *be;
-        ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
-        float *ref = fresh_outputs(g, be);
         tp_plan_opts po;
         tp_plan_opts_init(&po, nd, 1 << 20);
         tp_run_opts ro;
@@ -730,10 +744,7 @@ TEST(session_host_placed_inputs_are_read_in_place)
             tp_memgraph_free(mg);
         }
         free(snap);
-        tp_session_free(ss);
-        tp_backend_free(be);
-        free(ref);
-        tp_graph_free(g);
+        seed_done(ss, be, ref, g);
     }
     CHECKF(placed >= 60, "only %d inputs placed", placed);
     CHECKF(reloaded >= 10, "only %d plans reloaded anything", reloaded);
