@@ -1117,6 +1117,45 @@ TEST(exec_idle_run_burns_no_core)
     tp_graph_free(g);
 }
 
+/* A throttled link is one DMA queue: a copy queued while the one before moves begins when that
+ * one ends (cpu.c run_vertex), never earlier. Every reload of this plan is ready at the start
+ * and queued two at a time (copy_depth 2), so a copy begun at its queue time instead would
+ * overlap the one before: the run could not then take the bytes' time on the link. */
+TEST(exec_throttled_link_moves_one_copy_at_a_time)
+{
+    tp_graph *g = mlp_chain(4, 1, 256); /* 256 KiB weights */
+    tp_memgraph *mg = plan_at(g, 16ull << 20);
+    tp_error e;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_cpu_opts co;
+    tp_cpu_opts_init(&co);
+    co.link_gbps = 0.05; /* 256 KiB in 5.2 ms */
+    tp_backend *be = NULL;
+    ASSERT_OK_ERR(tp_backend_cpu_new(&co, &be, &e), e);
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+    float *buf = calloc(1, 1u << 18);
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind == TP_M_INPUT) ASSERT_OK_ERR(tp_exec_write(x, &v.write, buf, &e), e);
+    }
+    for (int rep = 0; rep < 2; rep++) { /* a second run: the link's last end is from the first */
+        tp_run_summary sum;
+        ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+        CHECK(sum.bytes_moved >= 4u << 18);
+        double link = (double)sum.bytes_moved / (co.link_gbps * 1e9);
+        CHECKF(sum.makespan >= 0.999 * link, "run %d: makespan %.4f s, below the %.4f s its %llu bytes take on the link", rep,
+               sum.makespan, link, (unsigned long long)sum.bytes_moved);
+    }
+    tp_exec_free(x);
+    tp_backend_free(be);
+    free(buf);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
 /* ---- the priority policy (critical path first) -------------------------------------------- */
 
 /* Two independent chains on device 0 with one compute stream: short s1 -> s2, and long l1 ->

@@ -198,7 +198,7 @@ TEST(models_llama_residual_options)
 
 static tp_llama_decode_opts dopts(int64_t B, int64_t pos, int64_t max_len)
 {
-    tp_llama_decode_opts o = {2, 1, 1, B, pos, max_len, 1};
+    tp_llama_decode_opts o = {2, 1, 1, B, pos, max_len, 1, 0, NULL, NULL};
     return o;
 }
 
@@ -300,6 +300,58 @@ TEST(models_decode_head_contract)
         }
 }
 
+static int split_mlp(void *ctx, const char *name)
+{
+    ++*(int *)ctx;
+    return strstr(name, ".mlp.") != NULL;
+}
+
+/* tp_llama_decode_opts.split_bytes: the weights split(name) picks, when larger than split_bytes,
+ * are read as row chunks "name#rA:Z" of at most split_bytes (whole rows, a multiple of 256
+ * bytes but the last), one matmul each concatenated; the rest stay whole. */
+TEST(models_decode_layer_split)
+{
+    tp_llama_config c = tiny(4, 2, 0); /* f16 weights, hidden 64, intermediate 96: a row of gate is 128 bytes */
+    for (int k = 0; k < 2; k++) {
+        uint64_t split = k ? 1000 : 4096;
+        int64_t rows = k ? 6 : 32; /* 1000 / 128 = 7 rows, down to an even count (256-byte multiples) */
+        tp_llama_decode_opts o = dopts(3, 2, 8);
+        int asked = 0;
+        o.split_bytes = split;
+        o.split = split_mlp;
+        o.split_ctx = &asked;
+        tp_error e;
+        tp_graph *g;
+        ASSERT_OK_ERR(tp_llama_decode_layer(&c, &o, &g, &e), e);
+        ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+        CHECK(asked >= 3); /* every weight over split_bytes is asked about */
+        shape_is(find(g, "model.layers.1.self_attn.q_proj.weight"), 2, 64, 64, 0, 0); /* not picked: whole */
+        const char *mlp[3] = {"gate", "up", "down"};
+        for (int m = 0; m < 3; m++) {
+            char id[128];
+            snprintf(id, sizeof id, "model.layers.1.mlp.%s_proj.weight", mlp[m]);
+            CHECKF(tp_graph_find(g, id) < 0, "'%s' is whole", id);
+            /* down: rows of 192 bytes, 256-byte multiples in steps of 4 rows: 20 rows of 4096, 4 of 1000 */
+            int64_t n = m == 2 ? 64 : 96, in = m == 2 ? 96 : 64, r = m == 2 ? (k ? 4 : 20) : rows;
+            uint32_t parts = 0;
+            for (int64_t a = 0; a < n; a += r, parts++) {
+                int64_t z = a + r < n ? a + r : n;
+                snprintf(id, sizeof id, "model.layers.1.mlp.%s_proj.weight#r%lld:%lld", mlp[m], (long long)a, (long long)z);
+                const tp_vertex *w = find(g, id);
+                shape_is(w, 2, z - a, in, 0, 0);
+                CHECKF(w->bytes <= split, "chunk '%s' has %llu bytes", id, (unsigned long long)w->bytes);
+                CHECKF(z == n || w->bytes % 256 == 0, "chunk '%s' is not a multiple of 256 bytes", id);
+            }
+            snprintf(id, sizeof id, "L1.%s", mlp[m]);
+            const tp_vertex *cat = find(g, id);
+            ASSERT_STR_EQ(cat->op, "concat");
+            ASSERT_EQ(cat->ninputs, parts);
+            shape_is(cat, 2, 3, n, 0, 0);
+        }
+        tp_graph_free(g);
+    }
+}
+
 TEST(models_decode_token_contract)
 {
     tp_llama_config c = tiny(4, 2, 0); /* 2 layers */
@@ -309,7 +361,7 @@ TEST(models_decode_token_contract)
     ASSERT_EQ(tp_llama_decode_device(&c, 2, 1), 0);
     ASSERT_EQ(tp_llama_decode_device(&c, 2, 2), 1);
     for (int D = 1; D <= 3; D++) {
-        tp_llama_decode_opts o = {D, 0, 0, 3, 2, 8, 3};
+        tp_llama_decode_opts o = {D, 0, 0, 3, 2, 8, 3, 0, NULL, NULL};
         tp_error e;
         tp_graph *g;
         ASSERT_OK_ERR(tp_llama_decode_token(&c, &o, &g, &e), e);
@@ -359,10 +411,10 @@ TEST(models_decode_token_contract)
         CHECK(tp_graph_find(g, "x.out") < 0 && tp_graph_find(g, "k_new") < 0); /* the per-layer names are not reused */
         tp_graph_free(g);
     }
-    tp_llama_decode_opts bad[] = {{4, 0, 0, 1, 0, 8, 1},  /* more devices than layers + head */
-                                  {2, 0, 0, 1, 8, 8, 1},  /* pos past the cache */
-                                  {2, 0, 0, 1, 0, 8, 0},  /* no vocab chunk */
-                                  {2, 0, 0, 0, 0, 8, 1}}; /* no sequence */
+    tp_llama_decode_opts bad[] = {{4, 0, 0, 1, 0, 8, 1, 0, NULL, NULL},  /* more devices than layers + head */
+                                  {2, 0, 0, 1, 8, 8, 1, 0, NULL, NULL},  /* pos past the cache */
+                                  {2, 0, 0, 1, 0, 8, 0, 0, NULL, NULL},  /* no vocab chunk */
+                                  {2, 0, 0, 0, 0, 8, 1, 0, NULL, NULL}}; /* no sequence */
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         tp_error e;
         tp_graph *g = NULL;
@@ -381,21 +433,21 @@ TEST(models_decode_refuses_out_of_range)
         int head;
         const char *needle;
     } bad[] = {
-        {{0, 0, 0, 1, 0, 1, 1}, 0, "devices 0 is outside [1, 64]"},
-        {{TP_MAX_DEVICES + 1, 0, 0, 1, 0, 1, 1}, 1, "devices 65"},
-        {{2, 2, 0, 1, 0, 1, 1}, 0, "device 2 is outside [0, 2)"},
-        {{2, -1, 0, 1, 0, 1, 1}, 1, "device -1"},
-        {{1, 0, 0, 0, 0, 1, 1}, 0, "batch 0 is outside [1, 2^20]"},
-        {{1, 0, 0, TP_LLAMA_MAX_BATCH + 1, 0, 1, 1}, 1, "batch 1048577"},
-        {{1, 0, 2, 1, 0, 1, 1}, 0, "layer 2 is outside [0, 2)"},
-        {{1, 0, -1, 1, 0, 1, 1}, 0, "layer -1"},
-        {{1, 0, 0, 1, 0, 0, 1}, 0, "max_len 0 is outside [1, 2^31-1]"},
-        {{1, 0, 0, 1, 0, (int64_t)INT32_MAX + 1, 1}, 0, "max_len 2147483648"},
-        {{1, 0, 0, 1, 4, 4, 1}, 0, "pos 4 is outside [0, max_len 4)"},
-        {{1, 0, 0, 1, -1, 4, 1}, 0, "pos -1"},
-        {{1, 0, 0, 1, INT64_MAX, INT64_MAX, 1}, 0, "max_len"},
-        {{1, 0, 0, 1, 0, 1, 0}, 1, "vocab_chunks 0 is outside [1, vocabulary 50]"},
-        {{1, 0, 0, 1, 0, 1, 51}, 1, "vocab_chunks 51"},
+        {{0, 0, 0, 1, 0, 1, 1, 0, NULL, NULL}, 0, "devices 0 is outside [1, 64]"},
+        {{TP_MAX_DEVICES + 1, 0, 0, 1, 0, 1, 1, 0, NULL, NULL}, 1, "devices 65"},
+        {{2, 2, 0, 1, 0, 1, 1, 0, NULL, NULL}, 0, "device 2 is outside [0, 2)"},
+        {{2, -1, 0, 1, 0, 1, 1, 0, NULL, NULL}, 1, "device -1"},
+        {{1, 0, 0, 0, 0, 1, 1, 0, NULL, NULL}, 0, "batch 0 is outside [1, 2^20]"},
+        {{1, 0, 0, TP_LLAMA_MAX_BATCH + 1, 0, 1, 1, 0, NULL, NULL}, 1, "batch 1048577"},
+        {{1, 0, 2, 1, 0, 1, 1, 0, NULL, NULL}, 0, "layer 2 is outside [0, 2)"},
+        {{1, 0, -1, 1, 0, 1, 1, 0, NULL, NULL}, 0, "layer -1"},
+        {{1, 0, 0, 1, 0, 0, 1, 0, NULL, NULL}, 0, "max_len 0 is outside [1, 2^31-1]"},
+        {{1, 0, 0, 1, 0, (int64_t)INT32_MAX + 1, 1, 0, NULL, NULL}, 0, "max_len 2147483648"},
+        {{1, 0, 0, 1, 4, 4, 1, 0, NULL, NULL}, 0, "pos 4 is outside [0, max_len 4)"},
+        {{1, 0, 0, 1, -1, 4, 1, 0, NULL, NULL}, 0, "pos -1"},
+        {{1, 0, 0, 1, INT64_MAX, INT64_MAX, 1, 0, NULL, NULL}, 0, "max_len"},
+        {{1, 0, 0, 1, 0, 1, 0, 0, NULL, NULL}, 1, "vocab_chunks 0 is outside [1, vocabulary 50]"},
+        {{1, 0, 0, 1, 0, 1, 51, 0, NULL, NULL}, 1, "vocab_chunks 51"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         memset(&e, 0, sizeof e);
@@ -405,7 +457,7 @@ TEST(models_decode_refuses_out_of_range)
     }
     /* the largest cache: 2^20 sequences x 2^31-1 positions x one head of 2^20 overflows 64 bits */
     tp_llama_config big = {1 << 20, 8, 1, 1, 1, 8, 1e-5, 10000.0, TP_DT_BF16, 0};
-    tp_llama_decode_opts o = {1, 0, 0, TP_LLAMA_MAX_BATCH, 0, INT32_MAX, 1};
+    tp_llama_decode_opts o = {1, 0, 0, TP_LLAMA_MAX_BATCH, 0, INT32_MAX, 1, 0, NULL, NULL};
     ASSERT_STATUS(tp_llama_decode_layer(&big, &o, &g, &e), TP_ERR_ARG);
     CHECKF(strstr(e.msg, "overflow 64 bits") != NULL, "%s", e.msg);
     /* a config out of range, or whose heads do not divide */

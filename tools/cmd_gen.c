@@ -118,8 +118,9 @@ static int gen_llama(int argc, char **argv, int decode)
     if (s) return cli_fail(NULL, s, &e);
     tp_graph *g = NULL;
     if (decode) {
-        tp_llama_decode_opts o = {(int)fl.devices, (int)fl.device, fl.layer, fl.batch, fl.pos,
-                                  fl.max_len ? fl.max_len : fl.pos < LLONG_MAX ? fl.pos + 1 : fl.pos, (int)fl.vocab_chunks};
+        tp_llama_decode_opts o = {.devices = (int)fl.devices, .device = (int)fl.device, .layer = fl.layer, .batch = fl.batch,
+                                  .pos = fl.pos, .max_len = fl.max_len ? fl.max_len : fl.pos < LLONG_MAX ? fl.pos + 1 : fl.pos,
+                                  .vocab_chunks = (int)fl.vocab_chunks};
         s = fl.head ? tp_llama_decode_head(&c, &o, &g, &e) : tp_llama_decode_layer(&c, &o, &g, &e);
         if (!s && (s = tp_graph_finalize(g, &e))) tp_graph_free(g);
     } else {

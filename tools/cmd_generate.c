@@ -252,9 +252,10 @@ static int run(int argc, char **argv)
         }
     }
     /* without --vocab-chunks: the lm_head in chunks of at most an eighth of the cap, so a tight
-     * cap is not refused for the head alone (the percentage stays of the unchunked need) */
+     * cap is not refused for the head alone (the percentage stays of the unchunked need), and with
+     * a plan per step no larger than the chunks its weights stream in */
     if (!fl.vocab_chunks) {
-        fl.vocab_chunks = tp_llama_generate_vocab_chunks(&c, cap);
+        fl.vocab_chunks = tp_llama_generate_vocab_chunks(&c, cap, per_token ? need.split_bytes : 0);
         if (fl.vocab_chunks > 1) {
             tp_gen_need n2;
             if ((s = tp_llama_generate_need(&c, (int)fl.devices, B, T + fl.max_new, (int)fl.vocab_chunks, &n2, &e))) {

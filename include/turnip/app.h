@@ -61,14 +61,23 @@ typedef struct tp_gen_need {
     uint64_t model_bytes, kv_bytes, work_bytes, step_max, need, min_cap;
     uint64_t device_need[TP_MAX_DEVICES]; /* per device: its cache tensors + work_bytes (need: the largest) */
     uint64_t stream_bytes; /* the largest cache tensor (its room is part of work_bytes) */
+    uint64_t split_bytes;  /* a plan per step streams a layer's 2-D weights in row chunks of at most
+                              this many bytes (tp_llama_decode_opts.split_bytes): a quarter of the
+                              largest, rounded up to 256 */
+    uint64_t stream_slot;  /* what one streamed piece takes then: a chunk, or the largest tensor
+                              that is never split (K/V, norms, an lm_head chunk), with alignment */
     uint64_t work_min;     /* the most one kernel needs at once (inputs, output): the least work room */
+    uint64_t work_min_split; /* the same when a layer's weights come in chunks of split_bytes (a plan
+                                per step): the least room of such a plan */
 } tp_gen_need;
 tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t batch, int64_t max_len, int vocab_chunks,
                                  tp_gen_need *out, tp_error *err);
 
 /* The lm_head's row chunks when none are asked for: enough (powers of two) that a chunk takes at
- * most an eighth of the cap, so a tight cap is not refused for the head alone. */
-int tp_llama_generate_vocab_chunks(const tp_llama_config *c, uint64_t cap);
+ * most an eighth of the cap, so a tight cap is not refused for the head alone, and, with
+ * split_bytes > 0 (a plan per step: tp_gen_need.split_bytes), at most split_bytes, so the
+ * plan's room for streamed pieces is not set by the head. */
+int tp_llama_generate_vocab_chunks(const tp_llama_config *c, uint64_t cap, uint64_t split_bytes);
 
 /* One generated position, reported as it happens: step 0 is the prefill, step s >= 1 the
  * decode step that fed token s-1. logits [B, vocab] and tokens [B] are borrowed for the call

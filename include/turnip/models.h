@@ -121,6 +121,16 @@ typedef struct tp_llama_decode_opts {
     int64_t pos;      /* position of the new token (0-based; the cache holds positions 0..pos-1) */
     int64_t max_len;  /* positions the KV cache holds (pos < max_len) */
     int vocab_chunks; /* tp_llama_decode_head: lm_head in this many row chunks (>= 1) */
+    /* Row chunks of streamed weights (0: every weight whole). A 2-D weight of more than
+     * split_bytes bytes for which split(split_ctx, name) returns nonzero (split NULL: every such
+     * weight) is read as row chunks of at most split_bytes each (rounded to rows that keep a
+     * chunk's bytes a multiple of 256; inputs "name#rA:Z", rows A..Z-1, as tp_llama_build
+     * names its row slices), one matmul each, concatenated: a weight loaded just for its use
+     * then needs room for one chunk at a time, not the whole weight. The results are those of
+     * the whole weight (each output element is the same dot product). */
+    uint64_t split_bytes;
+    int (*split)(void *split_ctx, const char *name);
+    void *split_ctx;
 } tp_llama_decode_opts;
 
 /* One layer of one decode step (Hugging Face semantics), NOT finalized: the caller may add

@@ -7,14 +7,17 @@
  *
  * - a plan per step (the default of `turnip generate`): the whole step, every layer and the
  *   head, is one TaskGraph (tp_llama_decode_token) planned by BUILDMEMGRAPH. Its cache
- *   tensors, in layer order, are each pinned if it fits what is left of its device's range,
- *   else streamed: plain inputs read from their host copies, which the planner loads just
- *   before their use into the plan's own memory (below the range: the activations of the
- *   largest layer plan and room for one of the largest tensors, for two where a device's
- *   tensors do not all stay: one in use, the next loading), so the loads of later layers run
- *   beside the compute of earlier ones. Bytes per step: what is streamed, that is everything
- *   but the range (the bound's excess is the plan's room). The pinned set is the same every
- *   step, whatever the policy; prefetch and lookahead do not apply.
+ *   tensors are pinned, the small ones first, where they fit their device's range; the large
+ *   ones that do not all fit are kept spread evenly along the step (spread_pins), the rest
+ *   streamed: plain inputs read from their host copies, a layer's 2-D weights in row chunks
+ *   (GEN_SPLIT_DIV), which the planner loads just before their use into the plan's own memory
+ *   (below the range: the activations of the largest layer plan and room for one of the
+ *   largest tensors, for two chunks where a device's tensors do not all stay: one in use, the
+ *   next loading), so the loads of later layers run beside the compute of earlier ones and
+ *   the link never waits for a run of kept layers to compute. Bytes per step: what is
+ *   streamed, that is everything but the range (the bound's excess is the plan's room). The
+ *   pinned set is the same every step, whatever the policy; prefetch and lookahead do not
+ *   apply.
  * - a plan per layer (and one for the head): each is a small TaskGraph
  *   (tp_llama_decode_layer/head). What stays on the devices between those plans is the
  *   policy's decision: before a layer's plan, the driver gets (pins) every tensor the layer
@@ -52,6 +55,12 @@
  * idles"). */
 #define GEN_SMALL_DIV 16
 
+/* A plan per step streams the 2-D weights of a layer in row chunks of at most 1/GEN_SPLIT_DIV of
+ * the largest tensor (tp_llama_decode_opts.split_bytes), so its room holds two chunks, not two
+ * whole weights: the room is memory the cache's range does not have, and every byte of it is
+ * streamed again each step (docs/generation.md "Streaming in row chunks"). */
+#define GEN_SPLIT_DIV 4
+
 typedef struct step_t {
     int dev;
     uint32_t n;           /* cache tensors it reads */
@@ -59,6 +68,8 @@ typedef struct step_t {
     char **names;         /* [n] graph input names (owned) */
     uint64_t *tick;       /* [n] the clock at each one's get (TP_CACHE_NO_HINT: streamed) */
     uint8_t *streamed;    /* [n] read without the cache this time */
+    uint8_t *spill;       /* [n] a plan per step streams it by choice (spread_pins), unless the
+                             cache already holds it */
     int armed;            /* its tensors are pinned (pin_step ran, unpin_step not yet) */
 } step_t;
 
@@ -88,6 +99,8 @@ typedef struct gen {
                              and the decode plans pack allocations of fewer bytes at the bottom of
                              the plan's room (tp_plan_opts.pack_below): the largest step tensor
                              / GEN_SMALL_DIV */
+    uint64_t split;       /* a plan per step: its streamed 2-D weights in row chunks of at most
+                             this many bytes (tp_gen_need.split_bytes) */
     float *x;             /* [B, H] residual stream */
     float *logits;        /* [B, V] */
     void *embed;          /* the embedding table, host (its dtype) */
@@ -109,13 +122,15 @@ static int layer_dev(const gen *G, int64_t l)
 
 static tp_status build_layer(const gen *G, int64_t l, int64_t pos, tp_graph **g)
 {
-    tp_llama_decode_opts d = {G->D, layer_dev(G, l), l, G->B, pos, G->maxlen, 1};
+    tp_llama_decode_opts d = {.devices = G->D, .device = layer_dev(G, l), .layer = l, .batch = G->B, .pos = pos, .max_len = G->maxlen,
+                              .vocab_chunks = 1};
     return tp_llama_decode_layer(G->c, &d, g, G->err);
 }
 
 static tp_status build_head(const gen *G, int64_t pos, tp_graph **g)
 {
-    tp_llama_decode_opts d = {G->D, layer_dev(G, G->L), 0, G->B, pos, G->maxlen, G->VC};
+    tp_llama_decode_opts d = {.devices = G->D, .device = layer_dev(G, G->L), .batch = G->B, .pos = pos, .max_len = G->maxlen,
+                              .vocab_chunks = G->VC};
     return tp_llama_decode_head(G->c, &d, g, G->err);
 }
 
@@ -144,11 +159,12 @@ static void graph_bytes(tp_graph *g, uint64_t *cache_b, uint64_t *big, uint64_t 
     }
 }
 
-int tp_llama_generate_vocab_chunks(const tp_llama_config *c, uint64_t cap)
+int tp_llama_generate_vocab_chunks(const tp_llama_config *c, uint64_t cap, uint64_t split_bytes)
 {
-    double lm = (double)c->vocab * (double)c->hidden * (double)tp_dtype_size(c->dtype);
+    double lm = (double)c->vocab * (double)c->hidden * (double)tp_dtype_size(c->dtype), row = lm / (double)c->vocab;
+    double most = split_bytes && (double)split_bytes < (double)cap / 8 ? (double)split_bytes : (double)cap / 8;
     int64_t vc = 1;
-    while (vc < c->vocab && vc < (1 << 20) && lm / (double)vc > (double)cap / 8) vc *= 2;
+    while (vc < c->vocab && vc < (1 << 20) && row * (double)((c->vocab + vc - 1) / vc) > most) vc *= 2;
     return (int)(vc < c->vocab ? vc : c->vocab);
 }
 
@@ -181,9 +197,19 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
         }
         uint64_t cb, wb, big, vn;
         graph_bytes(g, &cb, &big, &wb, &vn);
+        for (uint32_t i = 0; i < tp_graph_size(g); i++) { /* the largest layer weight, the largest input never split */
+            const tp_vertex *v = tp_graph_vertex(g, i);
+            if (v->kind != TP_V_INPUT || !strcmp(v->id, "x")) continue;
+            if (pass == 0 && v->ndim == 2 && !strncmp(v->id, "model.layers.", 13)) {
+                if (v->bytes > out->split_bytes) out->split_bytes = v->bytes; /* the largest, for now */
+            } else if (v->bytes + 256 > out->stream_slot) {
+                out->stream_slot = v->bytes + 256;
+            }
+        }
         tp_graph_free(g);
         if (wb > out->work_bytes) out->work_bytes = wb;
         if (vn > out->work_min) out->work_min = vn;
+        if (pass && vn > out->work_min_split) out->work_min_split = vn;
         if (big > out->stream_bytes) out->stream_bytes = big;
         if (cb > out->step_max) out->step_max = cb;
         if (pass) {
@@ -203,6 +229,25 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
     /* the plans' own memory, below the cache's range: the activations (all of a step's, no
      * reuse counted), room to stream the largest tensor when it is not cached, and slack for
      * the planner's alignment */
+    out->split_bytes = (out->split_bytes / GEN_SPLIT_DIV + 255) & ~(uint64_t)255;
+    if (out->split_bytes + 256 > out->stream_slot) out->stream_slot = out->split_bytes + 256;
+    { /* one kernel's need when a layer's weights come in chunks */
+        tp_llama_decode_opts d = {.devices = devices, .device = layer_dev(G, 0), .batch = batch,
+                                  .pos = max_len > 1 ? max_len - 2 : 0, .max_len = max_len, .vocab_chunks = 1,
+                                  .split_bytes = out->split_bytes};
+        tp_graph *g = NULL;
+        tp_status s = tp_llama_decode_layer(c, &d, &g, err);
+        if (!s) s = tp_graph_finalize(g, err);
+        if (s) {
+            tp_graph_free(g);
+            return s;
+        }
+        uint64_t cb, wb, big, vn;
+        graph_bytes(g, &cb, &big, &wb, &vn);
+        tp_graph_free(g);
+        if (vn > out->work_min_split) out->work_min_split = vn;
+        out->work_min_split += 4096;
+    }
     out->work_bytes += out->work_bytes / 4 + out->stream_bytes + 4096;
     for (int d = 0; d < devices; d++) {
         out->device_need[d] = dev_cache[d] + out->work_bytes;
@@ -223,6 +268,7 @@ static void free_steps(gen *G)
         free(G->steps[s].ids);
         free(G->steps[s].tick);
         free(G->steps[s].streamed);
+        free(G->steps[s].spill);
     }
     free(G->steps);
     tp__strmap_free(&G->byname);
@@ -290,7 +336,8 @@ static tp_status make_step(gen *G, step_t *st, tp_graph *g)
     st->names = calloc(n + 1, sizeof *st->names);
     st->tick = calloc(n + 1, sizeof *st->tick);
     st->streamed = calloc(n + 1, 1);
-    if (!st->ids || !st->names || !st->tick || !st->streamed) return oom(G);
+    st->spill = calloc(n + 1, 1);
+    if (!st->ids || !st->names || !st->tick || !st->streamed || !st->spill) return oom(G);
     tp_status s = TP_OK;
     for (uint32_t i = 0; i < tp_graph_size(g) && !s; i++) {
         const tp_vertex *v = tp_graph_vertex(g, i);
@@ -371,7 +418,8 @@ static tp_status pin_step(gen *G, uint32_t si, uint64_t lo, uint64_t hi)
         int d = -1;
         st->tick[j] = TP_CACHE_NO_HINT;
         st->streamed[j] = 0;
-        if (!(tp_cache_where(G->cache, st->ids[j], &d, &off) && d == st->dev) && G->pinned[st->dev] + b > G->range[st->dev]) {
+        if (!(tp_cache_where(G->cache, st->ids[j], &d, &off) && d == st->dev) &&
+            (st->spill[j] || G->pinned[st->dev] + b > G->range[st->dev])) {
             st->streamed[j] = 1;
             continue;
         }
@@ -387,6 +435,49 @@ static tp_status pin_step(gen *G, uint32_t si, uint64_t lo, uint64_t hi)
     }
     st->armed = !s && hi == UINT64_MAX;
     return s;
+}
+
+/* A plan per step: which large tensors (of at least G->small bytes) stay pinned where a device's
+ * range holds only some of them, spread evenly along the step (a tensor is kept while the kept
+ * bytes stay within their share of the bytes so far, rounded to the nearest tensor) instead of
+ * the first layers' ones. With the first layers kept, the link idles while they compute: the
+ * plan's room is full with the first streamed tensors, which wait for those kernels (docs/
+ * generation.md "Where a step's link idles"). Spread, the compute of a kept tensor runs while
+ * the link loads the next streamed one. The small tensors are all kept where they fit (their
+ * bytes come off the range first). Sets the steps' spill flags; the pinned set stays the same
+ * every step. */
+static void spread_pins(gen *G)
+{
+    for (int d = 0; d < G->D; d++) {
+        uint64_t small = 0, large = 0;
+        for (uint32_t si = 0; si < G->nsteps; si++)
+            for (uint32_t j = 0; j < G->steps[si].n && G->steps[si].dev == d; j++) {
+                uint64_t b = taken(G, G->steps[si].ids[j]);
+                if (b < G->small) small += b;
+                else large += b;
+            }
+        uint64_t budget = G->range[d] > small ? G->range[d] - small : 0;
+        if (large <= budget) continue;
+        double share = (double)budget / (double)large, credit = 0;
+        uint64_t kept = 0;
+        for (uint32_t si = 0; si < G->nsteps; si++)
+            for (uint32_t j = 0; j < G->steps[si].n && G->steps[si].dev == d; j++) {
+                uint64_t b = taken(G, G->steps[si].ids[j]);
+                if (b < G->small) continue;
+                credit += share * (double)b;
+                int keep = (double)(kept + b) <= credit + (double)b / 2 && kept + b <= budget;
+                if (keep) kept += b;
+                G->steps[si].spill[j] = (uint8_t)!keep;
+            }
+        for (uint32_t si = 0; si < G->nsteps; si++) /* what the rounding left of the budget */
+            for (uint32_t j = 0; j < G->steps[si].n && G->steps[si].dev == d; j++) {
+                uint64_t b = taken(G, G->steps[si].ids[j]);
+                if (G->steps[si].spill[j] && kept + b <= budget) {
+                    kept += b;
+                    G->steps[si].spill[j] = 0;
+                }
+            }
+    }
 }
 
 /* Unpins step si's tensors with their next access (none after the last step). */
@@ -406,6 +497,14 @@ static tp_status unpin_step(gen *G, uint32_t si, int last)
     return s;
 }
 
+/* tp_llama_decode_opts.split: 1 when the step tensor `name` is streamed this step */
+static int is_streamed(void *ctx, const char *name)
+{
+    gen *G = ctx;
+    tp_cache_id id = tensor_named(G, name);
+    return id && G->steps[G->id_step[id]].streamed[G->id_j[id]];
+}
+
 /* Every plan of the session keeps off the cache's host copies at the bottom of its host block:
  * set on each graph before anything is placed there. */
 static tp_status reserve_host(gen *G, tp_graph *g)
@@ -413,14 +512,24 @@ static tp_status reserve_host(gen *G, tp_graph *g)
     return G->harena ? tp_graph_set_host_reserved(g, G->hres, G->err) : TP_OK;
 }
 
-/* Declares input v of g (reserve_host done) to be cache tensor id's host copy, where it lies in
- * the session's host block: the plan loads it from there, and nothing is copied in for it. */
-static tp_status place_host(gen *G, tp_graph *g, uint32_t v, tp_cache_id id)
+/* Declares input v of g (reserve_host done) to be the bytes at offset `at` of cache tensor id's
+ * host copy (a row chunk where at > 0), where they lie in the session's host block: the plan
+ * loads them from there. Bytes not aligned for the planner are left unplaced (write_inputs
+ * copies them in). */
+static tp_status place_host_at(gen *G, tp_graph *g, uint32_t v, tp_cache_id id, uint64_t at)
 {
     if (!G->harena) return TP_OK;
     const uint8_t *h = tp_cache_host(G->cache, id);
     if (!h) return tp__fail(G->err, TP_ERR_INVALID, "generate: cache tensor %u has no host copy", (unsigned)id);
-    return tp_graph_set_host(g, v, (uint64_t)(h - G->harena), G->err);
+    at += (uint64_t)(h - G->harena);
+    return at % tp__align_of(tp_graph_vertex(g, v)->bytes) ? TP_OK : tp_graph_set_host(g, v, at, G->err);
+}
+
+/* Declares input v of g (reserve_host done) to be cache tensor id's host copy, where it lies in
+ * the session's host block: the plan loads it from there, and nothing is copied in for it. */
+static tp_status place_host(gen *G, tp_graph *g, uint32_t v, tp_cache_id id)
+{
+    return place_host_at(G, g, v, id, 0);
 }
 
 /* The prefill's weight inputs that are a cache tensor's host copy or contiguous rows of one
@@ -531,14 +640,31 @@ static tp_status declare_inputs(gen *G, tp_graph *g, uint32_t s0, uint32_t s1, i
         if (load) in[vx[i]].host = tp_cache_host(G->cache, r[i]);
     }
     for (uint32_t q = 0; q < npend; q++) G->id_load[pend[q].id] = 0;
-    for (uint32_t si = s0; si <= s1 && !s; si++) /* streamed: plain inputs, loaded from their host copies */
-        for (uint32_t j = 0; j < G->steps[si].n && !s; j++)
-            if (G->steps[si].streamed[j]) {
-                int64_t v = tp_graph_find(g, G->steps[si].names[j]);
-                s = v < 0 ? tp__fail(G->err, TP_ERR_INVALID, "generate: the step graph has no input '%s'", G->steps[si].names[j])
-                          : place_host(G, g, (uint32_t)v, G->steps[si].ids[j]);
-                if (!s) in[v] = (in_src){tp_cache_host(G->cache, G->steps[si].ids[j]), 1};
-            }
+    /* streamed: plain inputs, loaded from their host copies, whole or in row chunks
+     * (tp_llama_decode_opts.split_bytes: "name#rA:Z") */
+    for (uint32_t i = 0; i < tp_graph_size(g) && !s; i++) {
+        const tp_vertex *v = tp_graph_vertex(g, i);
+        if (v->kind != TP_V_INPUT) continue;
+        uint64_t at = 0;
+        tp_cache_id id = tensor_named(G, v->id);
+        if (!id) {
+            char name[TP_LLAMA_ID_MAX], kind;
+            int64_t a, z;
+            if (!tp_llama_parse_input(v->id, name, sizeof name, &kind, &a, &z) || kind != 'r' || !(0 <= a && a < z) ||
+                !(id = tensor_named(G, name)))
+                continue;
+            uint64_t rb = v->bytes / (uint64_t)(z - a);
+            if (rb * (uint64_t)(z - a) != v->bytes || (uint64_t)a > tp_cache_bytes(G->cache, id) / (rb ? rb : 1) ||
+                v->bytes > tp_cache_bytes(G->cache, id) - (uint64_t)a * rb)
+                s = tp__fail(G->err, TP_ERR_INVALID, "generate: input '%s' is not rows of its cache tensor", v->id);
+            at = (uint64_t)a * rb;
+        }
+        uint32_t si = G->id_step[id];
+        if (s || si < s0 || si > s1 || !G->steps[si].streamed[G->id_j[id]]) continue;
+        s = place_host_at(G, g, i, id, at);
+        const uint8_t *h = tp_cache_host(G->cache, id);
+        if (!s) in[i] = (in_src){h ? h + at : NULL, 1};
+    }
     free(r);
     free(vx);
     free(rdev);
@@ -639,18 +765,21 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
 
 /* A whole decode step in one plan (tp_gen_opts.per_token): the tensors of every step, the small
  * ones first (GEN_SMALL_DIV), then the rest, each in layer order and pinned if it fits its
- * device's range (the rest streamed through the plan's own memory,
+ * device's range and spread_pins keeps it (the rest streamed through the plan's own memory,
  * loaded by it just in time, so the loads of later layers run beside the compute of earlier
- * ones), one graph (tp_llama_decode_token), one plan, one run. */
+ * ones), then one graph (tp_llama_decode_token, the streamed 2-D weights in row chunks of
+ * G->split bytes), one plan, one run. */
 static tp_status run_token(gen *G, int64_t pos, int last, double *run_s, uint64_t *bytes)
 {
-    tp_graph *g = NULL;
-    tp_llama_decode_opts d = {G->D, 0, 0, G->B, pos, G->maxlen, G->VC};
-    tp_status s = tp_llama_decode_token(G->c, &d, &g, G->err);
-    if (!s) s = reserve_host(G, g);
+    tp_status s = TP_OK;
     for (int pass = 0; pass < 2; pass++) /* the small tensors first (GEN_SMALL_DIV), then the rest */
         for (uint32_t si = 0; si < G->nsteps && !s; si++)
             if (!G->steps[si].armed) s = pin_step(G, si, pass ? G->small : 0, pass ? UINT64_MAX : G->small);
+    tp_graph *g = NULL;
+    tp_llama_decode_opts d = {.devices = G->D, .batch = G->B, .pos = pos, .max_len = G->maxlen, .vocab_chunks = G->VC,
+                              .split_bytes = G->split, .split = is_streamed, .split_ctx = G};
+    if (!s) s = tp_llama_decode_token(G->c, &d, &g, G->err);
+    if (!s) s = reserve_host(G, g);
     if (s) {
         tp_graph_free(g);
         return s;
@@ -797,15 +926,22 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     G->hd = c->hidden / c->heads;
     G->KVH = c->kv_heads;
     G->V = c->vocab;
-    G->VC = o->vocab_chunks > 0 ? o->vocab_chunks : tp_llama_generate_vocab_chunks(c, o->device_mem);
+    G->VC = o->vocab_chunks > 0 ? o->vocab_chunks : tp_llama_generate_vocab_chunks(c, o->device_mem, 0);
     G->maxlen = o->prompt_len + o->max_new; /* the last new token's K/V are never needed: slack */
     tp_status s = tp_llama_generate_need(c, G->D, G->B, G->maxlen, G->VC, &r->need, err);
+    /* a plan per step: unless asked for, lm_head's chunks no larger than the weights' (its room
+     * holds two of the largest piece never split) */
+    if (!s && o->vocab_chunks <= 0 && o->per_token) {
+        int vc = tp_llama_generate_vocab_chunks(c, o->device_mem, r->need.split_bytes);
+        if (vc != G->VC) s = tp_llama_generate_need(c, G->D, G->B, G->maxlen, G->VC = vc, &r->need, err);
+    }
     if (s) return s;
     if (o->device_mem < r->need.min_cap) {
         char b1[32], b2[32];
         return tp__fail(err, TP_ERR_INFEASIBLE, "generate: a decode step needs %s of device memory, the cap is %s",
                         tp_format_size(r->need.min_cap, b1, sizeof b1), tp_format_size(o->device_mem, b2, sizeof b2));
     }
+    G->split = o->per_token ? r->need.split_bytes : 0;
     r->tokens = calloc((size_t)(G->B * o->max_new), sizeof *r->tokens);
     G->x = calloc((size_t)(G->B * G->H), sizeof *G->x);
     G->logits = calloc((size_t)(G->B * G->V), sizeof *G->logits);
@@ -844,9 +980,11 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
      * it, never less than one kernel's need (the planner offloads the rest: TURNIP inside the
      * plan) */
     for (int d = 0; d < G->D; d++) {
-        uint64_t want = r->need.work_bytes + (o->per_token && o->device_mem < r->need.device_need[d] ? r->need.stream_bytes : 0);
+        uint64_t want = r->need.work_bytes;
+        if (o->per_token && o->device_mem < r->need.device_need[d]) /* streaming: two pieces, one in use, one loading */
+            want = want - r->need.stream_bytes + 2 * r->need.stream_slot;
         uint64_t work = want < o->device_mem / 2 ? want : o->device_mem / 2;
-        if (work < r->need.work_min) work = r->need.work_min;
+        if (work < (G->split ? r->need.work_min_split : r->need.work_min)) work = G->split ? r->need.work_min_split : r->need.work_min;
         co.base[d] = work;
         co.size[d] = G->range[d] = o->device_mem - work;
     }
@@ -862,6 +1000,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
         G->gets_per_token += G->steps[si].n;
     }
     if (!s) s = index_steps(G);
+    if (!s && o->per_token) spread_pins(G);
     if (!s && !(G->kvrow = malloc((uint64_t)G->B * (uint64_t)G->KVH * (uint64_t)G->hd * 4 + 1))) s = oom(G);
 
     uint64_t eb = (uint64_t)G->V * (uint64_t)G->H * tp_dtype_size(c->dtype);

@@ -28,6 +28,7 @@ typedef struct {
     tp_status st;
     int dev;
     tp_dtype wdt; /* the weights' dtype */
+    const tp_llama_decode_opts *o;
 } dec;
 
 static uint32_t in_(dec *d, const char *id, tp_dtype dt, int nd, int64_t a, int64_t b, int64_t c, int64_t e)
@@ -53,6 +54,35 @@ static uint32_t mm(dec *d, const char *id, uint32_t x, uint32_t w, int64_t m, in
 {
     uint32_t in[2] = {x, w};
     return k_(d, id, "matmul", 2, in, 2, m, n, 0, 0, "{\"trans_b\":true}", 2.0 * (double)m * (double)n * (double)k);
+}
+
+/* x [m, k] times weight `name` [n, k] transposed: [m, n]; the weight whole (an input of that
+ * name) or in row chunks concatenated (tp_llama_decode_opts.split_bytes) */
+static uint32_t mm_w(dec *d, const char *id, uint32_t x, const char *name, int64_t m, int64_t n, int64_t k)
+{
+    const tp_llama_decode_opts *o = d->o;
+    uint64_t rb = (uint64_t)k * tp_dtype_size(d->wdt), bytes = rb * (uint64_t)n;
+    if (!o->split_bytes || bytes <= o->split_bytes || (o->split && !o->split(o->split_ctx, name)))
+        return mm(d, id, x, in_(d, name, d->wdt, 2, n, k, 0, 0), m, n, k);
+    uint64_t low = rb & (~rb + 1), unit = low >= 256 ? 1 : 256 / low; /* rows per 256-byte multiple */
+    uint64_t rows = o->split_bytes / rb / unit * unit;
+    if (rows < unit) rows = unit;
+    int64_t nc = (int64_t)(((uint64_t)n + rows - 1) / rows);
+    uint32_t *parts = malloc(sizeof(uint32_t) * (size_t)nc);
+    if (!parts) {
+        if (!d->st) d->st = tp__fail(d->err, TP_ERR_NOMEM, "out of memory");
+        return 0;
+    }
+    char wid[TP_LLAMA_ID_MAX], pid[TP_LLAMA_ID_MAX];
+    for (int64_t q = 0; q < nc && !d->st; q++) {
+        int64_t a = q * (int64_t)rows, z = a + (int64_t)rows < n ? a + (int64_t)rows : n;
+        snprintf(wid, sizeof wid, "%s#r%lld:%lld", name, (long long)a, (long long)z);
+        snprintf(pid, sizeof pid, "%s.r%lld", id, (long long)a);
+        parts[q] = mm(d, pid, x, in_(d, wid, d->wdt, 2, z - a, k, 0, 0), m, z - a, k);
+    }
+    uint32_t r = d->st ? 0 : k_(d, id, "concat", (uint32_t)nc, parts, 2, m, n, 0, 0, "{\"axis\":1}", 0);
+    free(parts);
+    return r;
 }
 
 /* a reshape of x, declared in place (x has no other reader) */
@@ -123,10 +153,9 @@ static uint32_t layer_into(dec *d, const tp_llama_config *c, const tp_llama_deco
     long long l = (long long)L;
 #define ID(...) (snprintf(id, sizeof id, __VA_ARGS__), id)
 #define WT(name, nd, a, b) in_(d, ID("model.layers.%lld." name, l), d->wdt, nd, a, b, 0, 0)
-    uint32_t wln = WT("input_layernorm.weight", 1, H, 0), wq = WT("self_attn.q_proj.weight", 2, NH * hd, H),
-             wk = WT("self_attn.k_proj.weight", 2, KV * hd, H), wv = WT("self_attn.v_proj.weight", 2, KV * hd, H),
-             wo = WT("self_attn.o_proj.weight", 2, H, NH * hd), wpn = WT("post_attention_layernorm.weight", 1, H, 0),
-             wg = WT("mlp.gate_proj.weight", 2, F, H), wu = WT("mlp.up_proj.weight", 2, F, H), wd = WT("mlp.down_proj.weight", 2, H, F);
+#define WN(name) (snprintf(wn, sizeof wn, "model.layers.%lld." name, l), wn)
+    char wn[TP_LLAMA_ID_MAX];
+    uint32_t wln = WT("input_layernorm.weight", 1, H, 0), wpn = WT("post_attention_layernorm.weight", 1, H, 0);
     uint32_t ck = in_(d, ID("kv.%lld.k", l), TP_DT_F32, 4, Bn, KV, M, hd), cv = in_(d, ID("kv.%lld.v", l), TP_DT_F32, 4, Bn, KV, M, hd);
     /* attention */
     char eps[64];
@@ -134,15 +163,15 @@ static uint32_t layer_into(dec *d, const tp_llama_config *c, const tp_llama_deco
     uint32_t nin[2] = {x, wln};
     uint32_t hn = k_(d, ID("L%lld.attn_norm", l), "rmsnorm", 2, nin, 2, Bn, H, 0, 0, eps, 4.0 * (double)(Bn * H));
     snprintf(attrs, sizeof attrs, "{\"theta\":%.17g,\"pos_offset\":%lld}", c->theta, (long long)pos);
-    uint32_t q = mm(d, ID("L%lld.q", l), hn, wq, Bn, NH * hd, H);
+    uint32_t q = mm_w(d, ID("L%lld.q", l), hn, WN("self_attn.q_proj.weight"), Bn, NH * hd, H);
     q = view(d, ID("L%lld.q.rows", l), q, 3, 1, Bn * NH, hd, 0);
     q = k_(d, ID("L%lld.q_rope", l), "rope", 1, &q, 3, 1, Bn * NH, hd, 0, attrs, 6.0 * (double)(Bn * NH * hd));
     q = view(d, ID("L%lld.q.groups", l), q, 4, Bn, KV, G, hd);
-    uint32_t k = mm(d, ID("L%lld.k", l), hn, wk, Bn, KV * hd, H);
+    uint32_t k = mm_w(d, ID("L%lld.k", l), hn, WN("self_attn.k_proj.weight"), Bn, KV * hd, H);
     k = view(d, ID("L%lld.k.rows", l), k, 3, 1, Bn * KV, hd, 0);
     k = k_(d, ID("L%lld.k_rope", l), "rope", 1, &k, 3, 1, Bn * KV, hd, 0, attrs, 6.0 * (double)(Bn * KV * hd));
     k = view(d, kn, k, 4, Bn, KV, 1, hd);
-    uint32_t v = mm(d, ID("L%lld.v", l), hn, wv, Bn, KV * hd, H);
+    uint32_t v = mm_w(d, ID("L%lld.v", l), hn, WN("self_attn.v_proj.weight"), Bn, KV * hd, H);
     v = view(d, vn, v, 4, Bn, KV, 1, hd);
     output(d, k);
     output(d, v);
@@ -166,21 +195,23 @@ static uint32_t layer_into(dec *d, const tp_llama_config *c, const tp_llama_deco
     uint32_t pin[2] = {pr, vc};
     uint32_t at = k_(d, ID("L%lld.attn", l), "matmul", 2, pin, 4, Bn, KV, G, hd, NULL, 2.0 * work * (double)hd);
     at = view(d, ID("L%lld.heads", l), at, 2, Bn, NH * hd, 0, 0);
-    uint32_t o1 = mm(d, ID("L%lld.o", l), at, wo, Bn, H, NH * hd);
+    uint32_t o1 = mm_w(d, ID("L%lld.o", l), at, WN("self_attn.o_proj.weight"), Bn, H, NH * hd);
     uint32_t ad[2] = {x, o1};
     uint32_t h = k_(d, ID("L%lld.h", l), "add", 2, ad, 2, Bn, H, 0, 0, NULL, (double)(Bn * H));
     /* gated MLP */
     nin[0] = h;
     nin[1] = wpn;
     hn = k_(d, ID("L%lld.mlp_norm", l), "rmsnorm", 2, nin, 2, Bn, H, 0, 0, eps, 4.0 * (double)(Bn * H));
-    uint32_t gt = mm(d, ID("L%lld.gate", l), hn, wg, Bn, F, H), up = mm(d, ID("L%lld.up", l), hn, wu, Bn, F, H);
+    uint32_t gt = mm_w(d, ID("L%lld.gate", l), hn, WN("mlp.gate_proj.weight"), Bn, F, H);
+    uint32_t up = mm_w(d, ID("L%lld.up", l), hn, WN("mlp.up_proj.weight"), Bn, F, H);
     uint32_t sg = k_(d, ID("L%lld.silu", l), "silu", 1, &gt, 2, Bn, F, 0, 0, NULL, 4.0 * (double)(Bn * F));
     uint32_t sw[2] = {sg, up};
     uint32_t pm = k_(d, ID("L%lld.swiglu", l), "mul", 2, sw, 2, Bn, F, 0, 0, NULL, (double)(Bn * F));
-    uint32_t dn = mm(d, ID("L%lld.down", l), pm, wd, Bn, H, F);
+    uint32_t dn = mm_w(d, ID("L%lld.down", l), pm, WN("mlp.down_proj.weight"), Bn, H, F);
     ad[0] = h;
     ad[1] = dn;
     return k_(d, xo, "add", 2, ad, 2, Bn, H, 0, 0, NULL, (double)(Bn * H));
+#undef WN
 #undef WT
 #undef ID
 }
@@ -191,7 +222,7 @@ tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_
     tp_status s = check_common(c, o, o->device, what, err);
     if (!s) s = check_layer(c, o, o->layer, what, err);
     if (s) return s;
-    dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype}, *d = &d0;
+    dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype, o}, *d = &d0;
     if (!d->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     uint32_t x = in_(d, "x", TP_DT_F32, 2, o->batch, c->hidden, 0, 0);
     output(d, layer_into(d, c, o, o->layer, x, "k_new", "v_new", "x.out"));
@@ -246,7 +277,7 @@ tp_status tp_llama_decode_head(const tp_llama_config *c, const tp_llama_decode_o
     tp_status s = check_common(c, o, o->device, what, err);
     if (!s) s = check_head(c, o, what, err);
     if (s) return s;
-    dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype}, *d = &d0;
+    dec d0 = {tp_graph_new(o->devices), err, TP_OK, o->device, c->dtype, o}, *d = &d0;
     if (!d->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     output(d, head_into(d, c, o, in_(d, "x", TP_DT_F32, 2, o->batch, c->hidden, 0, 0)));
     return finish(d, out);
@@ -266,7 +297,7 @@ tp_status tp_llama_decode_token(const tp_llama_config *c, const tp_llama_decode_
     if (!s) s = check_layer(c, o, 0, what, err);
     if (!s) s = check_head(c, o, what, err);
     if (s) return s;
-    dec d0 = {tp_graph_new(o->devices), err, TP_OK, 0, c->dtype}, *d = &d0;
+    dec d0 = {tp_graph_new(o->devices), err, TP_OK, 0, c->dtype, o}, *d = &d0;
     if (!d->g) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     char kn[TP_LLAMA_ID_MAX], vn[TP_LLAMA_ID_MAX], xo[TP_LLAMA_ID_MAX];
     uint32_t x = in_(d, "x", TP_DT_F32, 2, o->batch, c->hidden, 0, 0);

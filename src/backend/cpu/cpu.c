@@ -4,8 +4,10 @@
  * taken and zeroed once at open and kept across plans: backend/common.h tp__mem); its
  * compute streams are worker threads that run the CPU kernels of src/kernels; its
  * host-to-device, device-to-host and peer-in copy engines are worker threads that memcpy and
- * then, to emulate a PCIe link, wait until latency + bytes / bandwidth has passed, stretched
- * by a seeded log-normal jitter (the nondeterminism the paper is about). A worker takes jobs
+ * then, to emulate a PCIe link, wait until latency + bytes / bandwidth has passed since the
+ * transfer began, stretched by a seeded log-normal jitter (the nondeterminism the paper is
+ * about); a copy queued while the one before it was moving begins when that one ends, as on
+ * a DMA engine, not when the worker comes back for it (run_vertex). A worker takes jobs
  * from a small in-order queue (one slot per executor unit it serves: a compute stream has
  * one, a copy engine `copy_depth`, so the next copy is already queued when one ends, as on a
  * CUDA stream) and posts each completion to the executor's sink. Workers spin briefly before
@@ -54,7 +56,9 @@ typedef struct worker {
     tp__sleeper sl;
     atomic_uint ring[RING]; /* queued vertices; producer: the executor, consumer: the worker (or,
                                for a compute lane, the executor's help(), whichever claims it) */
+    _Atomic double queued[RING]; /* a copy lane's: when each was queued (tp__now) */
     atomic_uint wpos, cpos; /* next position written; next position to claim (a CAS claims) */
+    double link_free;       /* a copy lane's worker only: when its last emulated transfer ended */
     int compute;            /* a compute stream: launch leaves its job to whichever claims it first */
     float *scratch;
     tp_error err;
@@ -120,7 +124,10 @@ static double opaque_seconds(const cpu *c, uint32_t task)
     return t->flops / c->o.opaque_rate;
 }
 
-static tp_status run_vertex(worker *w, uint32_t v)
+/* Runs vertex v, queued at time `queued` (a copy lane's; 0 for kernels); *begin is when it began:
+ * the time of the call, or for a copy on a throttled link, when its transfer began in the model
+ * (below). */
+static tp_status run_vertex(worker *w, uint32_t v, double queued, double *begin)
 {
     cpu *c = w->cpu;
     tp_mvertex mv;
@@ -154,10 +161,22 @@ static tp_status run_vertex(worker *w, uint32_t v)
     double t0 = tp__now();
     memcpy(out, tp__mem_ptr(&c->mem, &src.write), mv.write.bytes);
     double modeled = tp__now() - t0;
-    if (c->o.link_gbps > 0) modeled = c->o.link_latency_us * 1e-6 + (double)mv.write.bytes / (c->o.link_gbps * 1e9);
-    else modeled += c->o.link_latency_us * 1e-6;
+    if (c->o.link_gbps > 0) {
+        modeled = c->o.link_latency_us * 1e-6 + (double)mv.write.bytes / (c->o.link_gbps * 1e9);
+        /* A throttled link is a DMA queue: a copy queued while the one before was still
+         * moving starts when that one's transfer ends, not when this thread has posted its
+         * completion and come back for the next (several us on 2 busy cores, paid once per
+         * copy, which no copy engine pays). A copy queued on an idle link starts when it was
+         * queued. Never later than now, never before it was queued: the executor's own
+         * reaction stays in the time. */
+        double b = queued > w->link_free ? queued : w->link_free;
+        if (b > 0 && b < t0) *begin = t0 = b;
+    } else {
+        modeled += c->o.link_latency_us * 1e-6;
+    }
     if (c->o.jitter > 0) modeled *= exp(c->o.jitter * tp__normal(c->pc.ro.seed * 1000003ull + v));
     wait_until(t0 + modeled);
+    w->link_free = t0 + modeled;
     return TP_OK;
 }
 
@@ -169,18 +188,19 @@ static int has_job(void *ctx)
 
 /* claims lane w's next job: 1 and *v when this thread got it (a slot is rewritten only after
  * its job's completion was taken, so reading it after the claim is safe) */
-static int claim(worker *w, uint32_t *v)
+static int claim(worker *w, uint32_t *v, double *queued)
 {
     unsigned r = atomic_load(&w->cpos);
     if (r == atomic_load(&w->wpos) || !atomic_compare_exchange_strong(&w->cpos, &r, r + 1)) return 0;
     *v = atomic_load(&w->ring[r % RING]);
+    *queued = atomic_load(&w->queued[r % RING]);
     return 1;
 }
 
-static void run_post(worker *w, uint32_t v)
+static void run_post(worker *w, uint32_t v, double queued)
 {
     double t0 = tp__now();
-    tp_status s = run_vertex(w, v);
+    tp_status s = run_vertex(w, v, queued, &t0);
     tp__done d;
     tp__done_set(&d, v, s, t0, tp__now(), &w->err);
     tp__sink_post(w->cpu->pc.pi.sink, &d);
@@ -190,11 +210,12 @@ static void *worker_main(void *arg)
 {
     worker *w = arg;
     uint32_t v;
+    double queued;
 #ifdef __linux__
     if (w->compute && w->cpu->o.opaque_rate > 0) prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* this thread's timed sleeps */
 #endif
     while (tp__sleeper_wait(&w->sl, has_job, w, TP__SPIN_US))
-        if (claim(w, &v)) run_post(w, v);
+        if (claim(w, &v, &queued)) run_post(w, v, w->compute ? 0 : queued);
     return NULL;
 }
 
@@ -206,6 +227,7 @@ static void cpu_launch(tp_backend *be, uint32_t v, int unit)
     worker *w = &c->w[tp__lane(&c->pc, v, unit)];
     unsigned p = atomic_load(&w->wpos);
     atomic_store(&w->ring[p % RING], v);
+    if (!w->compute) atomic_store(&w->queued[p % RING], tp__now());
     atomic_store(&w->wpos, p + 1);
     if (!w->compute) tp__sleeper_wake(&w->sl);
 }
@@ -218,15 +240,16 @@ static int cpu_help(tp_backend *be, int run)
     cpu *c = (cpu *)be;
     worker *mine = NULL;
     uint32_t v = 0;
+    double queued;
     if (c->o.opaque_rate > 0) run = 0;
     for (int i = 0; i < c->nw; i++) {
         worker *w = &c->w[i];
         if (!w->compute || !has_job(w)) continue;
-        if (run && !mine && claim(w, &v)) mine = w;
+        if (run && !mine && claim(w, &v, &queued)) mine = w;
         else tp__sleeper_wake(&w->sl);
     }
     if (!mine) return 0;
-    run_post(mine, v);
+    run_post(mine, v, 0);
     return 1;
 }
 
@@ -358,7 +381,10 @@ static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
         w->cpu = c;
         w->device = i / c->pc.lanes;
         w->engine = tp__lane_engine(&c->pc, i % c->pc.lanes);
-        for (int q = 0; q < RING; q++) atomic_init(&w->ring[q], NO_JOB);
+        for (int q = 0; q < RING; q++) {
+            atomic_init(&w->ring[q], NO_JOB);
+            atomic_init(&w->queued[q], 0.0);
+        }
         atomic_init(&w->wpos, 0);
         atomic_init(&w->cpos, 0);
         /* help() runs a compute lane's job with that lane's scratch: only lanes of one job at a
