@@ -1067,6 +1067,31 @@ TEST(exec_session_freed_before_its_executor)
     tp_graph_free(g);
 }
 
+/* An executor of mg on a cpu backend (*be; the caller frees both) whose link moves gbps GB/s,
+ * every input written as zeros. */
+static tp_exec *zero_exec_throttled(const tp_memgraph *mg, double gbps, tp_backend **be)
+{
+    tp_error e;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_cpu_opts co;
+    tp_cpu_opts_init(&co);
+    co.link_gbps = gbps;
+    *be = NULL;
+    ASSERT_OK_ERR(tp_backend_cpu_new(&co, be, &e), e);
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new(mg, *be, &ro, &x, &e), e);
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind != TP_M_INPUT) continue;
+        void *buf = calloc(1, v.write.bytes + 1);
+        ASSERT_OK_ERR(tp_exec_write(x, &v.write, buf, &e), e);
+        free(buf);
+    }
+    return x;
+}
+
 /* Nothing runnable for a long time (one throttled 1 MiB reload of ~50 ms before a chain of
  * kernels): the executor and the workers sleep instead of spinning. The process's CPU time
  * over the run (every thread's, CLOCK_PROCESS_CPUTIME_ID) must stay below half the run's wall
@@ -1077,21 +1102,8 @@ TEST(exec_idle_run_burns_no_core)
     tp_graph *g = mlp_chain(4, 1, 512); /* 512x512 f32 weights: 1 MiB each */
     tp_memgraph *mg = plan_at(g, 16ull << 20);
     tp_error e;
-    tp_run_opts ro;
-    tp_run_opts_init(&ro);
-    tp_cpu_opts co;
-    tp_cpu_opts_init(&co);
-    co.link_gbps = 0.02; /* 1 MiB in 52 ms; 5 reloads (x and 4 weights) on one link */
-    tp_backend *be = NULL;
-    ASSERT_OK_ERR(tp_backend_cpu_new(&co, &be, &e), e);
-    tp_exec *x;
-    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
-    float *buf = calloc(1, 1u << 20);
-    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) { /* every input zero: the output is zero */
-        tp_mvertex v;
-        tp_memgraph_vertex(mg, i, &v);
-        if (v.kind == TP_M_INPUT) ASSERT_OK_ERR(tp_exec_write(x, &v.write, buf, &e), e);
-    }
+    tp_backend *be;
+    tp_exec *x = zero_exec_throttled(mg, 0.02, &be); /* 1 MiB in 52 ms; 5 reloads (x and 4 weights) on one link */
     tp_run_summary sum;
     struct timespec c0, c1, w0, w1;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
@@ -1111,7 +1123,6 @@ TEST(exec_idle_run_burns_no_core)
     CHECKF(cpu < 0.5 * wall, "CPU time %.3f s over a run of %.3f s wall: a thread spins while nothing is runnable", cpu, wall);
     tp_exec_free(x);
     tp_backend_free(be);
-    free(buf);
     free(got);
     tp_memgraph_free(mg);
     tp_graph_free(g);
@@ -1126,32 +1137,19 @@ TEST(exec_throttled_link_moves_one_copy_at_a_time)
     tp_graph *g = mlp_chain(4, 1, 256); /* 256 KiB weights */
     tp_memgraph *mg = plan_at(g, 16ull << 20);
     tp_error e;
-    tp_run_opts ro;
-    tp_run_opts_init(&ro);
-    tp_cpu_opts co;
-    tp_cpu_opts_init(&co);
-    co.link_gbps = 0.05; /* 256 KiB in 5.2 ms */
-    tp_backend *be = NULL;
-    ASSERT_OK_ERR(tp_backend_cpu_new(&co, &be, &e), e);
-    tp_exec *x;
-    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
-    float *buf = calloc(1, 1u << 18);
-    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
-        tp_mvertex v;
-        tp_memgraph_vertex(mg, i, &v);
-        if (v.kind == TP_M_INPUT) ASSERT_OK_ERR(tp_exec_write(x, &v.write, buf, &e), e);
-    }
+    tp_backend *be;
+    const double gbps = 0.05; /* 256 KiB in 5.2 ms */
+    tp_exec *x = zero_exec_throttled(mg, gbps, &be);
     for (int rep = 0; rep < 2; rep++) { /* a second run: the link's last end is from the first */
         tp_run_summary sum;
         ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
         CHECK(sum.bytes_moved >= 4u << 18);
-        double link = (double)sum.bytes_moved / (co.link_gbps * 1e9);
+        double link = (double)sum.bytes_moved / (gbps * 1e9);
         CHECKF(sum.makespan >= 0.999 * link, "run %d: makespan %.4f s, below the %.4f s its %llu bytes take on the link", rep,
                sum.makespan, link, (unsigned long long)sum.bytes_moved);
     }
     tp_exec_free(x);
     tp_backend_free(be);
-    free(buf);
     tp_memgraph_free(mg);
     tp_graph_free(g);
 }

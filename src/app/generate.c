@@ -120,18 +120,19 @@ static int layer_dev(const gen *G, int64_t l)
 
 /* ---- sizes ------------------------------------------------------------------------------- */
 
-static tp_status build_layer(const gen *G, int64_t l, int64_t pos, tp_graph **g)
+/* Step si's graph (layer si < L, else the head) at position pos, the layer's weights in row
+ * chunks of at most `split` bytes (0: whole; tp_llama_decode_opts.split_bytes), finalized when
+ * `fin` (else the caller adds to it and finalizes). */
+static tp_status build_step(const gen *G, uint32_t si, int64_t pos, uint64_t split, int fin, tp_graph **g)
 {
-    tp_llama_decode_opts d = {.devices = G->D, .device = layer_dev(G, l), .layer = l, .batch = G->B, .pos = pos, .max_len = G->maxlen,
-                              .vocab_chunks = 1};
-    return tp_llama_decode_layer(G->c, &d, g, G->err);
-}
-
-static tp_status build_head(const gen *G, int64_t pos, tp_graph **g)
-{
-    tp_llama_decode_opts d = {.devices = G->D, .device = layer_dev(G, G->L), .batch = G->B, .pos = pos, .max_len = G->maxlen,
-                              .vocab_chunks = G->VC};
-    return tp_llama_decode_head(G->c, &d, g, G->err);
+    tp_llama_decode_opts d = {.devices = G->D, .device = layer_dev(G, si), .layer = si, .batch = G->B, .pos = pos, .max_len = G->maxlen,
+                              .vocab_chunks = G->VC, .split_bytes = split};
+    tp_status s = si < G->L ? tp_llama_decode_layer(G->c, &d, g, G->err) : tp_llama_decode_head(G->c, &d, g, G->err);
+    if (!s && fin && (s = tp_graph_finalize(*g, G->err))) {
+        tp_graph_free(*g);
+        *g = NULL;
+    }
+    return s;
 }
 
 /* bytes of a graph's inputs other than "x" (cache tensors), the largest of them, and of
@@ -161,7 +162,7 @@ static void graph_bytes(tp_graph *g, uint64_t *cache_b, uint64_t *big, uint64_t 
 
 int tp_llama_generate_vocab_chunks(const tp_llama_config *c, uint64_t cap, uint64_t split_bytes)
 {
-    double lm = (double)c->vocab * (double)c->hidden * (double)tp_dtype_size(c->dtype), row = lm / (double)c->vocab;
+    double row = (double)c->hidden * (double)tp_dtype_size(c->dtype);
     double most = split_bytes && (double)split_bytes < (double)cap / 8 ? (double)split_bytes : (double)cap / 8;
     int64_t vc = 1;
     while (vc < c->vocab && vc < (1 << 20) && row * (double)((c->vocab + vc - 1) / vc) > most) vc *= 2;
@@ -186,16 +187,12 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
     G->maxlen = max_len;
     G->VC = vocab_chunks > 0 ? vocab_chunks : 1;
     uint64_t dev_cache[TP_MAX_DEVICES] = {0};
+    int64_t lastpos = max_len > 1 ? max_len - 2 : 0; /* the largest step: at max_len - 1 the builder reads the cache without a copy */
+    tp_graph *g = NULL;
+    uint64_t cb, wb, big, vn;
     for (int pass = 0; pass < 2; pass++) { /* a layer (every layer has its shapes), then the head */
-        tp_graph *g = NULL;
-        int64_t lastpos = max_len > 1 ? max_len - 2 : 0; /* the largest step: at max_len - 1 the builder reads the cache without a copy */
-        tp_status s = pass ? build_head(G, lastpos, &g) : build_layer(G, 0, lastpos, &g);
-        if (!s) s = tp_graph_finalize(g, err);
-        if (s) {
-            tp_graph_free(g);
-            return s;
-        }
-        uint64_t cb, wb, big, vn;
+        tp_status s = build_step(G, pass ? (uint32_t)c->layers : 0, lastpos, 0, 1, &g);
+        if (s) return s;
         graph_bytes(g, &cb, &big, &wb, &vn);
         for (uint32_t i = 0; i < tp_graph_size(g); i++) { /* the largest layer weight, the largest input never split */
             const tp_vertex *v = tp_graph_vertex(g, i);
@@ -231,23 +228,12 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
      * the planner's alignment */
     out->split_bytes = (out->split_bytes / GEN_SPLIT_DIV + 255) & ~(uint64_t)255;
     if (out->split_bytes + 256 > out->stream_slot) out->stream_slot = out->split_bytes + 256;
-    { /* one kernel's need when a layer's weights come in chunks */
-        tp_llama_decode_opts d = {.devices = devices, .device = layer_dev(G, 0), .batch = batch,
-                                  .pos = max_len > 1 ? max_len - 2 : 0, .max_len = max_len, .vocab_chunks = 1,
-                                  .split_bytes = out->split_bytes};
-        tp_graph *g = NULL;
-        tp_status s = tp_llama_decode_layer(c, &d, &g, err);
-        if (!s) s = tp_graph_finalize(g, err);
-        if (s) {
-            tp_graph_free(g);
-            return s;
-        }
-        uint64_t cb, wb, big, vn;
-        graph_bytes(g, &cb, &big, &wb, &vn);
-        tp_graph_free(g);
-        if (vn > out->work_min_split) out->work_min_split = vn;
-        out->work_min_split += 4096;
-    }
+    tp_status s = build_step(G, 0, lastpos, out->split_bytes, 1, &g); /* one kernel's need, a layer's weights in chunks */
+    if (s) return s;
+    graph_bytes(g, &cb, &big, &wb, &vn);
+    tp_graph_free(g);
+    if (vn > out->work_min_split) out->work_min_split = vn;
+    out->work_min_split += 4096;
     out->work_bytes += out->work_bytes / 4 + out->stream_bytes + 4096;
     for (int d = 0; d < devices; d++) {
         out->device_need[d] = dev_cache[d] + out->work_bytes;
@@ -532,6 +518,23 @@ static tp_status place_host(gen *G, tp_graph *g, uint32_t v, tp_cache_id id)
     return place_host_at(G, g, v, id, 0);
 }
 
+/* Which cache tensor input v reads, and from which byte of it: v's id names the tensor ("name",
+ * with an "@..." device suffix or not) or rows A..Z-1 of it ("name#rA:Z"), and v's bytes are
+ * exactly those. 1 with *id and the offset *at; 0 otherwise (no such tensor, a column slice,
+ * bytes that do not match). */
+static int cache_rows(const gen *G, const tp_vertex *v, tp_cache_id *id, uint64_t *at)
+{
+    char name[TP_LLAMA_ID_MAX], kind;
+    int64_t a, z;
+    if (!tp_llama_parse_input(v->id, name, sizeof name, &kind, &a, &z) || kind == 'c') return 0;
+    int rows = kind == 'r';
+    if ((rows && !(0 <= a && a < z)) || !(*id = tensor_named(G, name))) return 0;
+    uint64_t tb = tp_cache_bytes(G->cache, *id), rb = rows ? v->bytes / (uint64_t)(z - a) : 0;
+    if (rows && (!rb || (uint64_t)a > tb / rb)) return 0; /* no row bytes, or rows past the tensor (no overflow below) */
+    *at = rows ? (uint64_t)a * rb : 0;
+    return rows ? rb * (uint64_t)(z - a) == v->bytes && *at <= tb && v->bytes <= tb - *at : v->bytes == tb;
+}
+
 /* The prefill's weight inputs that are a cache tensor's host copy or contiguous rows of one
  * ("name" or "name#rA:Z", on any device) are read where the cache keeps them; the rest (column
  * slices, the embedding table, a second device's copy of bytes already placed) are copied in as
@@ -545,17 +548,11 @@ static tp_status place_prefill(gen *G, tp_graph *g)
     uint32_t n = 0;
     for (uint32_t i = 0; i < tp_graph_size(g) && !s; i++) {
         const tp_vertex *v = tp_graph_vertex(g, i);
-        if (v->kind != TP_V_INPUT || !v->bytes) continue;
-        char name[TP_LLAMA_ID_MAX], kind;
-        int64_t a, z;
-        if (!tp_llama_parse_input(v->id, name, sizeof name, &kind, &a, &z) || kind == 'c') continue;
-        int rows = kind == 'r';
-        if (rows && !(0 <= a && a < z)) continue;
-        tp_cache_id id = tensor_named(G, name);
-        if (!id) continue;
-        uint64_t tb = tp_cache_bytes(G->cache, id), rb = rows ? v->bytes / (uint64_t)(z - a) : 0, at = rows ? (uint64_t)a * rb : 0;
+        tp_cache_id id;
+        uint64_t at;
+        if (v->kind != TP_V_INPUT || !v->bytes || !cache_rows(G, v, &id, &at)) continue;
         const uint8_t *h = tp_cache_host(G->cache, id);
-        if (!h || (rows ? rb * (uint64_t)(z - a) != v->bytes || at > tb || v->bytes > tb - at : v->bytes != tb)) continue;
+        if (!h) continue;
         at += (uint64_t)(h - G->harena);
         if (at % tp__align_of(v->bytes)) continue; /* not where the planner could place it */
         sp[n++] = (tp__span){-1, at, at + v->bytes, i};
@@ -646,21 +643,10 @@ static tp_status declare_inputs(gen *G, tp_graph *g, uint32_t s0, uint32_t s1, i
         const tp_vertex *v = tp_graph_vertex(g, i);
         if (v->kind != TP_V_INPUT) continue;
         uint64_t at = 0;
-        tp_cache_id id = tensor_named(G, v->id);
-        if (!id) {
-            char name[TP_LLAMA_ID_MAX], kind;
-            int64_t a, z;
-            if (!tp_llama_parse_input(v->id, name, sizeof name, &kind, &a, &z) || kind != 'r' || !(0 <= a && a < z) ||
-                !(id = tensor_named(G, name)))
-                continue;
-            uint64_t rb = v->bytes / (uint64_t)(z - a);
-            if (rb * (uint64_t)(z - a) != v->bytes || (uint64_t)a > tp_cache_bytes(G->cache, id) / (rb ? rb : 1) ||
-                v->bytes > tp_cache_bytes(G->cache, id) - (uint64_t)a * rb)
-                s = tp__fail(G->err, TP_ERR_INVALID, "generate: input '%s' is not rows of its cache tensor", v->id);
-            at = (uint64_t)a * rb;
-        }
+        tp_cache_id id = tensor_named(G, v->id); /* a step tensor by its own name (lm_head's chunks too), or rows of one */
+        if (!id && !cache_rows(G, v, &id, &at)) continue;
         uint32_t si = G->id_step[id];
-        if (s || si < s0 || si > s1 || !G->steps[si].streamed[G->id_j[id]]) continue;
+        if (si < s0 || si > s1 || !G->steps[si].streamed[G->id_j[id]]) continue;
         s = place_host_at(G, g, i, id, at);
         const uint8_t *h = tp_cache_host(G->cache, id);
         if (!s) in[i] = (in_src){h ? h + at : NULL, 1};
@@ -750,7 +736,7 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
 {
     step_t *st = &G->steps[si];
     tp_graph *g = NULL;
-    tp_status s = si < G->L ? build_layer(G, si, pos, &g) : build_head(G, pos, &g);
+    tp_status s = build_step(G, si, pos, 0, 0, &g);
     if (!s) s = reserve_host(G, g);
     if (!s && !st->armed) s = pin_step(G, si, 0, UINT64_MAX);
     uint32_t next = si + 1 < G->nsteps ? si + 1 : 0;
@@ -992,9 +978,8 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     /* cache tensors, step by step, and the embedding table on the host */
     for (uint32_t si = 0; si < G->nsteps && !s; si++) {
         tp_graph *g = NULL;
-        s = si < G->L ? build_layer(G, si, 0, &g) : build_head(G, 0, &g);
+        s = build_step(G, si, 0, 0, 1, &g);
         G->steps[si].dev = layer_dev(G, si);
-        if (!s) s = tp_graph_finalize(g, err);
         if (!s) s = make_step(G, &G->steps[si], g);
         tp_graph_free(g);
         G->gets_per_token += G->steps[si].n;
