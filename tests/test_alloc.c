@@ -147,6 +147,23 @@ static int naive_lowest(const tp__alloc *a, uint64_t size, uint64_t *addr)
     return 0;
 }
 
+/* the highest aligned address whose size bytes lie in free blocks: over every maximal run of
+ * free blocks, its end less size, aligned down, when that is still inside it */
+static int naive_highest(const tp__alloc *a, uint64_t size, uint64_t *addr)
+{
+    uint64_t al = tp__align_of(size);
+    int found = 0;
+    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
+        if (a->b[i].owner != TP__NONE || (a->b[i].prev != TP__NONE && a->b[a->b[i].prev].owner == TP__NONE)) continue;
+        uint64_t start = a->b[i].start, end = start;
+        for (uint32_t j = i; j != TP__NONE && a->b[j].owner == TP__NONE; j = a->b[j].next) end = a->b[j].start + a->b[j].size;
+        if (end - start < size || ((end - size) & ~(al - 1)) < start) continue;
+        if (!found || ((end - size) & ~(al - 1)) > *addr) *addr = (end - size) & ~(al - 1);
+        found = 1;
+    }
+    return found;
+}
+
 /* 1 if [addr, addr+size) lies in free blocks, aligned */
 static int placement_free(const tp__alloc *a, uint64_t addr, uint64_t size)
 {
@@ -273,8 +290,8 @@ static void nop_rel(void *ctx, uint32_t rel)
     (void)rel;
 }
 
-/* random takes and releases: first fit equals the naive search; oldest fit is a free, aligned
- * placement; the used byte count matches the blocks */
+/* random takes and releases: first and last fit equal the naive searches; oldest fit is a
+ * free, aligned placement; the used byte count matches the blocks */
 TEST(alloc_indexed_matches_naive)
 {
     for (int round = 0; round < 20; round++) {
@@ -289,9 +306,14 @@ TEST(alloc_indexed_matches_naive)
             int fl = tp__alloc_find(&a, size, TP__FIT_LOWEST, &lo);
             int fn = naive_lowest(&a, size, &nlo);
             int fo = tp__alloc_find(&a, size, TP__FIT_OLDEST, &old);
+            uint64_t hi = 0, nhi = 0;
+            int fh = tp__alloc_find(&a, size, TP__FIT_HIGHEST, &hi);
             ASSERT_EQ(fl, fn);
             ASSERT_EQ(fo, fn);
+            ASSERT_EQ(fh, naive_highest(&a, size, &nhi));
+            ASSERT_EQ(fh, fn);
             if (fl) ASSERT_EQ(lo, nlo);
+            if (fh) ASSERT_EQ(hi, nhi);
             if (fo) CHECK(placement_free(&a, old, size));
             if (fo) CHECK(oldest_at_run_end(&a, old, size));
             uint64_t wa = 0, na = 0;

@@ -91,10 +91,11 @@ typedef struct tp_plan_opts {
                                     bytes were released longest ago (fewest waits on recent
                                     kernels). N > 0: an allocation of fewer than N bytes (an
                                     activation, a small tensor) goes to the lowest address that
-                                    holds it instead, so small values pack at the bottom and the
-                                    large runs above stay whole: room for two large tensors at
-                                    once where a plan streams them (docs/planner.md "Packing
-                                    small values") */
+                                    holds it instead, one of N bytes or more to the highest, so
+                                    small values pack at the bottom, large ones stack down from
+                                    the top and the runs between stay whole: room for two large
+                                    tensors at once where a plan streams them (docs/planner.md
+                                    "Packing small values") */
 } tp_plan_opts;
 
 /* tp_plan_opts.evict_budget: the best eviction window at every step, whatever it costs. */

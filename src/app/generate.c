@@ -97,8 +97,8 @@ typedef struct gen {
     uint64_t pinned[TP_MAX_DEVICES]; /* bytes the driver holds pinned per device */
     uint64_t small;       /* a plan per step: tensors of fewer bytes are pinned before the others,
                              and the decode plans pack allocations of fewer bytes at the bottom of
-                             the plan's room (tp_plan_opts.pack_below): the largest step tensor
-                             / GEN_SMALL_DIV */
+                             the plan's room and stack the rest down from its top
+                             (tp_plan_opts.pack_below): the largest step tensor / GEN_SMALL_DIV */
     uint64_t split;       /* a plan per step: its streamed 2-D weights in row chunks of at most
                              this many bytes (tp_gen_need.split_bytes) */
     float *x;             /* [B, H] residual stream */

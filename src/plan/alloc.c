@@ -150,6 +150,17 @@ static uint32_t t_first_fit(const tp__tnode *n, uint32_t t, uint64_t size, uint6
     return t_first_fit(n, n[t].r, size, al);
 }
 
+/* The free run with the highest start in t's subtree that holds size bytes at an address
+ * aligned to al (its end, rounded down). */
+static uint32_t t_last_fit(const tp__tnode *n, uint32_t t, uint64_t size, uint64_t al)
+{
+    if (t == TP__NONE || n[t].mx < size) return TP__NONE;
+    uint32_t r = t_last_fit(n, n[t].r, size, al);
+    if (r != TP__NONE) return r;
+    if (n[t].len >= size && ((n[t].start + n[t].len - size) & ~(al - 1)) >= n[t].start) return t;
+    return t_last_fit(n, n[t].l, size, al);
+}
+
 /* ---- runs ---- */
 
 static void run_add(tp__alloc *a, uint64_t start, uint64_t len, uint64_t age)
@@ -302,6 +313,12 @@ int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *add
 {
     if (a->cap - a->used < size) return 0;
     uint64_t al = tp__align_of(size);
+    if (fit == TP__FIT_HIGHEST) {
+        uint32_t h = t_last_fit(a->runs.n, a->runs.root, size, al);
+        if (h == TP__NONE) return 0;
+        *addr = (a->runs.n[h].start + a->runs.n[h].len - size) & ~(al - 1);
+        return 1;
+    }
     const tp__treap *T = fit == TP__FIT_LOWEST ? &a->runs : &a->aged;
     uint32_t t = t_first_fit(T->n, T->root, size, al);
     if (t == TP__NONE) return 0;

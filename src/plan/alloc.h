@@ -75,7 +75,7 @@ typedef struct tp__alloc {
     size_t caproots;
 } tp__alloc;
 
-typedef enum { TP__FIT_OLDEST, TP__FIT_LOWEST } tp__fit;
+typedef enum { TP__FIT_OLDEST, TP__FIT_LOWEST, TP__FIT_HIGHEST } tp__fit;
 
 int tp__alloc_init(tp__alloc *a, uint64_t cap);
 void tp__alloc_free(tp__alloc *a);
@@ -84,7 +84,8 @@ void tp__alloc_free(tp__alloc *a);
 
 /* Finds an address for `size` bytes inside free runs, in O(log B) (B: blocks; OLDEST: plus at
  * most 2 TP__RUN_SEGS segment steps). LOWEST: first
- * fit, the lowest aligned address. OLDEST: the free run with the oldest age that can hold
+ * fit, the lowest aligned address. HIGHEST: last fit, the highest aligned address (in the free
+ * run with the highest start that holds it, against that run's end). OLDEST: the free run with the oldest age that can hold
  * `size` at its aligned start (then the lowest run), placed at that start or against its end,
  * whichever covers older bytes (the newest release stamp of the segments it covers, at most
  * TP__RUN_SEGS of them per end; ties: the start). A run's age is the newest release stamp of

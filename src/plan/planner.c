@@ -454,7 +454,9 @@ static int may_wait(const planner *P, int d, uint32_t p, uint64_t size)
  * horizon is at p) evicts whatever it must, p's inputs aside. */
 static int alloc_for(planner *P, int d, uint32_t p, uint64_t size, int forced, uint64_t *addr)
 {
-    if (tp__alloc_find(&P->dev[d], size, size < P->pack_below ? TP__FIT_LOWEST : TP__FIT_OLDEST, addr)) return 1;
+    /* pack_below: small values at the bottom, large ones stacked down from the top */
+    tp__fit fit = !P->pack_below ? TP__FIT_OLDEST : size < P->pack_below ? TP__FIT_LOWEST : TP__FIT_HIGHEST;
+    if (tp__alloc_find(&P->dev[d], size, fit, addr)) return 1;
     if (!forced && may_wait(P, d, p, size)) return 0;
     if (!P->ending && P->nkeep_in) { /* first a window of free bytes and dead kept inputs only: as if freed */
         P->only_dead = 1;
