@@ -448,7 +448,8 @@ int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is
         if (slash && n == 0) snprintf(dir, sizeof dir, "/");
     }
     struct stat sb;
-    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode) || access(dir, W_OK | X_OK))
-        return cli_errorf(cmd, 2, "%s %s: cannot write into %s: %s", flag, path, dir, errno ? strerror(errno) : "not a directory");
-    return 0;
+    const char *why = stat(dir, &sb) ? strerror(errno) : !S_ISDIR(sb.st_mode) ? "not a directory"
+                    : access(dir, W_OK | X_OK)      ? strerror(errno)
+                                                    : NULL;
+    return why ? cli_errorf(cmd, 2, "%s %s: cannot write into %s: %s", flag, path, dir, why) : 0;
 }

@@ -28,8 +28,9 @@
  *   LRU and FIFO evict just what the next layers need.
  *
  * In both, every tensor the cache holds on the plan's devices (and, with lookahead, a load
- * pending on another) is a pinned resident input, so a plan's temporaries go around them; loads read the host copies in place (the cache keeps them at the bottom of the
- * session's host block). The K/V append is a write_slice in place on the cache tensor (one row
+ * pending on another) is a pinned resident input, so a plan's temporaries go around them;
+ * loads read the host copies in place (the cache keeps them at the bottom of the session's
+ * host block). The K/V append is a write_slice in place on the cache tensor (one row
  * per head moves); the new rows are also outputs, written into the cache's host copies
  * (write-through), so an evicted or streamed K/V tensor is never dirty.
  *

@@ -83,9 +83,9 @@ void tp__alloc_free(tp__alloc *a);
 /* The planner's alignments: tp__align_of and TP__MAX_ALIGN (io/util.h). */
 
 /* Finds an address for `size` bytes inside free runs, in O(log B) (B: blocks; OLDEST: plus at
- * most 2 TP__RUN_SEGS segment steps). LOWEST: first
- * fit, the lowest aligned address. HIGHEST: last fit, the highest aligned address (in the free
- * run with the highest start that holds it, against that run's end). OLDEST: the free run with the oldest age that can hold
+ * most 2 TP__RUN_SEGS segment steps). LOWEST: first fit, the lowest aligned address. HIGHEST:
+ * last fit, the highest aligned address (in the free run with the highest start that holds it,
+ * against that run's end). OLDEST: the free run with the oldest age that can hold
  * `size` at its aligned start (then the lowest run), placed at that start or against its end,
  * whichever covers older bytes (the newest release stamp of the segments it covers, at most
  * TP__RUN_SEGS of them per end; ties: the start). A run's age is the newest release stamp of

@@ -56,7 +56,7 @@ typedef struct worker {
     tp__sleeper sl;
     atomic_uint ring[RING]; /* queued vertices; producer: the executor, consumer: the worker (or,
                                for a compute lane, the executor's help(), whichever claims it) */
-    _Atomic double queued[RING]; /* a copy lane's: when each was queued (tp__now) */
+    _Atomic double queued[RING]; /* a copy lane's on a throttled link: when each was queued (tp__now); else 0 */
     atomic_uint wpos, cpos; /* next position written; next position to claim (a CAS claims) */
     double link_free;       /* a copy lane's worker only: when its last emulated transfer ended */
     int compute;            /* a compute stream: launch leaves its job to whichever claims it first */
@@ -215,7 +215,7 @@ static void *worker_main(void *arg)
     if (w->compute && w->cpu->o.opaque_rate > 0) prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* this thread's timed sleeps */
 #endif
     while (tp__sleeper_wait(&w->sl, has_job, w, TP__SPIN_US))
-        if (claim(w, &v, &queued)) run_post(w, v, w->compute ? 0 : queued);
+        if (claim(w, &v, &queued)) run_post(w, v, queued); /* 0 on a compute lane: never set */
     return NULL;
 }
 
@@ -227,7 +227,7 @@ static void cpu_launch(tp_backend *be, uint32_t v, int unit)
     worker *w = &c->w[tp__lane(&c->pc, v, unit)];
     unsigned p = atomic_load(&w->wpos);
     atomic_store(&w->ring[p % RING], v);
-    if (!w->compute) atomic_store(&w->queued[p % RING], tp__now());
+    if (!w->compute && c->o.link_gbps > 0) atomic_store(&w->queued[p % RING], tp__now()); /* read by a throttled link only */
     atomic_store(&w->wpos, p + 1);
     if (!w->compute) tp__sleeper_wake(&w->sl);
 }
