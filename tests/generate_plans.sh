@@ -6,8 +6,13 @@
 # (per layer), gives the tokens and, within 1e-4, the logits of the unconstrained run
 # (tests/st_close.py). The evictions tell the shapes apart with one device only: with 3, a
 # plan per layer evicts nothing either at this size (the 3-device run guards a plan per step).
+# A plan per step is made once per run of positions that attend to the same positions
+# (tp_llama_decode_opts.attend) and reused by the other steps of the run: every run here sets
+# TURNIP_CHECK_PLAN_REUSE=1, so each reused plan is also made afresh and must be the same
+# MemGraph, and a longer run over three such runs must say it reused plans.
 # usage: generate_plans.sh TURNIP
 set -euo pipefail
+export TURNIP_CHECK_PLAN_REUSE=1
 T=$1
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
@@ -51,6 +56,13 @@ assert abs(parts - r["run"]) < 1e-6 * max(1.0, r["run"]), (parts, r)
 assert 0 <= r["dep_kernel"] <= r["dep"] + 1e-9, r
 print("trace and plan: %d slices, %d copies on the lane, busy %.1f%% of the run" % (len(ev), r["copies"], 100 * r["busy"] / r["run"]))
 PY
+# positions 7..46 attend to 16, 32 and 46 (max_len): one plan for the first step (the cache
+# starts empty), one per run of positions, the rest reused
+"$T" generate --preset tiny --seq-len 6 --batch 2 --max-new-tokens 41 --quiet --device-mem 25% --devices 3 > "$D/long.txt"
+made=$(sed -n 's/^decode plans: \([0-9]*\) made, \([0-9]*\) steps reused.*/\1/p' "$D/long.txt")
+reused=$(sed -n 's/^decode plans: \([0-9]*\) made, \([0-9]*\) steps reused.*/\2/p' "$D/long.txt")
+[ -n "$made" ] && [ "$made" -le 5 ] && [ "$reused" -ge 35 ] && [ $((made + reused)) = 40 ] ||
+    { echo "plans made / reused over 40 steps: '$made' / '$reused'"; cat "$D/long.txt"; exit 1; }
 grep -q "a plan per decode step" "$D/token.txt" || { echo "the default does not say it plans per step"; cat "$D/token.txt"; exit 1; }
 grep -q "a plan per layer" "$D/layer.txt" || { echo "--plans layer does not say it plans per layer"; cat "$D/layer.txt"; exit 1; }
 ev() { sed -n 's/.* \([0-9]*\) evictions .*/\1/p' "$D/$1.txt"; }
@@ -58,4 +70,4 @@ ev() { sed -n 's/.* \([0-9]*\) evictions .*/\1/p' "$D/$1.txt"; }
 [ "$(ev layer)" -gt 0 ] || { echo "a plan per layer with LRU at 50% evicted nothing"; cat "$D/layer.txt"; exit 1; }
 /usr/bin/python3 "$(dirname "$0")/st_close.py" "$D/full.st" token="$D/token.st" token3="$D/token3.st" layer="$D/layer.st" \
     layer3la="$D/layer3la.st"
-echo "ok: a plan per step evicts nothing (LRU, 50%), a plan per layer evicts $(ev layer)"
+echo "ok: a plan per step evicts nothing (LRU, 50%), a plan per layer evicts $(ev layer); $made plans made and $reused reused over 40 steps"

@@ -198,7 +198,7 @@ TEST(models_llama_residual_options)
 
 static tp_llama_decode_opts dopts(int64_t B, int64_t pos, int64_t max_len)
 {
-    tp_llama_decode_opts o = {2, 1, 1, B, pos, max_len, 1, 0, NULL, NULL};
+    tp_llama_decode_opts o = {2, 1, 1, B, pos, max_len, 1, 0, NULL, NULL, 0};
     return o;
 }
 
@@ -361,7 +361,7 @@ TEST(models_decode_token_contract)
     ASSERT_EQ(tp_llama_decode_device(&c, 2, 1), 0);
     ASSERT_EQ(tp_llama_decode_device(&c, 2, 2), 1);
     for (int D = 1; D <= 3; D++) {
-        tp_llama_decode_opts o = {D, 0, 0, 3, 2, 8, 3, 0, NULL, NULL};
+        tp_llama_decode_opts o = {D, 0, 0, 3, 2, 8, 3, 0, NULL, NULL, 0};
         tp_error e;
         tp_graph *g;
         ASSERT_OK_ERR(tp_llama_decode_token(&c, &o, &g, &e), e);
@@ -411,16 +411,45 @@ TEST(models_decode_token_contract)
         CHECK(tp_graph_find(g, "x.out") < 0 && tp_graph_find(g, "k_new") < 0); /* the per-layer names are not reused */
         tp_graph_free(g);
     }
-    tp_llama_decode_opts bad[] = {{4, 0, 0, 1, 0, 8, 1, 0, NULL, NULL},  /* more devices than layers + head */
-                                  {2, 0, 0, 1, 8, 8, 1, 0, NULL, NULL},  /* pos past the cache */
-                                  {2, 0, 0, 1, 0, 8, 0, 0, NULL, NULL},  /* no vocab chunk */
-                                  {2, 0, 0, 0, 0, 8, 1, 0, NULL, NULL}}; /* no sequence */
+    tp_llama_decode_opts bad[] = {{4, 0, 0, 1, 0, 8, 1, 0, NULL, NULL, 0},  /* more devices than layers + head */
+                                  {2, 0, 0, 1, 8, 8, 1, 0, NULL, NULL, 0},  /* pos past the cache */
+                                  {2, 0, 0, 1, 0, 8, 0, 0, NULL, NULL, 0},  /* no vocab chunk */
+                                  {2, 0, 0, 0, 0, 8, 1, 0, NULL, NULL, 0}}; /* no sequence */
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         tp_error e;
         tp_graph *g = NULL;
         ASSERT_STATUS(tp_llama_decode_token(&c, &bad[i], &g, &e), TP_ERR_ARG);
         CHECK(g == NULL);
     }
+}
+
+/* tp_llama_decode_opts.attend: the graphs of two positions attending to the same positions are
+ * the same plan (tp_graph_same_plan: sizes, structure and names equal, attributes aside), with
+ * the scores of `attend` columns and a causal softmax whose rows end at pos; without attend, or
+ * with another, they differ. */
+TEST(models_decode_attend_same_plan)
+{
+    tp_llama_config c = tiny(4, 2, 0);
+    tp_error e;
+    tp_graph *g[4];
+    const int64_t pos[4] = {5, 7, 7, 7}, att[4] = {8, 8, 0, 16};
+    for (int i = 0; i < 4; i++) {
+        tp_llama_decode_opts o = {2, 0, 0, 3, pos[i], 20, 1, 0, NULL, NULL, att[i]};
+        ASSERT_OK_ERR(tp_llama_decode_token(&c, &o, &g[i], &e), e);
+        ASSERT_OK_ERR(tp_graph_finalize(g[i], &e), e);
+    }
+    ASSERT_EQ(tp_graph_same_plan(g[0], g[1]), 1);
+    ASSERT_EQ(tp_graph_same_plan(g[1], g[2]), 0);
+    ASSERT_EQ(tp_graph_same_plan(g[1], g[3]), 0);
+    const tp_vertex *sc = tp_graph_vertex(g[1], (uint32_t)tp_graph_find(g[1], "L0.scores"));
+    const tp_vertex *pr = tp_graph_vertex(g[1], (uint32_t)tp_graph_find(g[1], "L0.probs.rows"));
+    ASSERT_EQ(sc->shape[3], 8);
+    ASSERT_EQ(pr->ndim, 3);
+    ASSERT_EQ(pr->shape[1], 1); /* one row per block: the causal limit is row_offset itself */
+    CHECKF(strstr(pr->attrs_json, "\"causal\":true") && strstr(pr->attrs_json, "\"row_offset\":7"), "%s", pr->attrs_json);
+    ASSERT_EQ(tp_graph_vertex(g[2], (uint32_t)tp_graph_find(g[2], "L0.scores"))->shape[3], 8); /* pos + 1 */
+    CHECK(tp_graph_find(g[2], "L0.probs.rows") < 0);
+    for (int i = 0; i < 4; i++) tp_graph_free(g[i]);
 }
 
 TEST(models_decode_refuses_out_of_range)
@@ -433,21 +462,24 @@ TEST(models_decode_refuses_out_of_range)
         int head;
         const char *needle;
     } bad[] = {
-        {{0, 0, 0, 1, 0, 1, 1, 0, NULL, NULL}, 0, "devices 0 is outside [1, 64]"},
-        {{TP_MAX_DEVICES + 1, 0, 0, 1, 0, 1, 1, 0, NULL, NULL}, 1, "devices 65"},
-        {{2, 2, 0, 1, 0, 1, 1, 0, NULL, NULL}, 0, "device 2 is outside [0, 2)"},
-        {{2, -1, 0, 1, 0, 1, 1, 0, NULL, NULL}, 1, "device -1"},
-        {{1, 0, 0, 0, 0, 1, 1, 0, NULL, NULL}, 0, "batch 0 is outside [1, 2^20]"},
-        {{1, 0, 0, TP_LLAMA_MAX_BATCH + 1, 0, 1, 1, 0, NULL, NULL}, 1, "batch 1048577"},
-        {{1, 0, 2, 1, 0, 1, 1, 0, NULL, NULL}, 0, "layer 2 is outside [0, 2)"},
-        {{1, 0, -1, 1, 0, 1, 1, 0, NULL, NULL}, 0, "layer -1"},
-        {{1, 0, 0, 1, 0, 0, 1, 0, NULL, NULL}, 0, "max_len 0 is outside [1, 2^31-1]"},
-        {{1, 0, 0, 1, 0, (int64_t)INT32_MAX + 1, 1, 0, NULL, NULL}, 0, "max_len 2147483648"},
-        {{1, 0, 0, 1, 4, 4, 1, 0, NULL, NULL}, 0, "pos 4 is outside [0, max_len 4)"},
-        {{1, 0, 0, 1, -1, 4, 1, 0, NULL, NULL}, 0, "pos -1"},
-        {{1, 0, 0, 1, INT64_MAX, INT64_MAX, 1, 0, NULL, NULL}, 0, "max_len"},
-        {{1, 0, 0, 1, 0, 1, 0, 0, NULL, NULL}, 1, "vocab_chunks 0 is outside [1, vocabulary 50]"},
-        {{1, 0, 0, 1, 0, 1, 51, 0, NULL, NULL}, 1, "vocab_chunks 51"},
+        {{0, 0, 0, 1, 0, 1, 1, 0, NULL, NULL, 0}, 0, "devices 0 is outside [1, 64]"},
+        {{TP_MAX_DEVICES + 1, 0, 0, 1, 0, 1, 1, 0, NULL, NULL, 0}, 1, "devices 65"},
+        {{2, 2, 0, 1, 0, 1, 1, 0, NULL, NULL, 0}, 0, "device 2 is outside [0, 2)"},
+        {{2, -1, 0, 1, 0, 1, 1, 0, NULL, NULL, 0}, 1, "device -1"},
+        {{1, 0, 0, 0, 0, 1, 1, 0, NULL, NULL, 0}, 0, "batch 0 is outside [1, 2^20]"},
+        {{1, 0, 0, TP_LLAMA_MAX_BATCH + 1, 0, 1, 1, 0, NULL, NULL, 0}, 1, "batch 1048577"},
+        {{1, 0, 2, 1, 0, 1, 1, 0, NULL, NULL, 0}, 0, "layer 2 is outside [0, 2)"},
+        {{1, 0, -1, 1, 0, 1, 1, 0, NULL, NULL, 0}, 0, "layer -1"},
+        {{1, 0, 0, 1, 0, 0, 1, 0, NULL, NULL, 0}, 0, "max_len 0 is outside [1, 2^31-1]"},
+        {{1, 0, 0, 1, 0, (int64_t)INT32_MAX + 1, 1, 0, NULL, NULL, 0}, 0, "max_len 2147483648"},
+        {{1, 0, 0, 1, 4, 4, 1, 0, NULL, NULL, 0}, 0, "pos 4 is outside [0, max_len 4)"},
+        {{1, 0, 0, 1, -1, 4, 1, 0, NULL, NULL, 0}, 0, "pos -1"},
+        {{1, 0, 0, 1, INT64_MAX, INT64_MAX, 1, 0, NULL, NULL, 0}, 0, "max_len"},
+        {{1, 0, 0, 1, 0, 1, 0, 0, NULL, NULL, 0}, 1, "vocab_chunks 0 is outside [1, vocabulary 50]"},
+        {{1, 0, 0, 1, 0, 1, 51, 0, NULL, NULL, 0}, 1, "vocab_chunks 51"},
+        {{1, 0, 0, 1, 3, 8, 1, 0, NULL, NULL, 3}, 0, "attend 3 is outside [pos + 1 = 4, max_len 8]"},
+        {{1, 0, 0, 1, 3, 8, 1, 0, NULL, NULL, 9}, 0, "attend 9"},
+        {{1, 0, 0, 1, 3, 8, 1, 0, NULL, NULL, -1}, 0, "attend -1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         memset(&e, 0, sizeof e);
@@ -457,7 +489,7 @@ TEST(models_decode_refuses_out_of_range)
     }
     /* the largest cache: 2^20 sequences x 2^31-1 positions x one head of 2^20 overflows 64 bits */
     tp_llama_config big = {1 << 20, 8, 1, 1, 1, 8, 1e-5, 10000.0, TP_DT_BF16, 0};
-    tp_llama_decode_opts o = {1, 0, 0, TP_LLAMA_MAX_BATCH, 0, INT32_MAX, 1, 0, NULL, NULL};
+    tp_llama_decode_opts o = {1, 0, 0, TP_LLAMA_MAX_BATCH, 0, INT32_MAX, 1, 0, NULL, NULL, 0};
     ASSERT_STATUS(tp_llama_decode_layer(&big, &o, &g, &e), TP_ERR_ARG);
     CHECKF(strstr(e.msg, "overflow 64 bits") != NULL, "%s", e.msg);
     /* a config out of range, or whose heads do not divide */

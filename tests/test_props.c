@@ -579,6 +579,150 @@ TEST(props_scan_credit)
     }
 }
 
+/* A copy of g whose kernels other than sums carry other attributes ({"step": k}), and with
+ * mutation m one difference a plan depends on: 1 a vertex's bytes, 2 an id, 3 an extra output,
+ * 4 a kept vertex, 5 a resident input, 6 a sum's attributes (GEN_ACCUM graphs), 7 an input's
+ * order. Returns NULL when g has nothing for m to change. */
+static tp_graph *copy_graph(const tp_graph *g, int m, rng *r)
+{
+    uint32_t n = tp_graph_size(g), pick = (uint32_t)rng_below(r, n), done = 0;
+    tp_graph *c = tp_graph_new(tp_graph_devices(g));
+    tp_error e;
+    CHECK(c != NULL);
+    char attrs[64], id[256];
+    for (uint32_t i = 0; i < n; i++) {
+        const tp_vertex *v = tp_graph_vertex(g, i);
+        uint32_t out, in[64];
+        CHECK(v->ninputs <= 64);
+        memcpy(in, v->inputs, v->ninputs * sizeof *in);
+        snprintf(id, sizeof id, "%s%s", v->id, m == 2 && i == pick ? "'" : "");
+        done |= m == 2 && i == pick;
+        if (m == 7 && i >= pick && !done && v->ninputs >= 2 && in[0] != in[1]) {
+            uint32_t t = in[0];
+            in[0] = in[1];
+            in[1] = t;
+            done = 1;
+        }
+        int grow = m == 1 && i >= pick && !done && v->kind != TP_V_TRANSFER; /* a transfer's size is its input's */
+        done |= grow;
+        int sum = v->op && !strcmp(v->op, "sum");
+        const char *a = v->attrs_json;
+        if (v->kind == TP_V_KERNEL && !sum) {
+            snprintf(attrs, sizeof attrs, "{\"step\":%llu}", (unsigned long long)rng_below(r, 1000));
+            a = attrs;
+        } else if (m == 6 && sum && i >= pick && !done) {
+            a = a ? NULL : "{\"accumulate\":true}";
+            done = 1;
+        }
+        if (v->kind == TP_V_INPUT)
+            ASSERT_OK_ERR(tp_graph_add_input(c, id, v->device, grow ? TP_DT_NONE : v->dtype, grow ? -1 : v->ndim, v->shape,
+                                             v->bytes * (grow ? 2 : 1), &out, &e), e);
+        else if (v->kind == TP_V_KERNEL)
+            ASSERT_OK_ERR(tp_graph_add_kernel(c, id, v->device, v->op, v->ninputs, in, grow ? TP_DT_NONE : v->dtype, grow ? -1 : v->ndim,
+                                              v->shape, v->bytes * (grow ? 2 : 1), a, v->flops, &out, &e), e);
+        else
+            ASSERT_OK_ERR(tp_graph_add_transfer(c, id, v->device, in[0], &out, &e), e);
+        int k = tp_graph_inplace(g, i);
+        if (k >= 0) ASSERT_OK_ERR(tp_graph_set_inplace(c, out, k, &e), e);
+    }
+    for (uint32_t o = 0; o < tp_graph_num_outputs(g); o++) ASSERT_OK_ERR(tp_graph_add_output(c, tp_graph_outputs(g)[o], &e), e);
+    for (uint32_t i = 0; i < n && m == 3 && !done; i++) {
+        int is_out = 0;
+        for (uint32_t o = 0; o < tp_graph_num_outputs(g); o++) is_out |= tp_graph_outputs(g)[o] == i;
+        if (!is_out && tp_graph_vertex(g, i)->kind == TP_V_KERNEL) {
+            ASSERT_OK_ERR(tp_graph_add_output(c, i, &e), e);
+            done = 1;
+        }
+    }
+    if (tp_graph_finalize(c, &e) != TP_OK) { /* a mutation the graph cannot take (an in-place size) */
+        tp_graph_free(c);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t off;
+        int hc;
+        if (tp_graph_resident(g, i, &off, &hc)) ASSERT_OK_ERR(tp_graph_set_resident(c, i, off, hc, &e), e);
+        if (tp_graph_keep(g, i)) ASSERT_OK_ERR(tp_graph_set_keep(c, i, &e), e);
+    }
+    for (uint32_t i = 0; i < n && m == 4 && !done; i++)
+        if (tp_graph_vertex(g, i)->kind == TP_V_INPUT && !tp_graph_keep(g, i)) done = tp_graph_set_keep(c, i, &e) == TP_OK;
+    for (uint32_t i = 0; i < n && m == 5 && !done; i++)
+        if (tp_graph_vertex(g, i)->kind == TP_V_INPUT && !tp_graph_resident(g, i, NULL, NULL))
+            done = tp_graph_set_resident(c, i, 0, 1, &e) == TP_OK;
+    if (m && !done) {
+        tp_graph_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static char *plan_text(const tp_memgraph *mg)
+{
+    char *t = NULL;
+    size_t len;
+    tp_error e;
+    ASSERT_OK_ERR(tp_memgraph_to_string(mg, &t, &len, &e), e);
+    return t;
+}
+
+/* Plan reuse (tp_graph_same_plan, tp_memgraph_rebind; generate's plan per step): random graphs of
+ * every family and copies of them whose kernels (sums excepted) carry other attributes are the
+ * same plan by tp_graph_same_plan, and the planner, at the graph's smallest caps and at twice
+ * them, makes the same MemGraph of both, which rebinds to the copy; a copy with one difference
+ * of each kind (copy_graph) is refused, and the plan stays bound to its graph. */
+TEST(props_plan_reuse)
+{
+    rng r = {0x5eed};
+    unsigned same = 0, refused = 0;
+    for (int fam = 0; fam < GEN_NFAMILIES; fam++)
+        for (uint64_t seed = 1; seed <= 12; seed++) {
+            tp_graph *g = gen_graph(seed * 7919 + (uint64_t)fam, fam);
+            CHECK(g != NULL);
+            tp_graph *c = copy_graph(g, 0, &r);
+            CHECK(c != NULL);
+            ASSERT_EQ(tp_graph_same_plan(g, c), 1);
+            ASSERT_EQ(tp_graph_same_plan(c, g), 1);
+            uint64_t cap[TP_MAX_DEVICES];
+            int arg;
+            min_caps(g, cap, &arg);
+            for (int twice = 0; twice < 2; twice++) {
+                tp_plan_opts o;
+                tp_plan_opts_init(&o, tp_graph_devices(g), 0);
+                for (int d = 0; d < tp_graph_devices(g); d++) o.device_mem[d] = cap[d] * (twice ? 2 : 1) + 4096;
+                tp_memgraph *a = NULL, *b = NULL;
+                tp_error e;
+                if (tp_plan(g, &o, &a, &e) != TP_OK) continue; /* alignment can need more than the sum */
+                ASSERT_OK_ERR(tp_plan(c, &o, &b, &e), e);
+                char *ta = plan_text(a), *tb = plan_text(b);
+                ASSERT_STR_EQ(ta, tb);
+                ASSERT_OK_ERR(tp_memgraph_rebind(a, c, &e), e);
+                CHECK(tp_memgraph_taskgraph(a) == c);
+                char *tr = plan_text(a);
+                ASSERT_STR_EQ(tr, tb);
+                free(ta);
+                free(tb);
+                free(tr);
+                ASSERT_OK_ERR(tp_memgraph_rebind(a, g, &e), e);
+                for (int m = 1; m <= 7; m++) {
+                    tp_graph *x = copy_graph(g, m, &r);
+                    if (!x) continue;
+                    CHECKF(!tp_graph_same_plan(g, x), "mutation %d of %s seed %llu is the same plan", m, gen_family_name[fam],
+                           (unsigned long long)seed);
+                    ASSERT_STATUS(tp_memgraph_rebind(a, x, &e), TP_ERR_ARG);
+                    CHECK(tp_memgraph_taskgraph(a) == g);
+                    tp_graph_free(x);
+                    refused++;
+                }
+                same++;
+                tp_memgraph_free(a);
+                tp_memgraph_free(b);
+            }
+            tp_graph_free(c);
+            tp_graph_free(g);
+        }
+    CHECKF(same >= 100 && refused >= 400, "only %u plans compared, %u mutations refused", same, refused);
+}
+
 TEST(props_chain) { run_family(GEN_CHAIN, 150); }
 TEST(props_diamond) { run_family(GEN_DIAMOND, 150); }
 TEST(props_fanin) { run_family(GEN_FANIN, 150); }

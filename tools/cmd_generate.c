@@ -366,6 +366,9 @@ static int run(int argc, char **argv)
                 printf("\n");
             }
             if (bound > 0) printf("bytes / bound: %.3f\n", per / bound);
+            if (r.decode_plans) /* a plan per step */
+                printf("decode plans: %llu made, %llu steps reused the last one (the same graph but for positions)\n",
+                       (unsigned long long)r.decode_plans, (unsigned long long)r.decode_plans_reused);
         }
         printf("cache: %llu hits, %llu misses, %llu loads (%s), %llu evictions (%s), prefetches %llu (used %llu, wasted %llu)\n",
                (unsigned long long)r.cache.hits, (unsigned long long)r.cache.misses, (unsigned long long)r.cache.loads,

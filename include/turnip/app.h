@@ -137,6 +137,8 @@ typedef struct tp_gen_result {
     double first_decode_seconds;
     uint64_t streamed_bytes;       /* of tensors a step read without the cache (it did not fit) */
     int64_t decode_steps;
+    uint64_t decode_plans;         /* a plan per step: the plans made, and the steps that reused the */
+    uint64_t decode_plans_reused;  /*   last step's (its graph the same but for kernel attributes) */
     tp_cache_counters cache;
 } tp_gen_result;
 

@@ -82,6 +82,13 @@ const uint32_t *tp_graph_outputs(const tp_graph *g);
 /* The device a vertex's inputs are read on: its own device, or the source device of a
  * transfer. */
 int tp_graph_read_device(const tp_graph *g, uint32_t i);
+/* 1 when finalized graphs a and b differ at most in what no plan depends on: kernel attributes
+ * (except a sum's, which sum-into reads) and flops. Everything else must be equal: devices,
+ * vertices in order (id, kind, device, op, dtype, shape, bytes, inputs), outputs, the keep list,
+ * every session declaration (resident offsets and flags, in-place arguments, host placements)
+ * and the reserved host bytes. A plan of a is then a plan of b (tp_memgraph_rebind). 0 for
+ * NULL or unfinalized graphs. */
+int tp_graph_same_plan(const tp_graph *a, const tp_graph *b);
 
 /* Sessions (issue 11). All optional; defaults: not resident, not in place, not kept. */
 /* 1 when input vertex v is declared resident: on its device at [*offset, *offset + bytes) when the

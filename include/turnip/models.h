@@ -131,6 +131,14 @@ typedef struct tp_llama_decode_opts {
     uint64_t split_bytes;
     int (*split)(void *split_ctx, const char *name);
     void *split_ctx;
+    /* Positions the attention covers: 0 for pos + 1, else pos + 1 <= attend <= max_len. Positions
+     * past pos are masked (a causal softmax whose one row per query ends at pos: exactly zero
+     * weight), so the result is that of pos + 1 up to the rounding of the extra zero terms in the
+     * product with the values; the K/V rows read there must be finite (a cache made by
+     * tp_cache_create without init is zeros). With attend given, the graph's sizes and structure
+     * depend on attend, not pos: graphs of two positions with the same attend differ only in
+     * kernel attributes, so a plan of one is a plan of the other (tp_memgraph_rebind). */
+    int64_t attend;
 } tp_llama_decode_opts;
 
 /* One layer of one decode step (Hugging Face semantics), NOT finalized: the caller may add
@@ -143,8 +151,8 @@ typedef struct tp_llama_decode_opts {
  * values are written at position pos of the caches by write_slice kernels declared in place on
  * them, "kv.L.k.updated" and "kv.L.v.updated" (not outputs: the caller keeps the cache on the
  * device); attention covers positions 0..pos of the updated caches (positions past pos are
- * never read). Outputs: "x.out" f32 [B, hidden]; "k_new" and "v_new" f32 [B, kv_heads, 1,
- * head_dim], the rows written. Uses devices, device, layer, batch, pos, max_len. */
+ * never read), or 0..attend-1 with those past pos masked (attend). Outputs: "x.out" f32
+ * [B, hidden]; "k_new" and "v_new" f32 [B, kv_heads, 1, head_dim], the rows written. Uses devices, device, layer, batch, pos, max_len, attend. */
 tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err);
 /* The final norm and lm_head of a decode step, NOT finalized. Inputs: "x" f32 [B, hidden],
  * "model.norm.weight", and "lm_head.weight" [vocab, hidden] ("model.embed_tokens.weight" with
@@ -159,7 +167,7 @@ int tp_llama_decode_device(const tp_llama_config *c, int devices, int64_t layer)
  * tp_llama_decode_device(c, devices, l), the residual stream moved by a transfer where the
  * device changes ("L<l>.x.to<d>"). Inputs: "x" (device 0), and each layer's and the head's
  * inputs as tp_llama_decode_layer/head name them. Outputs: "L<l>.k_new" and "L<l>.v_new" of
- * every layer, "logits". Uses devices (at most layers + 1), batch, pos, max_len, vocab_chunks;
+ * every layer, "logits". Uses devices (at most layers + 1), batch, pos, max_len, attend, vocab_chunks;
  * device and layer are ignored. */
 tp_status tp_llama_decode_token(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err);
 

@@ -118,6 +118,11 @@ void tp_memgraph_free(tp_memgraph *mg);
 
 uint32_t tp_memgraph_size(const tp_memgraph *mg);
 const tp_graph *tp_memgraph_taskgraph(const tp_memgraph *mg);
+/* Plan reuse: points mg at g in place of the TaskGraph it was planned from (which must still be
+ * alive for the check; the caller may free it afterwards), so mg runs g's kernels with g's
+ * attributes. Only where tp_graph_same_plan(that graph, g) holds, so that mg is the plan
+ * tp_plan would make of g under the same options: else TP_ERR_ARG, mg unchanged. */
+tp_status tp_memgraph_rebind(tp_memgraph *mg, const tp_graph *g, tp_error *err);
 void tp_memgraph_vertex(const tp_memgraph *mg, uint32_t i, tp_mvertex *out);
 /* The work of kernel or accumulate vertex i, what cost models weigh: its flops (the TaskGraph
  * kernel's; an accumulate, an elementwise add, one per element) into *flops, and the bytes it

@@ -17,7 +17,9 @@
  *   the link never waits for a run of kept layers to compute. Bytes per step: what is
  *   streamed, that is everything but the range (the bound's excess is the plan's room). The
  *   pinned set is the same every step, whatever the policy; prefetch and lookahead do not
- *   apply.
+ *   apply. The attention covers positions in runs (attend_of, the rest masked), so the steps
+ *   of a run build the same graph but for kernel attributes, and a step takes the last step's
+ *   plan where that holds (tp_graph_same_plan, tp_memgraph_rebind) instead of planning again.
  * - a plan per layer (and one for the head): each is a small TaskGraph
  *   (tp_llama_decode_layer/head). What stays on the devices between those plans is the
  *   policy's decision: before a layer's plan, the driver gets (pins) every tensor the layer
@@ -62,6 +64,9 @@
  * streamed again each step (docs/generation.md "Streaming in row chunks"). */
 #define GEN_SPLIT_DIV 4
 
+/* Decode steps attend to positions in runs of at least this many (attend_of). */
+#define GEN_ATTEND_MIN 16
+
 typedef struct step_t {
     int dev;
     uint32_t n;           /* cache tensors it reads */
@@ -102,6 +107,9 @@ typedef struct gen {
                              (tp_plan_opts.pack_below): the largest step tensor / GEN_SMALL_DIV */
     uint64_t split;       /* a plan per step: its streamed 2-D weights in row chunks of at most
                              this many bytes (tp_gen_need.split_bytes) */
+    tp_graph *rg;         /* a plan per step: the last step's graph and plan, kept for the next */
+    tp_memgraph *rmg;     /*   step, which reuses the plan where its graph is the same (plan_exec) */
+    int check_reuse;      /* TURNIP_CHECK_PLAN_REUSE=1: plan every reused step anyway and compare */
     float *x;             /* [B, H] residual stream */
     float *logits;        /* [B, V] */
     void *embed;          /* the embedding table, host (its dtype) */
@@ -121,13 +129,28 @@ static int layer_dev(const gen *G, int64_t l)
 
 /* ---- sizes ------------------------------------------------------------------------------- */
 
-/* Step si's graph (layer si < L, else the head) at position pos, the layer's weights in row
- * chunks of at most `split` bytes (0: whole; tp_llama_decode_opts.split_bytes), finalized when
- * `fin` (else the caller adds to it and finalizes). */
-static tp_status build_step(const gen *G, uint32_t si, int64_t pos, uint64_t split, int fin, tp_graph **g)
+/* Positions a decode step at pos attends to (tp_llama_decode_opts.attend): pos + 1 rounded up to
+ * a multiple of q, at most max_len, where q is GEN_ATTEND_MIN or, past GEN_ATTEND_MIN^2
+ * positions, the largest power of two times it that is at most (pos + 1) / GEN_ATTEND_MIN (the
+ * masked positions stay under a sixteenth of the attended ones). The steps of one such run of
+ * positions have graphs of the same sizes, so a plan per step is made once per run and reused
+ * (run_plan). */
+static int64_t attend_of(const gen *G, int64_t pos)
+{
+    int64_t p = pos + 1, q = GEN_ATTEND_MIN;
+    while (q <= p / GEN_ATTEND_MIN / 2) q *= 2;
+    int64_t a = p / q * q + (p % q ? q : 0);
+    return a < G->maxlen ? a : G->maxlen;
+}
+
+/* Step si's graph (layer si < L, else the head) at position pos attending to `attend` positions
+ * (0: pos + 1), the layer's weights in row chunks of at most `split` bytes (0: whole;
+ * tp_llama_decode_opts.split_bytes), finalized when `fin` (else the caller adds to it and
+ * finalizes). */
+static tp_status build_step(const gen *G, uint32_t si, int64_t pos, int64_t attend, uint64_t split, int fin, tp_graph **g)
 {
     tp_llama_decode_opts d = {.devices = G->D, .device = layer_dev(G, si), .layer = si, .batch = G->B, .pos = pos, .max_len = G->maxlen,
-                              .vocab_chunks = G->VC, .split_bytes = split};
+                              .attend = attend, .vocab_chunks = G->VC, .split_bytes = split};
     tp_status s = si < G->L ? tp_llama_decode_layer(G->c, &d, g, G->err) : tp_llama_decode_head(G->c, &d, g, G->err);
     if (!s && fin && (s = tp_graph_finalize(*g, G->err))) {
         tp_graph_free(*g);
@@ -192,7 +215,7 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
     tp_graph *g = NULL;
     uint64_t cb, wb, big, vn;
     for (int pass = 0; pass < 2; pass++) { /* a layer (every layer has its shapes), then the head */
-        tp_status s = build_step(G, pass ? (uint32_t)c->layers : 0, lastpos, 0, 1, &g);
+        tp_status s = build_step(G, pass ? (uint32_t)c->layers : 0, lastpos, 0, 0, 1, &g);
         if (s) return s;
         graph_bytes(g, &cb, &big, &wb, &vn);
         for (uint32_t i = 0; i < tp_graph_size(g); i++) { /* the largest layer weight, the largest input never split */
@@ -229,7 +252,7 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
      * the planner's alignment */
     out->split_bytes = (out->split_bytes / GEN_SPLIT_DIV + 255) & ~(uint64_t)255;
     if (out->split_bytes + 256 > out->stream_slot) out->stream_slot = out->split_bytes + 256;
-    tp_status s = build_step(G, 0, lastpos, out->split_bytes, 1, &g); /* one kernel's need, a layer's weights in chunks */
+    tp_status s = build_step(G, 0, lastpos, 0, out->split_bytes, 1, &g); /* one kernel's need, a layer's weights in chunks */
     if (s) return s;
     graph_bytes(g, &cb, &big, &wb, &vn);
     tp_graph_free(g);
@@ -366,14 +389,43 @@ static tp_status read_output(gen *G, tp_exec *x, const tp_memgraph *mg, const ch
 }
 
 /* Plans g (finalized) under the caps, small allocations packed below pack_below bytes (0:
- * none), checks it, makes its executor in the session. */
-static tp_status plan_exec(gen *G, const tp_graph *g, uint64_t pack_below, tp_memgraph **mg, tp_exec **x)
+ * none), checks it, makes its executor in the session. With reuse (a plan per step), takes the
+ * last step's plan instead where g is the same graph but for kernel attributes
+ * (tp_graph_same_plan; the planner is deterministic). *mg is the caller's either way. */
+static tp_status plan_exec(gen *G, const tp_graph *g, uint64_t pack_below, int reuse, tp_memgraph **mg, tp_exec **x)
 {
     tp_plan_opts po;
     tp_plan_opts_init(&po, G->D, G->o->device_mem);
     po.order = G->o->plan_order;
     po.pack_below = pack_below;
-    tp_status s = tp_plan(g, &po, mg, G->err);
+    tp_status s = TP_OK;
+    if (reuse && G->rmg && tp_graph_same_plan(G->rg, g)) {
+        s = tp_memgraph_rebind(G->rmg, g, G->err);
+        if (!s) {
+            *mg = G->rmg;
+            G->rmg = NULL;
+            tp_graph_free(G->rg); /* no longer the plan's */
+            G->rg = NULL;
+            G->r->decode_plans_reused++;
+        }
+        if (!s && G->check_reuse) {
+            tp_memgraph *fresh = NULL;
+            char *a = NULL, *b = NULL;
+            size_t na = 0, nb = 0;
+            s = tp_plan(g, &po, &fresh, G->err);
+            if (!s) s = tp_memgraph_to_string(*mg, &a, &na, G->err);
+            if (!s) s = tp_memgraph_to_string(fresh, &b, &nb, G->err);
+            if (!s && (na != nb || memcmp(a, b, na)))
+                s = tp__fail(G->err, TP_ERR_CHECK,
+                             "generate: a reused plan differs from the plan made for its step (TURNIP_CHECK_PLAN_REUSE)");
+            free(a);
+            free(b);
+            tp_memgraph_free(fresh);
+        }
+    } else {
+        s = tp_plan(g, &po, mg, G->err);
+        if (reuse) G->r->decode_plans++;
+    }
     if (!s && G->o->verify) {
         char *text;
         size_t len;
@@ -705,13 +757,13 @@ static tp_status run_plan(gen *G, tp_graph *g, uint32_t s0, uint32_t s1, int d0,
     tp_exec *x = NULL;
     in_src *src = NULL;
     tp_status s = declare_inputs(G, g, s0, s1, d0, d1, &src);
-    if (!s) s = plan_exec(G, g, s1 > s0 ? G->small : 0, &mg, &x);
+    int whole = s1 > s0;
+    if (!s) s = plan_exec(G, g, whole ? G->small : 0, whole, &mg, &x);
     if (!s) s = write_inputs(G, g, mg, x, src);
     tp_run_summary sum;
     if (!s) s = tp_exec_run(x, &sum, G->err);
     if (!s) account(&sum, run_s, bytes);
     if (!s && last && s1 + 1 == G->nsteps) s = write_last(G, x, mg);
-    int whole = s1 > s0;
     for (uint32_t l = s0; l <= s1 && l < (uint32_t)G->L && !s && G->o->data; l++) {
         char kn[32] = "k_new", vn[32] = "v_new";
         if (whole) {
@@ -723,8 +775,15 @@ static tp_status run_plan(gen *G, tp_graph *g, uint32_t s0, uint32_t s1, int d0,
     if (!s && G->o->data && !whole && s1 < G->L) s = read_output(G, x, mg, "x.out", G->x, (uint64_t)G->B * (uint64_t)G->H * 4);
     if (!s && G->o->data && s1 == G->L) s = read_output(G, x, mg, "logits", G->logits, (uint64_t)G->B * (uint64_t)G->V * 4);
     tp_exec_free(x);
-    tp_memgraph_free(mg);
-    tp_graph_free(g);
+    if (whole && !s && mg) { /* kept for the next step (plan_exec) */
+        tp_memgraph_free(G->rmg);
+        tp_graph_free(G->rg);
+        G->rmg = mg;
+        G->rg = g;
+    } else {
+        tp_memgraph_free(mg);
+        tp_graph_free(g);
+    }
     free(src);
     if (!s) tp_cache_commit(G->cache);
     for (uint32_t si = s0; si <= s1 && !s; si++) s = unpin_step(G, si, last);
@@ -737,7 +796,7 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
 {
     step_t *st = &G->steps[si];
     tp_graph *g = NULL;
-    tp_status s = build_step(G, si, pos, 0, 0, &g);
+    tp_status s = build_step(G, si, pos, attend_of(G, pos), 0, 0, &g);
     if (!s) s = reserve_host(G, g);
     if (!s && !st->armed) s = pin_step(G, si, 0, UINT64_MAX);
     uint32_t next = si + 1 < G->nsteps ? si + 1 : 0;
@@ -763,8 +822,8 @@ static tp_status run_token(gen *G, int64_t pos, int last, double *run_s, uint64_
         for (uint32_t si = 0; si < G->nsteps && !s; si++)
             if (!G->steps[si].armed) s = pin_step(G, si, pass ? G->small : 0, pass ? UINT64_MAX : G->small);
     tp_graph *g = NULL;
-    tp_llama_decode_opts d = {.devices = G->D, .batch = G->B, .pos = pos, .max_len = G->maxlen, .vocab_chunks = G->VC,
-                              .split_bytes = G->split, .split = is_streamed, .split_ctx = G};
+    tp_llama_decode_opts d = {.devices = G->D, .batch = G->B, .pos = pos, .max_len = G->maxlen, .attend = attend_of(G, pos),
+                              .vocab_chunks = G->VC, .split_bytes = G->split, .split = is_streamed, .split_ctx = G};
     if (!s) s = tp_llama_decode_token(G->c, &d, &g, G->err);
     if (!s) s = reserve_host(G, g);
     if (s) {
@@ -790,7 +849,7 @@ static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
     tp_status s = tp_llama_build(G->c, &lo, &g, G->err);
     if (!s) s = reserve_host(G, g);
     if (!s) s = place_prefill(G, g);
-    if (!s) s = plan_exec(G, g, 0, &mg, &x);
+    if (!s) s = plan_exec(G, g, 0, 0, &mg, &x);
     for (uint32_t i = 0; i < (mg ? tp_memgraph_size(mg) : 0) && !s && o->data; i++) {
         tp_mvertex mv;
         tp_memgraph_vertex(mg, i, &mv);
@@ -903,6 +962,8 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
         return tp__fail(err, TP_ERR_ARG, "generate: prompt plus new tokens exceed 2^31-1 positions");
     gen G0 = {0}, *G = &G0;
     G->o = o;
+    const char *cr = getenv("TURNIP_CHECK_PLAN_REUSE");
+    G->check_reuse = cr && !strcmp(cr, "1");
     G->c = c;
     G->err = err;
     G->r = r;
@@ -979,7 +1040,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     /* cache tensors, step by step, and the embedding table on the host */
     for (uint32_t si = 0; si < G->nsteps && !s; si++) {
         tp_graph *g = NULL;
-        s = build_step(G, si, 0, 0, 1, &g);
+        s = build_step(G, si, 0, 0, 0, 1, &g);
         G->steps[si].dev = layer_dev(G, si);
         if (!s) s = make_step(G, &G->steps[si], g);
         tp_graph_free(g);
@@ -1039,6 +1100,8 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     if (G->cache) tp_cache_counters_get(G->cache, &r->cache);
     tp_cache_free(G->cache);
     tp_session_free(G->sess);
+    tp_memgraph_free(G->rmg);
+    tp_graph_free(G->rg);
     free_steps(G);
     free(G->x);
     free(G->logits);

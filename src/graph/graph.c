@@ -474,6 +474,44 @@ int tp_graph_devices(const tp_graph *g)
     return g->ndevices;
 }
 
+static int same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+static const tp__sess *sess_of(const tp_graph *g, size_t i)
+{
+    static const tp__sess none;
+    return i < g->cap_sess ? &g->sess[i] : &none;
+}
+
+int tp_graph_same_plan(const tp_graph *a, const tp_graph *b)
+{
+    if (!a || !b || !a->finalized || !b->finalized) return 0;
+    if (a == b) return 1;
+    if (a->ndevices != b->ndevices || a->n != b->n || a->nout != b->nout || a->nkeep != b->nkeep ||
+        a->host_reserved != b->host_reserved)
+        return 0;
+    if ((a->nout && memcmp(a->outputs, b->outputs, a->nout * sizeof *a->outputs)) ||
+        (a->nkeep && memcmp(a->keeps, b->keeps, a->nkeep * sizeof *a->keeps)))
+        return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const tp_vertex *x = &a->v[i], *y = &b->v[i];
+        if (x->kind != y->kind || x->device != y->device || x->dtype != y->dtype || x->ndim != y->ndim ||
+            x->bytes != y->bytes || x->ninputs != y->ninputs || !same_str(x->id, y->id) || !same_str(x->op, y->op))
+            return 0;
+        if (x->ndim > 0 && memcmp(x->shape, y->shape, (size_t)x->ndim * sizeof *x->shape)) return 0;
+        if (x->ninputs && memcmp(x->inputs, y->inputs, x->ninputs * sizeof *x->inputs)) return 0;
+        if (x->op && !strcmp(x->op, "sum") && !same_str(x->attrs_json, y->attrs_json)) return 0;
+        const tp__sess *p = sess_of(a, i), *q = sess_of(b, i);
+        if (p->resident != q->resident || p->no_host != q->no_host || p->rflags != q->rflags || p->keep != q->keep ||
+            p->host_fixed != q->host_fixed || p->inplace1 != q->inplace1 || (p->resident && p->res_off != q->res_off) ||
+            (p->host_fixed && p->host_off != q->host_off))
+            return 0;
+    }
+    return 1;
+}
+
 uint32_t tp_graph_size(const tp_graph *g)
 {
     return (uint32_t)g->n;

@@ -10,7 +10,9 @@
  * Attention is one batched matmul over (sequence, KV group): the G query heads of a group are
  * the G rows of a [G, head_dim] x [head_dim, pos+1] product against that group's cached keys
  * (no repetition of keys per head), a softmax without mask (the cache holds the past only)
- * and a product with the group's values. The caller adds what its session needs (resident
+ * and a product with the group's values. With tp_llama_decode_opts.attend the attention covers
+ * `attend` positions, those past pos masked by a causal softmax, so that the graphs of a run of
+ * positions have the same sizes (and one plan). The caller adds what its session needs (resident
  * caches and weights, kept values) and finalizes. */
 #include <math.h>
 #include <stdint.h>
@@ -135,8 +137,11 @@ static tp_status check_layer(const tp_llama_config *c, const tp_llama_decode_opt
         return tp__fail(err, TP_ERR_ARG, "%s: max_len %lld is outside [1, 2^31-1]", what, (long long)M);
     if (pos < 0 || pos >= M)
         return tp__fail(err, TP_ERR_ARG, "%s: pos %lld is outside [0, max_len %lld)", what, (long long)pos, (long long)M);
-    /* the largest tensors: the caches [B, KV, max_len, hd] and the scores [B, KV, G, pos+1] */
-    if (!tp__fits_f32(Bn, KV, M, hd) || !tp__fits_f32(Bn, KV, G, P))
+    if (o->attend && (o->attend < P || o->attend > M))
+        return tp__fail(err, TP_ERR_ARG, "%s: attend %lld is outside [pos + 1 = %lld, max_len %lld]", what, (long long)o->attend,
+                        (long long)P, (long long)M);
+    /* the largest tensors: the caches [B, KV, max_len, hd] and the scores [B, KV, G, attend or pos+1] */
+    if (!tp__fits_f32(Bn, KV, M, hd) || !tp__fits_f32(Bn, KV, G, o->attend ? o->attend : P))
         return tp__fail(err, TP_ERR_ARG, "%s: batch %lld x %lld KV heads x %lld positions: the KV cache or the scores overflow 64 bits",
                         what, (long long)Bn, (long long)KV, (long long)M);
     return TP_OK;
@@ -148,7 +153,7 @@ static uint32_t layer_into(dec *d, const tp_llama_config *c, const tp_llama_deco
                            const char *vn, const char *xo)
 {
     int64_t Bn = o->batch, pos = o->pos, M = o->max_len, H = c->hidden, NH = c->heads, KV = c->kv_heads, hd = H / NH, G = NH / KV,
-            F = c->intermediate, P = pos + 1;
+            F = c->intermediate, P = o->attend ? o->attend : pos + 1; /* positions attended (past pos: masked) */
     char id[TP_LLAMA_ID_MAX], attrs[160];
     long long l = (long long)L;
 #define ID(...) (snprintf(id, sizeof id, __VA_ARGS__), id)
@@ -182,7 +187,7 @@ static uint32_t layer_into(dec *d, const tp_llama_config *c, const tp_llama_deco
     if (!d->st) d->st = tp_graph_set_inplace(d->g, kc, 0, d->err);
     uint32_t vc = k_(d, ID("kv.%lld.v.updated", l), "write_slice", 2, wv_in, 4, Bn, KV, M, hd, attrs, 0);
     if (!d->st) d->st = tp_graph_set_inplace(d->g, vc, 0, d->err);
-    if (P < M) { /* positions 0..pos: the rest of the cache is never read */
+    if (P < M) { /* positions 0..P-1: the rest of the cache is never read */
         snprintf(attrs, sizeof attrs, "{\"axis\":2,\"start\":0,\"length\":%lld}", (long long)P);
         kc = k_(d, ID("L%lld.K", l), "slice", 1, &kc, 4, Bn, KV, P, hd, attrs, 0);
         vc = k_(d, ID("L%lld.V", l), "slice", 1, &vc, 4, Bn, KV, P, hd, attrs, 0);
@@ -191,7 +196,14 @@ static uint32_t layer_into(dec *d, const tp_llama_config *c, const tp_llama_deco
     uint32_t sin[2] = {q, kc};
     double work = (double)(Bn * NH) * (double)P; /* scores */
     uint32_t sc = k_(d, ID("L%lld.scores", l), "matmul", 2, sin, 4, Bn, KV, G, P, attrs, 2.0 * work * (double)hd);
-    uint32_t pr = k_(d, ID("L%lld.probs", l), "softmax", 1, &sc, 4, Bn, KV, G, P, NULL, 5.0 * work);
+    uint32_t pr;
+    if (o->attend) { /* one row per query head, so the causal mask ends every row at pos */
+        snprintf(attrs, sizeof attrs, "{\"causal\":true,\"row_offset\":%lld}", (long long)pos);
+        sc = view(d, ID("L%lld.scores.rows", l), sc, 3, Bn * KV * G, 1, P, 0);
+        pr = k_(d, ID("L%lld.probs.rows", l), "softmax", 1, &sc, 3, Bn * KV * G, 1, P, 0, attrs, 5.0 * work);
+        pr = view(d, ID("L%lld.probs", l), pr, 4, Bn, KV, G, P);
+    } else
+        pr = k_(d, ID("L%lld.probs", l), "softmax", 1, &sc, 4, Bn, KV, G, P, NULL, 5.0 * work);
     uint32_t pin[2] = {pr, vc};
     uint32_t at = k_(d, ID("L%lld.attn", l), "matmul", 2, pin, 4, Bn, KV, G, hd, NULL, 2.0 * work * (double)hd);
     at = view(d, ID("L%lld.heads", l), at, 2, Bn, NH * hd, 0, 0);

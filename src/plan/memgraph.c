@@ -37,6 +37,15 @@ const tp_graph *tp_memgraph_taskgraph(const tp_memgraph *mg)
     return mg->g;
 }
 
+tp_status tp_memgraph_rebind(tp_memgraph *mg, const tp_graph *g, tp_error *err)
+{
+    if (!mg || !g) return tp__fail(err, TP_ERR_ARG, "tp_memgraph_rebind: NULL argument");
+    if (!tp_graph_same_plan(mg->g, g))
+        return tp__fail(err, TP_ERR_ARG, "tp_memgraph_rebind: the graph differs from the one planned in more than kernel attributes");
+    mg->g = g;
+    return TP_OK;
+}
+
 void tp_memgraph_work(const tp_memgraph *mg, uint32_t i, double *flops, double *bytes)
 {
     const tp__mv *m = &mg->v[i];
