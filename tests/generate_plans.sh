@@ -56,7 +56,7 @@ assert abs(parts - r["run"]) < 1e-6 * max(1.0, r["run"]), (parts, r)
 assert 0 <= r["dep_kernel"] <= r["dep"] + 1e-9, r
 print("trace and plan: %d slices, %d copies on the lane, busy %.1f%% of the run" % (len(ev), r["copies"], 100 * r["busy"] / r["run"]))
 PY
-# positions 7..46 attend to 16, 32 and 46 (max_len): one plan for the first step (the cache
+# positions 6..45 attend to 16, 32 and 47 (max_len): one plan for the first step (the cache
 # starts empty), one per run of positions, the rest reused
 "$T" generate --preset tiny --seq-len 6 --batch 2 --max-new-tokens 41 --quiet --device-mem 25% --devices 3 > "$D/long.txt"
 made=$(sed -n 's/^decode plans: \([0-9]*\) made, \([0-9]*\) steps reused.*/\1/p' "$D/long.txt")

@@ -594,7 +594,7 @@ static tp_graph *copy_graph(const tp_graph *g, int m, rng *r)
         const tp_vertex *v = tp_graph_vertex(g, i);
         uint32_t out, in[64];
         CHECK(v->ninputs <= 64);
-        memcpy(in, v->inputs, v->ninputs * sizeof *in);
+        if (v->ninputs) memcpy(in, v->inputs, v->ninputs * sizeof *in);
         snprintf(id, sizeof id, "%s%s", v->id, m == 2 && i == pick ? "'" : "");
         done |= m == 2 && i == pick;
         if (m == 7 && i >= pick && !done && v->ninputs >= 2 && in[0] != in[1]) {
@@ -603,7 +603,8 @@ static tp_graph *copy_graph(const tp_graph *g, int m, rng *r)
             in[1] = t;
             done = 1;
         }
-        int grow = m == 1 && i >= pick && !done && v->kind != TP_V_TRANSFER; /* a transfer's size is its input's */
+        /* only a size given as bytes alone (no dtype or shape to differ too); a transfer's is its input's */
+        int grow = m == 1 && i >= pick && !done && v->kind != TP_V_TRANSFER && v->ndim < 0;
         done |= grow;
         int sum = v->op && !strcmp(v->op, "sum");
         const char *a = v->attrs_json;
@@ -615,11 +616,10 @@ static tp_graph *copy_graph(const tp_graph *g, int m, rng *r)
             done = 1;
         }
         if (v->kind == TP_V_INPUT)
-            ASSERT_OK_ERR(tp_graph_add_input(c, id, v->device, grow ? TP_DT_NONE : v->dtype, grow ? -1 : v->ndim, v->shape,
-                                             v->bytes * (grow ? 2 : 1), &out, &e), e);
+            ASSERT_OK_ERR(tp_graph_add_input(c, id, v->device, v->dtype, v->ndim, v->shape, v->bytes * (grow ? 2 : 1), &out, &e), e);
         else if (v->kind == TP_V_KERNEL)
-            ASSERT_OK_ERR(tp_graph_add_kernel(c, id, v->device, v->op, v->ninputs, in, grow ? TP_DT_NONE : v->dtype, grow ? -1 : v->ndim,
-                                              v->shape, v->bytes * (grow ? 2 : 1), a, v->flops, &out, &e), e);
+            ASSERT_OK_ERR(tp_graph_add_kernel(c, id, v->device, v->op, v->ninputs, in, v->dtype, v->ndim, v->shape,
+                                              v->bytes * (grow ? 2 : 1), a, v->flops, &out, &e), e);
         else
             ASSERT_OK_ERR(tp_graph_add_transfer(c, id, v->device, in[0], &out, &e), e);
         int k = tp_graph_inplace(g, i);

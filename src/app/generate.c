@@ -424,7 +424,7 @@ static tp_status plan_exec(gen *G, const tp_graph *g, uint64_t pack_below, int r
         }
     } else {
         s = tp_plan(g, &po, mg, G->err);
-        if (reuse) G->r->decode_plans++;
+        if (!s && reuse) G->r->decode_plans++;
     }
     if (!s && G->o->verify) {
         char *text;
@@ -749,7 +749,8 @@ static tp_status write_last(gen *G, const tp_exec *x, const tp_memgraph *mg)
  * s0..s1 on devices d0..d1: a layer's or the head's plan (s0 = s1) or a whole decode step
  * (tp_llama_decode_token: its outputs "L<l>.k_new" where a layer's are "k_new"). Reads the
  * new K/V rows into the cache's host copies, the residual stream after a layer's plan, the
- * logits after the head; commits the cache's loads and unpins steps s0..s1. Frees g. */
+ * logits after the head; commits the cache's loads and unpins steps s0..s1. Takes g: frees it,
+ * or, a whole step's that ran, keeps it with its plan for the next step (plan_exec). */
 static tp_status run_plan(gen *G, tp_graph *g, uint32_t s0, uint32_t s1, int d0, int d1, int64_t pos, int last, double *run_s,
                           uint64_t *bytes)
 {
@@ -796,7 +797,7 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
 {
     step_t *st = &G->steps[si];
     tp_graph *g = NULL;
-    tp_status s = build_step(G, si, pos, attend_of(G, pos), 0, 0, &g);
+    tp_status s = build_step(G, si, pos, 0, 0, 0, &g); /* every position its own plan: nothing to mask */
     if (!s) s = reserve_host(G, g);
     if (!s && !st->armed) s = pin_step(G, si, 0, UINT64_MAX);
     uint32_t next = si + 1 < G->nsteps ? si + 1 : 0;
@@ -814,7 +815,8 @@ static tp_status run_step(gen *G, uint32_t si, int64_t pos, int last, double *ru
  * device's range and spread_pins keeps it (the rest streamed through the plan's own memory,
  * loaded by it just in time, so the loads of later layers run beside the compute of earlier
  * ones), then one graph (tp_llama_decode_token, the streamed 2-D weights in row chunks of
- * G->split bytes), one plan, one run. */
+ * G->split bytes, attending to attend_of(pos) positions), one plan (the last step's where the
+ * graph is the same but for kernel attributes: plan_exec), one run. */
 static tp_status run_token(gen *G, int64_t pos, int last, double *run_s, uint64_t *bytes)
 {
     tp_status s = TP_OK;
