@@ -399,16 +399,13 @@ static tp_status plan_exec(gen *G, const tp_graph *g, uint64_t pack_below, int r
     po.order = G->o->plan_order;
     po.pack_below = pack_below;
     tp_status s = TP_OK;
-    if (reuse && G->rmg && tp_graph_same_plan(G->rg, g)) {
-        s = tp_memgraph_rebind(G->rmg, g, G->err);
-        if (!s) {
-            *mg = G->rmg;
-            G->rmg = NULL;
-            tp_graph_free(G->rg); /* no longer the plan's */
-            G->rg = NULL;
-            G->r->decode_plans_reused++;
-        }
-        if (!s && G->check_reuse) {
+    if (reuse && G->rmg && tp_memgraph_rebind(G->rmg, g, NULL) == TP_OK) { /* refused (no message): plan g */
+        *mg = G->rmg;
+        G->rmg = NULL;
+        tp_graph_free(G->rg); /* no longer the plan's */
+        G->rg = NULL;
+        G->r->decode_plans_reused++;
+        if (G->check_reuse) {
             tp_memgraph *fresh = NULL;
             char *a = NULL, *b = NULL;
             size_t na = 0, nb = 0;
@@ -490,7 +487,7 @@ static void spread_pins(gen *G)
     for (int d = 0; d < G->D; d++) {
         uint64_t small = 0, large = 0;
         for (uint32_t si = 0; si < G->nsteps; si++)
-            for (uint32_t j = 0; j < G->steps[si].n && G->steps[si].dev == d; j++) {
+            for (uint32_t j = 0; j < G->steps[si].n && G->steps[si].dev == d; j++) { /* (a step is on one device) */
                 uint64_t b = taken(G, G->steps[si].ids[j]);
                 if (b < G->small) small += b;
                 else large += b;

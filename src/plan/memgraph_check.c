@@ -87,9 +87,10 @@ tp_status tp__mg_check(const tp_memgraph *mg, const char *name, int sized, tp_er
         if (sized && m->bytes != t->bytes)
             return tp__fail(err, TP_ERR_INVALID, "%s: vertex %zu: writes %llu bytes, task '%s' has %llu", name, i,
                             (unsigned long long)m->bytes, t->id, (unsigned long long)t->bytes);
-        uint64_t at; /* the caller's host bytes [0, R): only its placed inputs, each where it placed them */
-        if (host && m->kind == TP_M_INPUT && tp_graph_host(g, m->task, &at) ? m->offset != at
-                                                                              : host && m->offset < tp_graph_host_reserved(g))
+        /* the caller's host bytes [0, R): only its placed inputs, each where it placed them */
+        uint64_t at;
+        int placed = host && m->kind == TP_M_INPUT && tp_graph_host(g, m->task, &at);
+        if (placed ? m->offset != at : host && m->offset < tp_graph_host_reserved(g))
             return tp__fail(err, TP_ERR_INVALID, "%s: vertex %zu: host region [%llu, +%llu) is not where task '%s' may be (reserved %llu)",
                             name, i, (unsigned long long)m->offset, (unsigned long long)m->bytes, t->id,
                             (unsigned long long)tp_graph_host_reserved(g));
