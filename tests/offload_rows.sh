@@ -25,10 +25,12 @@ done
 # bert-96-b16 with the MILP's selection (the chain's proved bound 6.514 s): the gradient of layer
 # k used to be placed at the start of a free run over the weight whose offload had just been
 # issued, and waited for it every other backward layer (7.504 s, 1.152 x the bound); with the
-# oldest fit at the older end of its run it is 6.711 s (1.030 x). Within 1.05 x.
+# oldest fit at the older end of its run it was 6.711 s (1.030 x); with a kept weight's reload at
+# the end counted as an eviction's cost, and outputs waiting for deaths that leave a window,
+# 6.613 s (1.015 x). Within 1.02 x.
 C="$SRC/examples/chains/bert-96-b16.json"
 expect 0 "proved optimal" "$T" offload-plan "$C" --algo milp --time-limit 30 --taskgraph "$D/b.g.json" --sim-profile "$D/b.p.json"
 grep "^bound " "$D/.out" | awk '{print $2}' >"$D/b.bound"
 "$T" sim "$D/b.g.json" --machine "$D/b.p.json" --plan-order topo --order fixed --weight-offload milp --milp-time-limit 30 >"$D/b.sim.txt" 2>&1
-check "bert-96-b16: milp under fixed within 1.05 x its proved bound" /usr/bin/python3 "$SRC/tests/sim_within.py" "$D/b.sim.txt" --ref "$(cat "$D/b.bound")" --hi 1.05
+check "bert-96-b16: milp under fixed within 1.02 x its proved bound" /usr/bin/python3 "$SRC/tests/sim_within.py" "$D/b.sim.txt" --ref "$(cat "$D/b.bound")" --hi 1.02
 finish offload_rows

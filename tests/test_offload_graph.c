@@ -87,6 +87,81 @@ TEST(plan_directed_evictions)
     tp_graph_free(g);
 }
 
+/* A directed plan's placement under fragmentation (docs/weight-offload.md "Inside turnip"), 1 KiB
+ * units. Outputs wait for deaths: r1 @0, r2 @2, r3 @4 are
+ * resident, 1..2 and 3..4 free; K1 puts k1 (2) at 6..8, so 2 are free but in two pieces when O
+ * (2) is placed. r1 dies after K1, which leaves 0..2 whole: O waits for it rather than evict r2
+ * or r3 (read only by Z, last), which Z would then reload. */
+static const char *frag_wait =
+    "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+    "{\"id\": \"r1\", \"kind\": \"input\", \"device\": 0, \"bytes\": 1024, \"resident\": {\"offset\": 0, \"host_copy\": true}},"
+    "{\"id\": \"r2\", \"kind\": \"input\", \"device\": 0, \"bytes\": 1024, \"resident\": {\"offset\": 2048, \"host_copy\": true}},"
+    "{\"id\": \"r3\", \"kind\": \"input\", \"device\": 0, \"bytes\": 1024, \"resident\": {\"offset\": 4096, \"host_copy\": true}},"
+    "{\"id\": \"K1\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"r1\"], \"bytes\": 2048},"
+    "{\"id\": \"O\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"K1\"], \"bytes\": 2048},"
+    "{\"id\": \"Z\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"r2\", \"r3\", \"O\"], \"bytes\": 1024}],"
+    " \"outputs\": [\"Z\"]}";
+
+/* Kept values the end reloads: U (8), a kept output in place on the resident W @0, and S0 @8,
+ * S1 @9, kept and resident without a host copy; 10..12 free. A reads i (loaded at 10) into a
+ * (11), and A2's output waits for i to die; U leaves after A (offloaded: now its host copy is
+ * valid), a2 takes i's place, B reads U back (0..8) and a2, into b (11). C's output (2) finds 1
+ * free, at 10: a window of 2 takes U (whose drop costs no transfer now, but the end reloads all 8
+ * of it) or S1 (offloaded, then reloaded at the end: 2). */
+static const char *frag_kept =
+    "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
+    "{\"id\": \"W\", \"kind\": \"input\", \"device\": 0, \"bytes\": 8192, \"resident\": {\"offset\": 0, \"host_copy\": true}},"
+    "{\"id\": \"S0\", \"kind\": \"input\", \"device\": 0, \"bytes\": 1024, \"resident\": {\"offset\": 8192, \"host_copy\": false}},"
+    "{\"id\": \"S1\", \"kind\": \"input\", \"device\": 0, \"bytes\": 1024, \"resident\": {\"offset\": 9216, \"host_copy\": false}},"
+    "{\"id\": \"i\", \"kind\": \"input\", \"device\": 0, \"bytes\": 1024},"
+    "{\"id\": \"U\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"W\"], \"bytes\": 8192, \"inplace\": 0},"
+    "{\"id\": \"A\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"i\"], \"bytes\": 1024},"
+    "{\"id\": \"A2\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"A\"], \"bytes\": 1024},"
+    "{\"id\": \"B\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"U\", \"A2\"], \"bytes\": 1024},"
+    "{\"id\": \"C\", \"kind\": \"kernel\", \"device\": 0, \"op\": \"opaque\", \"inputs\": [\"B\"], \"bytes\": 2048}],"
+    " \"outputs\": [\"U\", \"C\"], \"keep\": [\"U\", \"S0\", \"S1\"]}";
+
+TEST(plan_directed_fragmentation)
+{
+    tp_plan_opts o;
+    tp_memgraph *mg;
+    tp_error e;
+    tp_graph *g = load(frag_wait);
+    uint32_t r2 = (uint32_t)tp_graph_find(g, "r2"), r3 = (uint32_t)tp_graph_find(g, "r3"), Z = (uint32_t)tp_graph_find(g, "Z");
+    tp_plan_opts_init(&o, 1, 8192);
+    o.order = TP_ORDER_TOPO;
+    tp_plan_evict none[1] = {{r2, Z}}; /* after its last use: carried out by nobody, but the plan is a directed one */
+    o.evictions = none;
+    o.nevictions = 1;
+    ASSERT_OK_ERR(tp_plan(g, &o, &mg, &e), e);
+    verify(mg, g);
+    ASSERT_EQ(reloads_of(mg, r2, TP_M_RELOAD), 0);
+    ASSERT_EQ(reloads_of(mg, r3, TP_M_RELOAD), 0);
+    ASSERT_EQ(count_kind(mg, TP_M_RELOAD), 0);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+
+    g = load(frag_kept);
+    uint32_t U = (uint32_t)tp_graph_find(g, "U"), S0 = (uint32_t)tp_graph_find(g, "S0"), S1 = (uint32_t)tp_graph_find(g, "S1"),
+             A = (uint32_t)tp_graph_find(g, "A");
+    tp_plan_opts_init(&o, 1, 12288);
+    o.order = TP_ORDER_TOPO;
+    tp_plan_evict ev[1] = {{U, A}};
+    o.evictions = ev;
+    o.nevictions = 1;
+    ASSERT_OK_ERR(tp_plan(g, &o, &mg, &e), e);
+    verify(mg, g);
+    ASSERT_EQ(reloads_of(mg, U, TP_M_RELOAD), 1); /* for B only: it stays to the end */
+    ASSERT_EQ(reloads_of(mg, S0, TP_M_RELOAD), 0);
+    ASSERT_EQ(reloads_of(mg, S1, TP_M_RELOAD), 1); /* at the end */
+    tp_plan_stats st;
+    tp_memgraph_stats(mg, &st);
+    ASSERT_EQ(st.dev[0].directed_count, 1);
+    ASSERT_EQ(st.dev[0].offload_bytes, 8192 + 1024); /* U after A, S1 for C */
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
 static uint64_t rng(uint64_t *s)
 {
     return tp__mix64(++*s);

@@ -355,6 +355,11 @@ static tp__victim_score score_victim(void *ctx, uint32_t x)
                (P->only_dead && !(P->keep[x] && !P->is_out[x] && nu == INF_USE && P->hcopy[x] != TP__NONE));
     s.next_use = nu;
     s.cost = P->hcopy[x] == TP__NONE ? V_(P, x)->bytes : 0;
+    /* a plan with directed evictions also counts the reload at the end of a kept value read no
+     * more (a weight kept for the next iteration): else it costs nothing where its host copy is
+     * valid, and a 9 MB activation took a 453 MB weight's place, reloaded in the link-bound
+     * forward's tail (docs/weight-offload.md "Inside turnip") */
+    if (P->dir_off && nu == INF_USE && P->must[x]) s.cost += V_(P, x)->bytes;
     return s;
 }
 
@@ -435,6 +440,32 @@ static int evict_window(planner *P, int d, uint64_t size, uint32_t pin, uint64_t
     return !P->st;
 }
 
+static tp__victim_score score_dying(void *ctx, uint32_t x)
+{
+    const planner *P = ctx;
+    tp__victim_score s = {1, next_use(P, x), 0};
+    uint32_t n = P->use_off[x + 1] - P->use_off[x];
+    if (!n || P->is_out[x] || P->keep[x] || P->pin[x] || (P->hold && P->hold[x])) return s;
+    uint32_t last = P->use_pos[P->use_off[x + 1] - 1], t = P->V[last];
+    /* (read last by a kernel in place on it, its bytes live on as that kernel's) */
+    if (last >= P->pin_pos || (P->inpl[t] >= 0 && V_(P, t)->inputs[P->inpl[t]] == x)) return s;
+    s.pinned = 0;
+    return s;
+}
+
+/* Whether `size` bytes on d find a window once the values whose last use lies before p have
+ * died, evicting nothing (one scan of d's blocks): window_by_deaths, its victims score_dying's. */
+static int window_by_deaths(planner *P, int d, uint32_t p, uint64_t size)
+{
+    if (!TP__GROW(P->victims, P->capvict, P->dev[d].nblocks + 1)) return oom(P);
+    uint32_t pin = P->pin_pos, nv;
+    uint64_t addr;
+    P->pin_pos = p;
+    int got = tp__alloc_find_window(&P->dev[d], size, score_dying, P, &addr, P->victims, &nv) == 1;
+    P->pin_pos = pin;
+    return got;
+}
+
 /* Whether the allocation horizon waits, rather than evicting ahead of execution, for `size`
  * bytes at position p on d (no window holds them now). By default while the bytes free now plus
  * those dying before p can hold them: otherwise waiting would not help, so values needed after
@@ -442,22 +473,27 @@ static int evict_window(planner *P, int d, uint64_t size, uint32_t pin, uint64_t
  * (tp_plan_opts.evictions) while the free bytes cannot: the strategy's evictions make the room,
  * and evicting ahead of them took weights it keeps; bytes that are free but not in one window
  * get one now (victims of the planner's choosing), or the reload would wait for later deaths
- * and the kernel needing it with it (docs/weight-offload.md "Inside turnip"). */
-static int may_wait(const planner *P, int d, uint32_t p, uint64_t size)
+ * and the kernel needing it with it; but an output, which waits for no transfer, waits where
+ * values dying before p will leave a window (evicting a weight for it cost a reload in the
+ * link-bound forward). Outputs pay a scan of the device's blocks for that, in these plans only
+ * (docs/weight-offload.md "Inside turnip"). */
+static int may_wait(planner *P, int d, uint32_t p, uint64_t size, int output)
 {
     uint64_t avail = P->dev[d].cap - P->dev[d].used;
-    return P->dir_off ? avail < size : avail + dying(P, d, p) >= size;
+    if (!P->dir_off) return avail + dying(P, d, p) >= size;
+    return avail < size || (output && window_by_deaths(P, d, p, size));
 }
 
-/* Memory for a need of position p on d: a free window, or, unless the allocation horizon
- * (forced = 0) may wait (may_wait), one cleared by eviction. A forced step (the execution
- * horizon is at p) evicts whatever it must, p's inputs aside. */
-static int alloc_for(planner *P, int d, uint32_t p, uint64_t size, int forced, uint64_t *addr)
+/* Memory for a need of position p on d (p's output, or one of its inputs to reload): a free
+ * window, or, unless the allocation horizon (forced = 0) may wait (may_wait), one cleared by
+ * eviction. A forced step (the execution horizon is at p) evicts whatever it must, p's inputs
+ * aside. */
+static int alloc_for(planner *P, int d, uint32_t p, uint64_t size, int output, int forced, uint64_t *addr)
 {
     /* pack_below: small values at the bottom, large ones stacked down from the top */
     tp__fit fit = !P->pack_below ? TP__FIT_OLDEST : size < P->pack_below ? TP__FIT_LOWEST : TP__FIT_HIGHEST;
     if (tp__alloc_find(&P->dev[d], size, fit, addr)) return 1;
-    if (!forced && may_wait(P, d, p, size)) return 0;
+    if (!forced && may_wait(P, d, p, size, output)) return 0;
     if (!P->ending && P->nkeep_in) { /* first a window of free bytes and dead kept inputs only: as if freed */
         P->only_dead = 1;
         int got = evict_window(P, d, size, p, addr);
@@ -482,7 +518,7 @@ static int satisfy(planner *P, int d, uint32_t p, int forced)
             uint32_t x = v->inputs[k];
             if (!first_time(P, x, stamp) || P->dcopy[x] != TP__NONE) continue;
             if (P->hcopy[x] == TP__NONE) return 0; /* made in place by a position not run yet */
-            if (!alloc_for(P, d, p, V_(P, x)->bytes, forced, &addr)) {
+            if (!alloc_for(P, d, p, V_(P, x)->bytes, 0, forced, &addr)) {
                 if (forced && !P->st) compact(P, d, p);
                 return forced;
             }
@@ -492,7 +528,7 @@ static int satisfy(planner *P, int d, uint32_t p, int forced)
     }
     if (v->device == d && !P->wdone[p] && P->inpl[t] >= 0) P->wdone[p] = 1; /* region: its input's, at exec */
     if (v->device == d && !P->wdone[p] && !P->st) {
-        if (!alloc_for(P, d, p, v->bytes, forced, &addr)) {
+        if (!alloc_for(P, d, p, v->bytes, 1, forced, &addr)) {
             if (forced && !P->st) compact(P, d, p);
             return forced;
         }
