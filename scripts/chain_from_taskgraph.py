@@ -31,12 +31,16 @@ turnip train (src/models/llama_train.c): forward L<i>.sS.*; backward the recompu
   delete). So the chain over-charges memory and transfers: its schedules are valid LoRA
   schedules, but its bound is a bound for the chain, not for LoRA. `adapters`: w_i = the
   adapters and moments only, every frozen weight added to a0 (on the GPU the whole iteration):
-  exact for "keep the base model resident, offload the adapters", when that fits.
+  exact for "keep the base model resident, offload the adapters", when that fits. `frozen`:
+  w_i = layer i's frozen weights only, each layer marked "frozen": true (no gradient, never
+  written back: every removal a delete), the adapters and moments in a0, the adapters twice
+  (their gradients, held the whole iteration here: |adapters| more than needed during the
+  forward): exact for "stream the base model, keep the adapters", but for that margin.
   A weight read by kernels of two layers (tied embeddings) is refused.
 mgpu is --mgpu BYTES, or by --mem-frac F (default 0.3) between the least any schedule needs (the
 largest M_o with no other weight, equation 1) and what holds every weight at every operation.
 beta is --beta BYTES_PER_S, default the profile's h2d_bw.
-usage: scripts/chain_from_taskgraph.py TASKGRAPH --profile NAME|FILE [--weights all|adapters]
+usage: scripts/chain_from_taskgraph.py TASKGRAPH --profile NAME|FILE [--weights all|adapters|frozen]
                                        [--mgpu BYTES | --mem-frac F] [--beta B] [-o CHAIN]"""
 import json
 import math
@@ -234,8 +238,8 @@ def main(argv):
     if len(args) != 1 or "--profile" not in opts:
         die("usage: chain_from_taskgraph.py TASKGRAPH --profile NAME|FILE [...] (--help)")
     mode = opts.get("--weights", "all")
-    if mode not in ("all", "adapters"):
-        die("--weights: all or adapters")
+    if mode not in ("all", "adapters", "frozen"):
+        die("--weights: all, adapters or frozen")
     path = args[0]
     if not os.path.isfile(path):
         die("%s: not a regular file" % path)
@@ -245,8 +249,8 @@ def main(argv):
         die("%s: a turnip.taskgraph/1 graph on one device (gen layered --devices 1, train --devices 1)" % path)
     verts = check_vertices(path, g)
     lora = "hyper" in verts
-    if mode == "adapters" and not lora:
-        die("--weights adapters is for a turnip train graph")
+    if mode != "all" and not lora:
+        die("--weights %s is for a turnip train graph" % mode)
     nl, kern, inp = (classify_train if lora else classify_layered)(path, verts)
     size = {vid: nbytes(path, v) for vid, v in verts.items()}
 
@@ -287,16 +291,20 @@ def main(argv):
         split[cls] += size[vid]
         if mode == "adapters" and cls == "frozen":
             a0 += size[vid]  # pinned on the GPU for the whole iteration
+        elif mode == "frozen" and cls != "frozen":
+            a0 += size[vid] * (2 if cls == "adapter" else 1)  # resident, an adapter with its gradient
         else:
             w[wl[vid]] += size[vid]
     for r in kept:
         if r in kern and not kern[r][1] and kern[r][2] is not None:
             a[kern[r][2]] += size[r]
-    # equation 1: M_F_i = w_i + sum_{k<=i} a^k, M_B_i = 2 w_i + sum_{k<=i} a^k (a^0 = a0)
+    # equation 1: M_F_i = w_i + sum_{k<=i} a^k, M_B_i = 2 w_i + sum_{k<=i} a^k (a^0 = a0); a
+    # frozen layer's B holds no gradient
     lo, hi, acc, ws = 0, 0, a0, sum(w)
+    grad = 0 if mode == "frozen" else 1
     for i in range(nl):
         acc += a[i]
-        for m in (w[i] + acc, 2 * w[i] + acc):
+        for m in (w[i] + acc, (1 + grad) * w[i] + acc):
             lo = max(lo, m)
             hi = max(hi, m + ws - w[i])
     try:
@@ -315,7 +323,8 @@ def main(argv):
     if not 1 <= beta <= 1e18:  # the range turnip.chain/1 accepts; false for NaN
         die("--beta must be bytes per second in [1, 1e18]")
     chain = {"format": "turnip.chain/1", "mgpu": mgpu, "beta": beta, "a0": a0,
-             "layers": [{"uf": uf[i], "ub": ub[i], "w": w[i], "a": a[i]} for i in range(nl)]}
+             "layers": [dict({"uf": uf[i], "ub": ub[i], "w": w[i], "a": a[i]}, **({"frozen": True} if mode == "frozen" else {}))
+                        for i in range(nl)]}
     text = json.dumps(chain, indent=1) + "\n"
     out = opts.get("-o")
     if out:
@@ -326,7 +335,8 @@ def main(argv):
           % (nl, sum(uf) + sum(ub), ws, mgpu, lo, hi, beta), file=sys.stderr)
     if lora:
         print("lora: frozen %d, adapters %d, moments %d bytes; weights %s" % (split["frozen"], split["adapter"], split["moment"],
-              "all in w (the frozen part charged as trained)" if mode == "all" else "adapters and moments in w, frozen in a0"),
+              {"all": "all in w (the frozen part charged as trained)", "adapters": "adapters and moments in w, frozen in a0",
+               "frozen": "frozen in w (marked frozen), adapters (twice: their gradients) and moments in a0"}[mode]),
               file=sys.stderr)
     return 0
 

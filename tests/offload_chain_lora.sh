@@ -10,7 +10,9 @@
 #   layer, the final norm and lm_head in the last; a = one checkpoint 4 B T H per middle layer, two
 #   in the first (the embedding's output and the layer's), in the last what its backward reads
 #   (listed below); a0 = input ids, labels and hyper;
-#   with --weights adapters every frozen byte moves from w to a0;
+#   with --weights adapters every frozen byte moves from w to a0; with --weights frozen w keeps
+#   the frozen bytes alone, every layer is marked frozen, and a0 takes the adapters twice (with
+#   their gradients) and the moments;
 # - every strategy plans it at or above the MILP bound, at the tightest memory, half way and all
 #   resident, at the profile's bandwidth and at 0.1 GB/s (where the bound exceeds the compute sum).
 # Also: tied embeddings (one weight in two layers), a two-device graph and bad flags are refused.
@@ -31,7 +33,7 @@ expect 0 "wrote $D/g.json" "$T" "${TRAIN[@]}" --taskgraph-out "$D/g.json"
 busy=$("$T" sim "$D/g.json" --machine a100x8 --no-sum-into 2>&1 | sed -n 's/^totals:.*kernel busy \([0-9.e+-]*\) s.*/\1/p')
 check "sim printed the kernel busy time ($busy)" test -n "$busy"
 
-for wm in all adapters; do
+for wm in all adapters frozen; do
     for f in 0 0.5 1; do
         c="$D/c-$wm-$f.json"
         expect 0 "chain: 4 layers" /usr/bin/python3 "$S" "$D/g.json" --profile a100x8 --weights "$wm" --mem-frac "$f" -o "$c"
@@ -52,9 +54,16 @@ want_a0 = data
 if mode == "adapters":
     want_a0 += sum(want_w) - 3 * adapters * L
     want_w = [3 * adapters] * L
+if mode == "frozen":
+    want_a0 += 4 * adapters * L
+    want_w = [x - 3 * adapters for x in want_w]
 ls = c["layers"]
+if [l.get("frozen", False) for l in ls] != [mode == "frozen"] * L:
+    errs_frozen = "frozen flags %s" % [l.get("frozen") for l in ls]
+else:
+    errs_frozen = None
 comp = sum(l["uf"] + l["ub"] for l in ls)
-errs = []
+errs = [errs_frozen] if errs_frozen else []
 # sim prints 6 decimals of seconds; every kernel takes at least the launch, 5 us, so a kernel
 # missed or counted twice is ten times this tolerance
 if abs(comp - busy) > 5.01e-7:
@@ -109,9 +118,17 @@ expect 0 "" "$T" train --model "$D/tied" --seq-len 32 --steps 1 --backend sim --
 expect 2 "read by layers 0 and 3" /usr/bin/python3 "$S" "$D/gt.json" --profile a100x8
 expect 0 "" "$T" train --model "$D/m" --seq-len 32 --batch 2 --devices 2 --steps 1 --backend sim --quiet --taskgraph-out "$D/g2.json"
 expect 2 "on one device" /usr/bin/python3 "$S" "$D/g2.json" --profile a100x8
-expect 2 "all or adapters" /usr/bin/python3 "$S" "$D/g.json" --profile a100x8 --weights frozen
+expect 2 "all, adapters or frozen" /usr/bin/python3 "$S" "$D/g.json" --profile a100x8 --weights base
 "$T" gen layered --devices 1 --layers 2 --backward -o "$D/lay.json" >/dev/null 2>&1
 expect 2 "for a turnip train graph" /usr/bin/python3 "$S" "$D/lay.json" --profile a100x8 --weights adapters
+expect 2 "for a turnip train graph" /usr/bin/python3 "$S" "$D/lay.json" --profile a100x8 --weights frozen
+# a frozen chain is planned (deletes, no write-backs) but has no TaskGraph form
+expect 0 "frozen 4 of 4 layers" "$T" offload-plan "$D/c-frozen-0.json" --schedule "$D/fz.s.json"
+check "the frozen chain's schedule sends nothing to the host, and moves weights" /usr/bin/python3 -c "import json, sys
+ops = [o['op'] for o in json.load(open(sys.argv[1]))['ops']]
+sys.exit(0 if 'offload' not in ops and 'upload' not in ops and 'prefetch' in ops and 'delete' in ops else 1)" "$D/fz.s.json"
+expect 2 "are frozen; --taskgraph" "$T" offload-plan "$D/c-frozen-0.json" --taskgraph "$D/fz.g.json"
+absent "$D/fz.g.json"
 # a layer number of 5,000 digits: one line, not a traceback from int()
 /usr/bin/python3 -c 'import json, sys; i = "L" + "9" * 5000 + ".d0.x"
 json.dump({"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": i, "kind": "input", "device": 0, "bytes": 4}],

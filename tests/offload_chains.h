@@ -25,6 +25,7 @@ static inline void tpt_chain_wire(tpt_chain *o, uint32_t L)
     o->c.ub = o->ub;
     o->c.w = o->w;
     o->c.a = o->a;
+    o->c.frozen = NULL; /* none; a test that freezes layers points it at an array of its own */
 }
 
 /* The two-layer chain the bound and brute-force tests solve in closed form: |w| = 1000 each, no

@@ -40,6 +40,16 @@ TEST(offload_read_chain)
     ASSERT_EQ(c->w[1], 0);
     ASSERT_NEAR(c->uf[0], 0.5, 0);
     ASSERT_NEAR(c->ub[1], 2e-3, 0);
+    ASSERT_EQ(tp_chain_frozen(c, 0), 0); /* absent: trained */
+    ASSERT_EQ(tp_chain_frozen(c, 1), 0);
+    tp_chain_free(c);
+    unlink(p);
+    p = write_tmp("{\"format\": \"turnip.chain/1\", \"mgpu\": 1000, \"beta\": 10.5, \"a0\": 3,"
+                  " \"layers\": [{\"uf\": 0.5, \"ub\": 1, \"w\": 7, \"a\": 4, \"frozen\": true},"
+                  " {\"uf\": 1, \"ub\": 2, \"w\": 5, \"a\": 9, \"frozen\": false}]}");
+    ASSERT_OK_ERR(tp_chain_read_file(p, &c, &e), e);
+    ASSERT_EQ(tp_chain_frozen(c, 0), 1);
+    ASSERT_EQ(tp_chain_frozen(c, 1), 0);
     tp_chain_free(c);
     unlink(p);
 }
@@ -64,6 +74,7 @@ TEST(offload_read_chain_rejects)
         {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 0, \"ub\": 1, \"w\": 0, \"a\": 0}]}", "layers[0].uf: 0 out of range"},
         {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1, \"ub\": 1, \"w\": 2000000000, \"a\": 0}]}", "layers[0].w: its transfer takes over 1e9 s"},
         {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1, \"w\": 0, \"a\": 0}]}", "layers[0].ub: missing"},
+        {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1, \"ub\": 1, \"w\": 0, \"a\": 0, \"frozen\": 1}]}", "layers[0].frozen: not true or false"},
         {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"mgpu\": 2, \"beta\": 1, \"a0\": 0, \"layers\": []}", "not JSON"},
         {"{\"format\": \"turnip.chain/1\", \"mgpu\": 1, \"beta\": 1, \"a0\": 0, \"layers\": [{\"uf\": 1e400, \"ub\": 1, \"w\": 0, \"a\": 0}]}", "not JSON"},
     };
@@ -217,6 +228,36 @@ TEST(offload_check_rules)
     tp_chain_free(c);
 }
 
+/* The checker on a frozen layer (tp_chain.frozen), on base2's chain and schedule: B_0 leaves a
+ * frozen w_0 as it was, so its host copy stays valid and a delete after B_0 replaces the
+ * offload (1 s of link less), and B_0 holds no gradient. */
+TEST(offload_check_frozen)
+{
+    tp_chain *c = chain2();
+    tp_offload_report r;
+    tp_error e;
+    tp_offload_schedule *s = base2();
+    *find_op(s, TP_OFFOP_OFFLOAD, 0, 0) = (tp_offload_op){TP_OFFOP_DELETE, 0, 2, 2};
+    c->frozen[0] = 1;
+    ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
+    ASSERT_EQ(r.bytes_moved, 200); /* the two prefetches */
+    ASSERT_EQ(r.peak, 300);       /* B_1: w_1, its gradient, w_0 arriving */
+    /* both frozen: no gradient anywhere, the peak is two weights */
+    c->frozen[1] = 1;
+    ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
+    ASSERT_EQ(r.peak, 200);
+    c->mgpu = 200;
+    ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
+    c->frozen[1] = 0; /* B_1 holds w_1's gradient again: 300 > 200 */
+    ASSERT_STATUS(tp_offload_check(c, s, &r, &e), TP_ERR_CHECK);
+    CHECKF(strstr(e.msg, "memory over mgpu"), "%s", e.msg);
+    c->mgpu = 400;
+    /* trained again, the delete after B_0 loses its update */
+    c->frozen[0] = 0;
+    expect_reject(c, s, "delete of layer 0 at 2: the host copy of w_0 is stale");
+    tp_chain_free(c);
+}
+
 /* ---- random chains ---- */
 
 static double urand(uint64_t *st)
@@ -231,10 +272,12 @@ static uint64_t m_op(const tp_chain *c, uint32_t o)
     uint32_t L = c->layers, i = o % L;
     uint64_t acts = 0;
     for (uint32_t k = 0; k <= i + 1; k++) acts += c->a[k];
-    return acts + (o < L ? 1 : 2) * c->w[i];
+    return acts + (o < L || tp_chain_frozen(c, i) ? 1 : 2) * c->w[i]; /* B: + the gradient, unless frozen */
 }
 
-static tp_chain *random_chain(uint64_t seed, uint32_t L, double frac)
+/* frac places mgpu between the least any schedule needs and all weights resident; each layer is
+ * frozen with probability pfrozen (no draw when 0, so those chains are as they always were) */
+static tp_chain *random_chain_frozen(uint64_t seed, uint32_t L, double frac, double pfrozen)
 {
     uint64_t st = seed;
     tp_chain *c = tp_chain_new(L);
@@ -246,6 +289,7 @@ static tp_chain *random_chain(uint64_t seed, uint32_t L, double frac)
         c->a[i + 1] = (uint64_t)(urand(&st) * 5000);
     }
     c->beta = 20000 + urand(&st) * 400000;
+    for (uint32_t i = 0; i < L && pfrozen > 0; i++) c->frozen[i] = urand(&st) < pfrozen;
     /* from the least memory any schedule needs (the largest M_o, every other weight away) to
      * every weight resident always */
     uint64_t lo = 0, hi = 0, wsum = 0;
@@ -257,6 +301,11 @@ static tp_chain *random_chain(uint64_t seed, uint32_t L, double frac)
     }
     c->mgpu = lo + (uint64_t)(frac * (double)(hi - lo));
     return c;
+}
+
+static tp_chain *random_chain(uint64_t seed, uint32_t L, double frac)
+{
+    return random_chain_frozen(seed, L, frac, 0);
 }
 
 /* Algorithm 1's result, recounted: with the chosen weights away over the operations their
@@ -509,6 +558,108 @@ TEST(offload_strategies_above_bound)
     /* the MILP's selection scheduled by Algorithm 2: 48 of 48 when written */
     CHECKF(milp[1] >= 40, "the milp strategy planned %d chains, failed %d", milp[1], milp[0]);
     CHECKF(milp_all >= 10, "only %d milp plans with every weight resident", milp_all);
+}
+
+/* Frozen layers (tp_chain.frozen) on random chains, half or all of their layers frozen: every
+ * strategy's schedule passes the checker, is at or above the MILP bound and moves a frozen weight
+ * only host to GPU (its removals are deletes); with every layer frozen the discount changes
+ * nothing, so Greedy and Greedy* make one schedule; and freezing a chain's layers never raises
+ * its bound (it takes a gradient and write-backs away), compared between proved optima. */
+TEST(offload_frozen_chains)
+{
+    static const double fracs[] = {0, 0.2, 0.6, 1.0};
+    int compared = 0, same = 0, lower = 0, moved = 0;
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        uint32_t L = 1 + (uint32_t)(tp__mix64(seed * 7907) % 7);
+        for (size_t f = 0; f < sizeof fracs / sizeof *fracs; f++) {
+            double pf = seed % 3 == 0 ? 1.0 : 0.5;
+            tp_chain *c = random_chain_frozen(seed * 613 + f, L, fracs[f], pf);
+            tp_chain_bound_result b;
+            tp_error e;
+            tp_status bs = tp_chain_bound(c, 5.0, &b, &e);
+            CHECKF(bs == TP_OK || bs == TP_ERR_INFEASIBLE, "seed %llu: bound: %s", (unsigned long long)seed, e.msg);
+            if (bs) {
+                tp_chain_free(c);
+                continue;
+            }
+            tp_offload_schedule *sch[4] = {NULL, NULL, NULL, NULL};
+            for (int a = 0; a < 4; a++) {
+                tp_chain_bound_result mb;
+                tp_status ps = a == TP_OFFLOAD_MILP ? tp_offload_plan_milp(c, 5.0, &sch[a], &mb, &e)
+                                                    : tp_offload_plan(c, (tp_offload_algo)a, &sch[a], &e);
+                CHECKF(ps == TP_OK || ps == TP_ERR_INFEASIBLE, "seed %llu algo %d: %s", (unsigned long long)seed, a, e.msg);
+                if (ps) continue;
+                tp_offload_report r;
+                ASSERT_OK_ERR(tp_offload_check(c, sch[a], &r, &e), e);
+                CHECKF(r.makespan >= b.bound * (1 - 1e-6), "seed %llu L %u frac %g algo %d: makespan %.9g < bound %.9g",
+                       (unsigned long long)seed, L, fracs[f], a, r.makespan, b.bound);
+                for (uint32_t j = 0; j < sch[a]->nops; j++) {
+                    const tp_offload_op *o = &sch[a]->ops[j];
+                    CHECKF(!tp_chain_frozen(c, o->layer) || (o->kind != TP_OFFOP_OFFLOAD && o->kind != TP_OFFOP_UPLOAD),
+                           "seed %llu algo %d: frozen w_%u is sent to the host", (unsigned long long)seed, a, o->layer);
+                    moved += o->kind == TP_OFFOP_PREFETCH && tp_chain_frozen(c, o->layer);
+                }
+                compared++;
+            }
+            if (pf == 1.0 && sch[0] && sch[1]) {
+                CHECK(sch[0]->nops == sch[1]->nops &&
+                      !memcmp(sch[0]->ops, sch[1]->ops, sch[0]->nops * sizeof *sch[0]->ops) &&
+                      !memcmp(sch[0]->resident0, sch[1]->resident0, L) && !memcmp(sch[0]->valid0, sch[1]->valid0, L));
+                same++;
+            }
+            for (int a = 0; a < 4; a++) tp_offload_schedule_free(sch[a]);
+            /* the same chain with nothing frozen: its bound is at least the frozen one */
+            memset(c->frozen, 0, L);
+            tp_chain_bound_result u;
+            if (b.optimal && tp_chain_bound(c, 5.0, &u, &e) == TP_OK && u.optimal) {
+                CHECKF(u.bound >= b.bound * (1 - 1e-6), "seed %llu: trained %.9g < frozen %.9g", (unsigned long long)seed,
+                       u.bound, b.bound);
+                lower += u.bound > b.bound * (1 + 1e-6);
+            }
+            tp_chain_free(c);
+        }
+    }
+    printf("  %d schedules compared, %d Greedy = Greedy*, %d frozen prefetches, %d bounds lowered by freezing\n", compared,
+           same, moved, lower);
+    CHECKF(compared >= 100 && same >= 8 && moved >= 50 && lower >= 3,
+           "%d schedules compared, %d Greedy = Greedy*, %d frozen prefetches, %d bounds lowered by freezing", compared, same,
+           moved, lower);
+}
+
+/* Two frozen layers, |w| = 1000 each, no activations, every computation 1 s, mgpu = 1000 (one
+ * weight), W / beta = x s. Trained, B needs its weight and its gradient (2000): infeasible. Frozen,
+ * each computation holds its own weight alone, so w_1 leaves (a delete) after F_1 and is back for
+ * B_1, w_2 leaves after B_2 and is back for F_2; a prefetch starts only when the other weight is
+ * gone: B_2 [0,1], prefetch w_1 [1,1+x], B_1, F_1, prefetch w_2, F_2: 4 + 2x, the optimum. The
+ * MILP checks memory at operation starts only, so it lets w_1 arrive during B_2 and w_2 during
+ * F_1: idle max(0, x - 1) twice, bound 4 + 2 max(0, x - 1). */
+TEST(offload_frozen_two_layer_closed_form)
+{
+    static const double xs[] = {0.5, 1, 2, 3};
+    for (size_t q = 0; q < sizeof xs / sizeof *xs; q++) {
+        double x = xs[q];
+        tp_chain *c = tp_chain_new(2);
+        for (int i = 0; i < 2; i++) c->uf[i] = c->ub[i] = 1, c->w[i] = 1000;
+        c->mgpu = 1000;
+        c->beta = 1000 / x;
+        tp_chain_bound_result b;
+        tp_error e;
+        ASSERT_STATUS(tp_chain_bound(c, 10, &b, &e), TP_ERR_INFEASIBLE);
+        c->frozen[0] = c->frozen[1] = 1;
+        ASSERT_OK_ERR(tp_chain_bound(c, 10, &b, &e), e);
+        CHECK(b.optimal);
+        ASSERT_NEAR(b.bound, 4 + 2 * (x > 1 ? x - 1 : 0), 1e-6);
+        for (int a = 0; a < 2; a++) {
+            tp_offload_schedule *s;
+            ASSERT_OK_ERR(tp_offload_plan(c, (tp_offload_algo)a, &s, &e), e);
+            tp_offload_report r;
+            ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
+            ASSERT_NEAR(r.makespan, 4 + 2 * x, 1e-9);
+            ASSERT_EQ(r.bytes_moved, 2000);
+            tp_offload_schedule_free(s);
+        }
+        tp_chain_free(c);
+    }
 }
 
 /* The milp strategy (tp_offload_plan_milp) against Greedy on a link-bound chain shaped like the

@@ -88,10 +88,10 @@ TEST(plan_directed_evictions)
 }
 
 /* A directed plan's placement under fragmentation (docs/weight-offload.md "Inside turnip"), 1 KiB
- * units. Outputs wait for deaths: r1 @0, r2 @2, r3 @4 are
- * resident, 1..2 and 3..4 free; K1 puts k1 (2) at 6..8, so 2 are free but in two pieces when O
- * (2) is placed. r1 dies after K1, which leaves 0..2 whole: O waits for it rather than evict r2
- * or r3 (read only by Z, last), which Z would then reload. */
+ * units. Outputs wait for deaths: r1 @0, r2 @2, r3 @4 are resident, 1..2 and 3..4 and 5..8 free;
+ * K1 puts k1 (2) at 5..7, so 3 are free, in three 1 KiB pieces, when O (2) is placed. r1 dies
+ * after K1, which leaves 0..2 whole: O waits for it rather than evict r2 or r3 (read only by Z,
+ * last), which Z would then reload. */
 static const char *frag_wait =
     "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
     "{\"id\": \"r1\", \"kind\": \"input\", \"device\": 0, \"bytes\": 1024, \"resident\": {\"offset\": 0, \"host_copy\": true}},"

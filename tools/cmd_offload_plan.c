@@ -45,7 +45,8 @@ static void help(FILE *f)
                    "their ratio, the bytes moved per iteration and the memory peak; with --bound (or\n"
                    "--algo milp) the MILP lower bound of the paper's section 6, its gap and time.\n"
                    "Greedy is the paper's choice; milp schedules the MILP's own selection, the better one\n"
-                   "where the link is the bottleneck (docs/weight-offload.md, Table 1).\n"
+                   "where the link is the bottleneck (docs/weight-offload.md, Table 1). A layer marked\n"
+                   "\"frozen\": true (LoRA's base weights) has no gradient and is never written back.\n"
                    "With --taskgraph and --sim-profile, the chain inside turnip: plan and simulate it with\n"
                    "  turnip sim FILE --machine PROFILE --plan-order topo [--weight-offload greedy]\n"
                    "(docs/weight-offload.md \"Inside turnip\").\n"
@@ -113,6 +114,14 @@ static int run(int argc, char **argv)
     tp_chain *c;
     tp_status s = tp_chain_read_file(path, &c, &e);
     if (s) return cli_fail("offload-plan", s, &e);
+    uint32_t nfrozen = 0;
+    for (uint32_t k = 0; k < c->layers; k++) nfrozen += (uint32_t)tp_chain_frozen(c, k);
+    if (nfrozen && fl.taskgraph) {
+        uint32_t L = c->layers;
+        tp_chain_free(c);
+        return cli_errorf("offload-plan", 2, "%s: %u of %u layers are frozen; --taskgraph writes chains without frozen layers only",
+                          path, nfrozen, L);
+    }
     tp_chain_bound_result b = {0};
     tp_offload_schedule *sc = NULL;
     tp_offload_report r;
@@ -134,6 +143,7 @@ static int run(int argc, char **argv)
     printf("algo %s\nmakespan %.9g s\ncompute %.9g s\nratio %.6f\nmoved %llu bytes\npeak %llu bytes (%s)\n",
            fl.algo ? fl.algo : "greedy", r.makespan, r.compute, r.compute > 0 ? r.makespan / r.compute : 1.0,
            (unsigned long long)r.bytes_moved, (unsigned long long)r.peak, cli_bytes_str((double)r.peak, pb, sizeof pb));
+    if (nfrozen) printf("frozen %u of %u layers\n", nfrozen, c->layers);
     if (fl.bound) {
         print_bound(&b, r.compute);
         printf("makespan/bound %.6f\n", b.bound > 0 ? r.makespan / b.bound : 1.0);

@@ -31,7 +31,17 @@ typedef struct tp_chain {
     uint64_t *a;     /* |a^i|, bytes, i = 0..L */
     uint64_t mgpu;   /* GPU memory, bytes */
     double beta;     /* link bandwidth each way, bytes per second (finite, > 0) */
+    uint8_t *frozen; /* may be NULL (no layer frozen); else per layer 1 when w_i is not trained
+                        (LoRA's base weights): B_i neither changes w_i, so its host copy stays
+                        valid and every removal is a delete, nor holds a gradient of it (B_i's
+                        memory is |w_i| + the activations). tp_chain_new allocates it zeroed */
 } tp_chain;
+
+/* Whether layer i (0-based) of c is frozen. */
+static inline int tp_chain_frozen(const tp_chain *c, uint32_t i)
+{
+    return c->frozen && c->frozen[i];
+}
 
 /* A chain of 1..2^20 layers with every array allocated and zeroed (mgpu and beta 0) for the
  * caller to fill; NULL for a count out of range or out of memory. Free with tp_chain_free. */
@@ -85,7 +95,8 @@ tp_status tp_chain_bound_select(const tp_chain *c, double time_limit_s, tp_chain
 #define TP_OFFLOAD_SEL1 2u
 
 /* Algorithm 1: greedy selection by profit (memory saved over the operations a choice covers,
- * per byte moved) until no operation exceeds mgpu, with the paper's excess (which keeps the
+ * per byte moved; a frozen layer's choices move |w_k| each, whatever the discount) until no
+ * operation exceeds mgpu, with the paper's excess (which keeps the
  * operation's own weight free again: room for a prefetch) and the exact one where that cannot
  * be met; nothing when everything fits (docs/weight-offload.md). discount 1: the second choice of a layer
  * costs one transfer (|w_k|), the first two (2|w_k|); discount 0 (Greedy*): every choice
@@ -129,14 +140,15 @@ void tp_offload_schedule_free(tp_offload_schedule *s);
  * cutoff (how many of the backward prefetches were done at the end of the previous iteration)
  * and keeping the shortest. discount 1: a weight whose host copy is valid is deleted after F_k
  * without a transfer, and idle offload-link time during the backward phase uploads the weights
- * of (k,1)-only layers early (best effort); discount 0 (Greedy*): every choice offloads.
+ * of (k,1)-only layers early (best effort); discount 0 (Greedy*): every choice offloads. Either
+ * way a frozen weight is deleted, never offloaded (its host copy is always valid).
  * *out owned by the caller. TP_ERR_INFEASIBLE when no cutoff fits in mgpu. */
 tp_status tp_offload_schedule_greedy(const tp_chain *c, const uint8_t *sel, int discount, tp_offload_schedule **out,
                                      tp_error *err);
 
 /* L2L (the paper's section 2 and 7, after Pudipeddi et al.): only the weight in use stays on
  * the GPU, the next one is prefetched during the current operation, each weight is offloaded
- * after its B and deleted after its F. *out owned by the caller. */
+ * after its B (a frozen one deleted) and deleted after its F. *out owned by the caller. */
 tp_status tp_offload_schedule_l2l(const tp_chain *c, tp_offload_schedule **out, tp_error *err);
 
 /* TP_OFFLOAD_MILP: Algorithm 2 (with the discount) on the selection of the MILP's incumbent
@@ -193,8 +205,9 @@ tp_status tp_offload_schedule_write(const tp_offload_schedule *s, FILE *f, tp_er
  * Every Fk and Uk is an output; the Fk are kept, and the Uk of the weights that start resident
  * (so the iteration ends in the state it began in). Flops are seconds x flops_per_s (B_k split
  * 0.5 / 0.45 / 0.05 over Xk, Gk, Uk; 0.95 / 0.05 over G1, U1); an activation of 0 bytes becomes
- * 1 byte, a weight of 0 bytes is TP_ERR_ARG (a stand-in would be selected, a 0 never is).
- * 1..TP_OFFLOAD_MAX_LAYERS layers. *out finalized, owned by the caller. */
+ * 1 byte, a weight of 0 bytes is TP_ERR_ARG (a stand-in would be selected, a 0 never is), and
+ * so is a frozen layer (not written in this form). 1..TP_OFFLOAD_MAX_LAYERS layers. *out
+ * finalized, owned by the caller. */
 tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_offload_schedule *start, tp_graph **out,
                              tp_error *err);
 

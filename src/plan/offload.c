@@ -33,6 +33,7 @@ void tp_chain_free(tp_chain *c)
     free(c->ub);
     free(c->w);
     free(c->a);
+    free(c->frozen);
     free(c);
 }
 
@@ -46,7 +47,8 @@ tp_chain *tp_chain_new(uint32_t layers)
     c->ub = calloc(layers, sizeof *c->ub);
     c->w = calloc(layers, sizeof *c->w);
     c->a = calloc((size_t)layers + 1, sizeof *c->a);
-    if (!c->uf || !c->ub || !c->w || !c->a) {
+    c->frozen = calloc(layers, 1);
+    if (!c->uf || !c->ub || !c->w || !c->a || !c->frozen) {
         tp_chain_free(c);
         return NULL;
     }
@@ -157,7 +159,7 @@ tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err)
     if ((s = get_num(json_object_get(root, "beta"), path, "beta", TP_CHAIN_RATE_MIN, TP_CHAIN_RATE_MAX, &c->beta, err))) goto done;
     if ((s = get_bytes(json_object_get(root, "a0"), path, "a0", &c->a[0], err))) goto done;
     uint64_t total = c->a[0];
-    static const char *const lk[] = {"uf", "ub", "w", "a", NULL};
+    static const char *const lk[] = {"uf", "ub", "w", "a", "frozen", NULL};
     for (size_t i = 0; i < L; i++) {
         json_t *e = json_array_get(layers, i);
         snprintf(field, sizeof field, "layers[%zu]", i);
@@ -174,6 +176,13 @@ tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err)
         if ((s = get_bytes(json_object_get(e, "w"), path, field, &c->w[i], err))) goto done;
         snprintf(field, sizeof field, "layers[%zu].a", i);
         if ((s = get_bytes(json_object_get(e, "a"), path, field, &c->a[i + 1], err))) goto done;
+        json_t *fz = json_object_get(e, "frozen"); /* optional, false by default */
+        if (fz && !json_is_boolean(fz)) {
+            snprintf(field, sizeof field, "layers[%zu].frozen", i);
+            s = bad(err, path, field, "not true or false");
+            goto done;
+        }
+        c->frozen[i] = fz && json_is_true(fz);
         int r = layer_rule(c, (uint32_t)i, &total);
         if (r) {
             snprintf(field, sizeof field, "layers[%zu].%s", i, r == RULE_TRANSFER ? "w" : "a");
@@ -399,7 +408,7 @@ tp_status tp_offload_check(const tp_chain *c, const tp_offload_schedule *s, tp_o
                 goto out;
             }
             switch (o->kind) {
-            case TP_OFFOP_B: valid[i] = 0; break;
+            case TP_OFFOP_B: valid[i] = tp_chain_frozen(c, i) ? valid[i] : 0; break; /* a frozen w_i stays as it was */
             case TP_OFFOP_PREFETCH:
                 res[i] = 1;
                 arrive = o->end;
@@ -449,7 +458,7 @@ tp_status tp_offload_check(const tp_chain *c, const tp_offload_schedule *s, tp_o
             const tp_offload_op *o = &s->ops[cidx[p]];
             uint32_t i = o->layer; /* layer index 0..L-1 is the paper's i+1 */
             uint64_t act = pref[i + 1];
-            uint64_t x = o->kind == TP_OFFOP_B ? act + c->w[i] : act;
+            uint64_t x = o->kind == TP_OFFOP_B && !tp_chain_frozen(c, i) ? act + c->w[i] : act; /* + its gradient */
             uint64_t rest = o->kind == TP_OFFOP_B ? pref[i] : pref[i + 1];
             ev[n++] = (mev){o->start, (int64_t)x - (int64_t)prev_rest};
             ev[n++] = (mev){o->end, (int64_t)rest - (int64_t)x};

@@ -21,6 +21,8 @@
  * Eq. (4) counts the weight of op k's own layer once: the paper's M_k (eq. 1) already holds it,
  * and m_{own,k} = |w_own| at that op, so the row is sum_{i != layer(k)} m_{i,k} <= M_GPU - M_k
  * (the literal sum over every i would count it twice; include/turnip/offload.h states the model).
+ * A frozen layer (tp_chain.frozen): B_i's M_k holds |w_i| once (no gradient), and eq. (6) right
+ * is not written for it (B_i leaves its host copy valid, so a delete needs no offload before).
  *
  * Scaling: bytes in units of the largest weight (Sb), times in units of Sb / beta (the time to
  * move the largest weight), so beta is 1, weights are in [0, 1] and the link rows have unit
@@ -273,7 +275,8 @@ static double *round_up(job *j, glp_prob *lp, int ipt, int L, int ncols, double 
     int first = ncols - 3 * L + 1; /* D1 (L), D0 (L), O* (L): the last 3L columns */
     for (int i = 0; i < L; i++) {
         double d1 = col_prim(lp, ipt, first + i) > thr, d0 = col_prim(lp, ipt, first + L + i) > thr;
-        double os = col_prim(lp, ipt, first + 2 * L + i) > thr || d1 || d0;
+        /* a frozen weight's deletes need no offload before them */
+        double os = col_prim(lp, ipt, first + 2 * L + i) > thr || ((d1 || d0) && !tp_chain_frozen(j->c, (uint32_t)i));
         glp_set_col_bnds(q, first + i, GLP_FX, d1, d1);
         glp_set_col_bnds(q, first + L + i, GLP_FX, d0, d0);
         glp_set_col_bnds(q, first + 2 * L + i, GLP_FX, os, os);
@@ -363,7 +366,7 @@ static tp_status build(job *jo, glp_prob **lpo, double **colubo, int *ncolso, do
     for (uint32_t i = 0; i < L; i++) {
         acc += c->a[i + 1]; /* sum_{k <= i+1} |a^k|, paper's layer i+1 */
         Mk[L + i] = c->w[i] + acc;
-        Mk[L - 1 - i] = 2 * c->w[i] + acc;
+        Mk[L - 1 - i] = (tp_chain_frozen(c, i) ? 1 : 2) * c->w[i] + acc; /* B: + its gradient */
         uk[L + i] = c->uf[i];
         uk[L - 1 - i] = c->ub[i];
     }
@@ -494,9 +497,10 @@ static tp_status build(job *jo, glp_prob **lpo, double **colubo, int *ncolso, do
                 put(&t, r, C_S(i, k), -1);
                 put(&t, r, C_O(i, k), -1);
             }
-            /* eq. (6) right: sum O + P - D >= 0 since B_i, i.e. s + m >= |w_i| */
+            /* eq. (6) right: sum O + P - D >= 0 since B_i, i.e. s + m >= |w_i|; not for a frozen
+             * layer, whose host copy B_i leaves valid (its deletes need no offload) */
             for (int k = 0; k < nn; k++) {
-                if (k == b) continue;
+                if (k == b || tp_chain_frozen(c, (uint32_t)i)) continue;
                 int r = ROW(GLP_LO, W, 0);
                 put(&t, r, C_S(i, k), 1);
                 put(&t, r, C_M(i, k), 1);

@@ -69,6 +69,10 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
     if (c->layers > TP_OFFLOAD_MAX_LAYERS)
         return tp__fail(err, TP_ERR_ARG, "chain taskgraph: %u layers, at most %u", c->layers, TP_OFFLOAD_MAX_LAYERS);
     for (uint32_t k = 0; k < c->layers; k++)
+        if (tp_chain_frozen(c, k)) /* its graph would have no G_k and U_k, and the evictions read them */
+            return tp__fail(err, TP_ERR_ARG, "chain taskgraph: layer %u is frozen; a chain with frozen layers has no TaskGraph "
+                                             "form (docs/weight-offload.md)", k);
+    for (uint32_t k = 0; k < c->layers; k++)
         if (!c->w[k]) /* a 1-byte stand-in would be selected, a weight of 0 never is */
             return tp__fail(err, TP_ERR_ARG, "chain taskgraph: layer %u has a weight of 0 bytes; give each weight 1 byte or more", k);
     if (start && start->layers != c->layers)

@@ -6,7 +6,9 @@
  * from a prefetch's start to an offload's end or a delete, each computation's memory beyond its
  * weight, what rests between computations) and place each operation at the earliest time its
  * inputs, its resource and the memory allow, the memory checked from that time on against every
- * event already placed. The checker (offload.c) replays the result independently. */
+ * event already placed. The checker (offload.c) replays the result independently. A frozen layer
+ * (tp_chain.frozen) has no gradient and is never written back: each of its choices costs one
+ * prefetch, and every strategy deletes it where another layer's weight is offloaded. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,8 @@ static tp_status select_once(const tp_chain *c, int discount, int own, uint8_t *
     for (uint32_t i = 0; i < L; i++) {
         pre += (double)c->a[i + 1];                                /* a^0..a^{i+1}: the paper's sum_{k<=i} */
         E[i] = wsum + own * (double)c->w[i] + pre - (double)c->mgpu;             /* M_F = w_i + acts */
-        E[L + i] = wsum + (1 + own) * (double)c->w[i] + pre - (double)c->mgpu; /* M_B = 2 w_i + acts */
+        /* M_B = 2 w_i + acts: the gradient, which a frozen layer has not */
+        E[L + i] = wsum + (own + !tp_chain_frozen(c, i)) * (double)c->w[i] + pre - (double)c->mgpu;
     }
     memset(sel, 0, L);
     tp_status st = TP_OK;
@@ -54,7 +57,8 @@ static tp_status select_once(const tp_chain *c, int discount, int own, uint8_t *
                     if (E[i] > 0) ben += E[i] < wk ? E[i] : wk;
                     if (E[L + i] > 0) ben += E[L + i] < wk ? E[L + i] : wk;
                 }
-                double cost = (discount && (sel[k] & other)) ? wk : 2 * wk;
+                /* a frozen weight is never written back: each choice is one prefetch */
+                double cost = (tp_chain_frozen(c, k) || (discount && (sel[k] & other))) ? wk : 2 * wk;
                 double profit = ben / cost;
                 if (profit > best) best = profit, bk = k, bd = d;
             }
@@ -214,7 +218,7 @@ static int greedy_cut(const tp_chain *c, const uint8_t *sel, int discount, uint3
     if (!tl_add(tl, 0, (int64_t)pref[L])) return -1; /* after F_L: a^0..a^L rest */
     for (uint32_t k = 0; k < L; k++) {
         s->resident0[k] = !(sel[k] & TP_OFFLOAD_SEL1) || z->carried[k];
-        s->valid0[k] = sel[k] ? 1 : 0;
+        s->valid0[k] = sel[k] || tp_chain_frozen(c, k) ? 1 : 0;
         if (s->resident0[k] && !tl_add(tl, 0, (int64_t)c->w[k])) return -1;
         z->up_end[k] = -1;
     }
@@ -230,7 +234,8 @@ static int greedy_cut(const tp_chain *c, const uint8_t *sel, int discount, uint3
             if (!tl_add(tl, t, w)) return -1;
             tpre = ready = t + tw;
         }
-        int64_t x = (int64_t)pref[k + 1] + w, r = (int64_t)pref[k];
+        int fz = tp_chain_frozen(c, k);
+        int64_t x = (int64_t)pref[k + 1] + (fz ? 0 : w), r = (int64_t)pref[k]; /* + the gradient */
         double s0 = tgpu > ready ? tgpu : ready, st = tl_earliest(tl, s0, c->ub[k], x - rest, r - rest);
         if (!isfinite(st)) return 1;
         put(b, TP_OFFOP_B, k, st, st + c->ub[k]);
@@ -249,12 +254,16 @@ static int greedy_cut(const tp_chain *c, const uint8_t *sel, int discount, uint3
             toff = z->up_end[j] = e;
             z->wl[m] = z->wl[--nwl];
         }
-        if (sel[k] & TP_OFFLOAD_SEL0) {
+        if ((sel[k] & TP_OFFLOAD_SEL0) && fz) { /* its host copy is still valid */
+            put(b, TP_OFFOP_DELETE, k, tgpu, tgpu);
+            if (!tl_add(tl, tgpu, -w)) return -1;
+            z->valid_at[k] = tgpu;
+        } else if (sel[k] & TP_OFFLOAD_SEL0) {
             double t = tgpu > toff ? tgpu : toff;
             put(b, TP_OFFOP_OFFLOAD, k, t, t + tw);
             if (!tl_add(tl, t + tw, -w)) return -1;
             toff = z->valid_at[k] = t + tw;
-        } else if ((sel[k] & TP_OFFLOAD_SEL1) && discount) {
+        } else if ((sel[k] & TP_OFFLOAD_SEL1) && discount && !fz) {
             z->wl[nwl++] = k;
         }
     }
@@ -276,7 +285,7 @@ static int greedy_cut(const tp_chain *c, const uint8_t *sel, int discount, uint3
         rest = r;
         tgpu = st + c->uf[k];
         if (sel[k] & TP_OFFLOAD_SEL1) {
-            if (discount && ((sel[k] & TP_OFFLOAD_SEL0) || z->up_end[k] >= 0)) {
+            if (tp_chain_frozen(c, k) || (discount && ((sel[k] & TP_OFFLOAD_SEL0) || z->up_end[k] >= 0))) {
                 double t = tgpu > z->up_end[k] ? tgpu : z->up_end[k];
                 put(b, TP_OFFOP_DELETE, k, t, t);
                 if (!tl_add(tl, t, -w)) return -1;
@@ -383,8 +392,9 @@ out:
 
 /* ---- L2L: computations in order B_L..B_1 F_1..F_L (position p, layer lay(p)); only w_lay(p)
  * stays; the next position's weight is prefetched from the current computation's start; after
- * B_k, w_k goes back to the host (an offload, or an upload for B_1 whose F_1 follows); after F_k
- * it is deleted (its host copy is valid); F_L keeps w_L for B_L. */
+ * B_k, w_k goes back to the host (an offload, or an upload for B_1 whose F_1 follows; a frozen
+ * w_k is deleted, or kept for F_1); after F_k it is deleted (its host copy is valid); F_L keeps
+ * w_L for B_L. */
 static uint32_t lay(uint32_t L, uint32_t p)
 {
     return p < L ? L - 1 - p : p - L;
@@ -416,7 +426,8 @@ tp_status tp_offload_schedule_l2l(const tp_chain *c, tp_offload_schedule **out, 
         uint32_t k = lay(L, p);
         int isb = p < L;
         double u = isb ? c->ub[k] : c->uf[k];
-        int64_t x = (int64_t)pref[k + 1] + (isb ? (int64_t)c->w[k] : 0), r = isb ? (int64_t)pref[k] : x;
+        int64_t x = (int64_t)pref[k + 1] + (isb && !tp_chain_frozen(c, k) ? (int64_t)c->w[k] : 0), /* + the gradient */
+                r = isb ? (int64_t)pref[k] : x;
         double s0 = tgpu > ready[k] ? tgpu : ready[k], t = tl_earliest(&tl, s0, u, x - rest, r - rest);
         if (!isfinite(t)) goto infeasible;
         put(&b, isb ? TP_OFFOP_B : TP_OFFOP_F, k, t, t + u);
@@ -437,7 +448,13 @@ tp_status tp_offload_schedule_l2l(const tp_chain *c, tp_offload_schedule **out, 
             tpre = ready[n] = tp + (double)w / c->beta;
         }
         double tw = (double)c->w[k] / c->beta;
-        if (isb) {
+        if (isb && tp_chain_frozen(c, k)) { /* its host copy is still valid: B_1 keeps it for F_1 */
+            valid_at[k] = tgpu;
+            if (p != L - 1) {
+                put(&b, TP_OFFOP_DELETE, k, tgpu, tgpu);
+                if (!tl_add(&tl, tgpu, -(int64_t)c->w[k])) goto nomem;
+            }
+        } else if (isb) {
             double t1 = tgpu > toff ? tgpu : toff;
             if (p == L - 1) { /* B_1: F_1 follows on the same weight */
                 put(&b, TP_OFFOP_UPLOAD, k, t1, t1 + tw);

@@ -440,6 +440,9 @@ static int evict_window(planner *P, int d, uint64_t size, uint32_t pin, uint64_t
     return !P->st;
 }
 
+/* A victim for window_by_deaths: a block freed before pin_pos (its value's last use comes
+ * earlier and it is not kept, an output, pinned, held, or read last in place); all others pinned.
+ * (The rule by which exec() frees a value; setup's dies[] counts more, as dying or droppable.) */
 static tp__victim_score score_dying(void *ctx, uint32_t x)
 {
     const planner *P = ctx;
@@ -454,7 +457,7 @@ static tp__victim_score score_dying(void *ctx, uint32_t x)
 }
 
 /* Whether `size` bytes on d find a window once the values whose last use lies before p have
- * died, evicting nothing (one scan of d's blocks): window_by_deaths, its victims score_dying's. */
+ * died, evicting nothing (one scan of d's blocks). */
 static int window_by_deaths(planner *P, int d, uint32_t p, uint64_t size)
 {
     if (!TP__GROW(P->victims, P->capvict, P->dev[d].nblocks + 1)) return oom(P);
@@ -475,7 +478,8 @@ static int window_by_deaths(planner *P, int d, uint32_t p, uint64_t size)
  * get one now (victims of the planner's choosing), or the reload would wait for later deaths
  * and the kernel needing it with it; but an output, which waits for no transfer, waits where
  * values dying before p will leave a window (evicting a weight for it cost a reload in the
- * link-bound forward). Outputs pay a scan of the device's blocks for that, in these plans only
+ * link-bound forward; the wait holds back the reloads of later positions on d too). Outputs
+ * pay a scan of the device's blocks for that, outside the scan credit, in these plans only
  * (docs/weight-offload.md "Inside turnip"). */
 static int may_wait(planner *P, int d, uint32_t p, uint64_t size, int output)
 {
