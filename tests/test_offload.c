@@ -502,6 +502,34 @@ TEST(offload_greedy_hides_transfers)
     tp_chain_free(c);
 }
 
+/* The MILP bound of c with a 5 s solver into *b: 1, or 0 when c fits nowhere (then c is freed) */
+static int bound_or_free(tp_chain *c, uint64_t seed, tp_chain_bound_result *b)
+{
+    tp_error e;
+    tp_status bs = tp_chain_bound(c, 5.0, b, &e);
+    CHECKF(bs == TP_OK || bs == TP_ERR_INFEASIBLE, "seed %llu: bound: %s", (unsigned long long)seed, e.msg);
+    if (bs) tp_chain_free(c);
+    return bs == TP_OK;
+}
+
+/* Strategy a on c (milp with a 5 s solver), its schedule checked and at or above bound; NULL when
+ * it fits no schedule (TP_ERR_INFEASIBLE, the only failure allowed) */
+static tp_offload_schedule *plan_checked(const tp_chain *c, int a, double bound, uint64_t seed, tp_offload_report *r)
+{
+    tp_offload_schedule *s = NULL;
+    tp_chain_bound_result mb;
+    tp_error e;
+    tp_status ps = a == TP_OFFLOAD_MILP ? tp_offload_plan_milp(c, 5.0, &s, &mb, &e) : tp_offload_plan(c, (tp_offload_algo)a, &s, &e);
+    CHECKF(ps == TP_OK || ps == TP_ERR_INFEASIBLE, "seed %llu algo %d: %s", (unsigned long long)seed, a, e.msg);
+    if (ps) return NULL;
+    tp_status cs = tp_offload_check(c, s, r, &e);
+    CHECKF(cs == TP_OK, "seed %llu algo %d: %s", (unsigned long long)seed, a, e.msg);
+    if (cs) return s; /* (failed already: *r is not filled) */
+    CHECKF(r->makespan >= bound * (1 - 1e-6), "seed %llu L %u algo %d: makespan %.9g < bound %.9g", (unsigned long long)seed,
+           c->layers, a, r->makespan, bound);
+    return s;
+}
+
 /* No strategy beats the lower bound (issue 14): on random chains of 1..6 layers from the tightest
  * memory to all weights resident, each schedule the checker accepts is at least the MILP bound
  * of the paper's section 6 (tp_chain_bound; its proven bound even when the time limit stops it),
@@ -518,28 +546,15 @@ TEST(offload_strategies_above_bound)
             double compute = 0;
             for (uint32_t i = 0; i < L; i++) compute += c->uf[i] + c->ub[i];
             tp_chain_bound_result b;
-            tp_error e;
-            tp_status bs = tp_chain_bound(c, 5.0, &b, &e);
-            CHECKF(bs == TP_OK || bs == TP_ERR_INFEASIBLE, "seed %llu: bound: %s", (unsigned long long)seed, e.msg);
-            if (bs) {
-                tp_chain_free(c);
-                continue;
-            }
+            if (!bound_or_free(c, seed, &b)) continue;
             CHECK(b.bound >= compute * (1 - 1e-9));
             proved += b.optimal;
             above += b.bound > compute * (1 + 1e-6);
             for (int a = 0; a < 4; a++) {
-                tp_offload_schedule *s = NULL;
-                tp_chain_bound_result mb;
-                tp_status ps = a == TP_OFFLOAD_MILP ? tp_offload_plan_milp(c, 5.0, &s, &mb, &e)
-                                                    : tp_offload_plan(c, (tp_offload_algo)a, &s, &e);
-                CHECKF(ps == TP_OK || ps == TP_ERR_INFEASIBLE, "seed %llu algo %d: %s", (unsigned long long)seed, a, e.msg);
-                if (a == TP_OFFLOAD_MILP) milp[ps == TP_OK]++;
-                if (ps) continue;
                 tp_offload_report r;
-                ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
-                CHECKF(r.makespan >= b.bound * (1 - 1e-6), "seed %llu L %u frac %g algo %d: makespan %.9g < bound %.9g",
-                       (unsigned long long)seed, L, fracs[f], a, r.makespan, b.bound);
+                tp_offload_schedule *s = plan_checked(c, a, b.bound, seed, &r);
+                if (a == TP_OFFLOAD_MILP) milp[s != NULL]++;
+                if (!s) continue;
                 /* milp drops what the MILP moves for nothing: with every weight resident, nothing */
                 if (a == TP_OFFLOAD_MILP && fracs[f] == 1.0) {
                     CHECKF(r.bytes_moved == 0, "seed %llu: milp moves %llu bytes", (unsigned long long)seed,
@@ -575,24 +590,11 @@ TEST(offload_frozen_chains)
             double pf = seed % 3 == 0 ? 1.0 : 0.5;
             tp_chain *c = random_chain_frozen(seed * 613 + f, L, fracs[f], pf);
             tp_chain_bound_result b;
-            tp_error e;
-            tp_status bs = tp_chain_bound(c, 5.0, &b, &e);
-            CHECKF(bs == TP_OK || bs == TP_ERR_INFEASIBLE, "seed %llu: bound: %s", (unsigned long long)seed, e.msg);
-            if (bs) {
-                tp_chain_free(c);
-                continue;
-            }
+            if (!bound_or_free(c, seed, &b)) continue;
             tp_offload_schedule *sch[4] = {NULL, NULL, NULL, NULL};
             for (int a = 0; a < 4; a++) {
-                tp_chain_bound_result mb;
-                tp_status ps = a == TP_OFFLOAD_MILP ? tp_offload_plan_milp(c, 5.0, &sch[a], &mb, &e)
-                                                    : tp_offload_plan(c, (tp_offload_algo)a, &sch[a], &e);
-                CHECKF(ps == TP_OK || ps == TP_ERR_INFEASIBLE, "seed %llu algo %d: %s", (unsigned long long)seed, a, e.msg);
-                if (ps) continue;
                 tp_offload_report r;
-                ASSERT_OK_ERR(tp_offload_check(c, sch[a], &r, &e), e);
-                CHECKF(r.makespan >= b.bound * (1 - 1e-6), "seed %llu L %u frac %g algo %d: makespan %.9g < bound %.9g",
-                       (unsigned long long)seed, L, fracs[f], a, r.makespan, b.bound);
+                if (!(sch[a] = plan_checked(c, a, b.bound, seed, &r))) continue;
                 for (uint32_t j = 0; j < sch[a]->nops; j++) {
                     const tp_offload_op *o = &sch[a]->ops[j];
                     CHECKF(!tp_chain_frozen(c, o->layer) || (o->kind != TP_OFFOP_OFFLOAD && o->kind != TP_OFFOP_UPLOAD),
@@ -611,6 +613,7 @@ TEST(offload_frozen_chains)
             /* the same chain with nothing frozen: its bound is at least the frozen one */
             memset(c->frozen, 0, L);
             tp_chain_bound_result u;
+            tp_error e;
             if (b.optimal && tp_chain_bound(c, 5.0, &u, &e) == TP_OK && u.optimal) {
                 CHECKF(u.bound >= b.bound * (1 - 1e-6), "seed %llu: trained %.9g < frozen %.9g", (unsigned long long)seed,
                        u.bound, b.bound);
