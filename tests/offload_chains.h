@@ -15,6 +15,7 @@ typedef struct tpt_chain {
     tp_chain c;
     double uf[TPT_CHAIN_MAXL], ub[TPT_CHAIN_MAXL];
     uint64_t w[TPT_CHAIN_MAXL], a[TPT_CHAIN_MAXL + 1];
+    uint8_t frozen[TPT_CHAIN_MAXL]; /* c.frozen points here only where a test freezes layers */
 } tpt_chain;
 
 /* points o->c at o's arrays, L layers (at most TPT_CHAIN_MAXL) */
@@ -43,13 +44,13 @@ static inline void tpt_chain_two_layer(tpt_chain *o, double x)
 }
 
 /* M_k of eq. (1), the most over ops with no other weight resident: the least memory any
- * schedule needs */
+ * schedule needs (a frozen layer's B holds no gradient) */
 static inline uint64_t tpt_need_alone(const tp_chain *c)
 {
     uint64_t acc = c->a[0], mx = 0;
     for (uint32_t i = 0; i < c->layers; i++) {
         acc += c->a[i + 1];
-        uint64_t m = 2 * c->w[i] + acc;
+        uint64_t m = (tp_chain_frozen(c, i) ? 1 : 2) * c->w[i] + acc; /* B: + the gradient, unless frozen */
         if (m > mx) mx = m;
     }
     return mx;
@@ -62,7 +63,7 @@ static inline uint64_t tpt_need_all(const tp_chain *c)
     for (uint32_t i = 0; i < c->layers; i++) sw += c->w[i];
     for (uint32_t i = 0; i < c->layers; i++) {
         acc += c->a[i + 1];
-        uint64_t m = 2 * c->w[i] + acc + (sw - c->w[i]);
+        uint64_t m = (tp_chain_frozen(c, i) ? 1 : 2) * c->w[i] + acc + (sw - c->w[i]);
         if (m > mx) mx = m;
     }
     return mx;

@@ -342,7 +342,7 @@ static void build(prob *P, const tp_chain *c, const int *sel)
         P->res[p] = R_GPU;
         P->dep[p][0] = P->dep[p][1] = -1;
         P->dur[p] = isb ? c->ub[k] : c->uf[k];
-        P->act[p] = isb ? pref[k + 1] + c->w[k] : pref[k + 1];
+        P->act[p] = isb && !tp_chain_frozen(c, k) ? pref[k + 1] + c->w[k] : pref[k + 1]; /* + the gradient */
         P->rest[p] = isb ? pref[k] : pref[k + 1];
         P->need[p] = -1;
         (isb ? B : F)[k] = p;
@@ -352,17 +352,18 @@ static void build(prob *P, const tp_chain *c, const int *sel)
      P->dur[n] = (R) == R_NONE ? 0 : (double)c->w[k] / c->beta, P->nh2d += (R) == R_H2D, P->nd2h += (R) == R_D2H, n++)
     for (int k = 0; k < L; k++) {
         const plan *pl = &plans[sel[k]];
+        int fz = tp_chain_frozen(c, k); /* its host copy always valid: every removal a delete */
         P->res0[k] = !(pl->sel1 && !pl->carried);
-        P->valid0[k] = pl->sel0 || pl->sel1;
+        P->valid0[k] = pl->sel0 || pl->sel1 || fz;
         int o0 = -1, u = -1, rel = -1;
         if (pl->sel0) {
-            o0 = OP(K_O0, k, R_D2H, B[k], -1);
+            o0 = fz ? OP(K_DEL, k, R_NONE, B[k], -1) : OP(K_O0, k, R_D2H, B[k], -1);
             P->dep[F[k]][0] = P->need[F[k]] = OP(K_P0, k, R_H2D, o0, -1);
         }
         if (pl->sel1) {
             if (!pl->carried) P->dep[B[k]][0] = P->need[B[k]] = OP(K_P1, k, R_H2D, -1, -1);
-            if (pl->upload) u = OP(K_U, k, R_D2H, B[k], -1);
-            if (pl->upload || pl->discount) rel = OP(K_DEL, k, R_NONE, F[k], u);
+            if (pl->upload && !fz) u = OP(K_U, k, R_D2H, B[k], -1);
+            if (pl->upload || pl->discount || fz) rel = OP(K_DEL, k, R_NONE, F[k], u);
             else rel = OP(K_O1, k, R_D2H, F[k], -1);
             if (pl->carried) OP(K_PC, k, R_H2D, rel, -1);
         }
@@ -389,8 +390,13 @@ static double brute(const tp_chain *c, double bound, int bb, long *leaves)
     P->bb = bb;
     P->bound = bound;
     for (int m = 0; m < nsel; m++) {
-        int sel[BL];
-        for (int k = 0, x = m; k < L; k++, x /= 10) sel[k] = x % 10;
+        int sel[BL], dup = 0;
+        for (int k = 0, x = m; k < L; k++, x /= 10) {
+            sel[k] = x % 10;
+            /* a frozen layer deletes where the others offload or upload: plans 4, 5, 8, 9 are 2, 3, 6, 7 */
+            dup |= tp_chain_frozen(c, (uint32_t)k) && (plans[sel[k]].upload || (plans[sel[k]].sel0 && plans[sel[k]].sel1 && !plans[sel[k]].discount));
+        }
+        if (dup) continue;
         build(P, c, sel);
         state S;
         init_state(P, &S);
@@ -416,7 +422,7 @@ static double rnd01(void)
 /* L layers; times 1..3 (B about twice F); weights 100..1000 bytes, activations 0..200; a
  * transfer of the mean weight 0.5..3 x the mean computation; memory at level q of 4 between
  * the least any schedule needs (q = 0) and room for every weight (q = 4) */
-static void random_chain(tpt_chain *o, uint32_t L, int q)
+static void random_chain(tpt_chain *o, uint32_t L, int q, int freeze)
 {
     memset(o, 0, sizeof *o);
     tpt_chain_wire(o, L);
@@ -426,6 +432,11 @@ static void random_chain(tpt_chain *o, uint32_t L, int q)
         o->w[i] = 100 + (uint64_t)(900 * rnd01());
     }
     for (uint32_t i = 0; i <= L; i++) o->a[i] = (uint64_t)(200 * rnd01());
+    if (freeze) { /* each layer frozen with probability 1/2, at least one */
+        o->c.frozen = o->frozen;
+        for (uint32_t i = 0; i < L; i++) o->frozen[i] = rnd01() < 0.5;
+        o->frozen[(uint32_t)(rnd01() * L) % L] = 1;
+    }
     o->c.beta = 550.0 / (2.0 * (0.5 + 2.5 * rnd01()));
     uint64_t lo = tpt_need_alone(&o->c), hi = tpt_need_all(&o->c);
     o->c.mgpu = lo + (hi - lo) * (uint64_t)q / 4;
@@ -434,10 +445,10 @@ static void random_chain(tpt_chain *o, uint32_t L, int q)
 static int equal_count, proved_count; /* over the chains of the running test (brute_summary resets) */
 static long total_leaves;
 
-static void one_chain(uint32_t L, int q, int bb)
+static void one_chain(uint32_t L, int q, int bb, int freeze)
 {
     tpt_chain o;
-    random_chain(&o, L, q);
+    random_chain(&o, L, q, freeze);
     tp_error err = {0};
     tp_chain_bound_result r;
     ASSERT_OK_ERR(tp_chain_bound(&o.c, 10, &r, &err), err);
@@ -486,7 +497,7 @@ TEST(offload_brute_force_tiny_chains)
     int n = 0;
     for (uint32_t L = 2; L <= 3; L++)
         for (int rep = 0; rep < 3; rep++)
-            for (int q = 0; q <= 4; q++) one_chain(L, q, 0), n++;
+            for (int q = 0; q <= 4; q++) one_chain(L, q, 0, 0), n++;
     brute_summary(n);
 }
 
@@ -494,7 +505,23 @@ TEST(offload_brute_force_four_layers)
 {
     int n = 0;
     for (int rep = 0; rep < 2; rep++)
-        for (int q = 0; q <= 3; q++) one_chain(4, q, 1), n++;
+        for (int q = 0; q <= 3; q++) one_chain(4, q, 1, 0), n++;
+    brute_summary(n);
+}
+
+/* Frozen layers (tp_chain.frozen: no gradient, every removal a delete), half of each chain's at
+ * random: the family deletes a frozen weight wherever it would offload or upload it, and the same
+ * assertions hold: every schedule at or above the MILP bound (whose frozen reading, eq. (6) right
+ * dropped and one |w| in B's M_k, is thereby checked against schedules it shares no code with),
+ * every strategy at or above the family's minimum, the bound the compute sum where the family
+ * reaches it. */
+TEST(offload_brute_force_frozen)
+{
+    int n = 0;
+    for (uint32_t L = 2; L <= 3; L++)
+        for (int rep = 0; rep < 3; rep++)
+            for (int q = 0; q <= 4; q++) one_chain(L, q, 0, 1), n++;
+    for (int q = 0; q <= 3; q++) one_chain(4, q, 1, 1), n++;
     brute_summary(n);
 }
 
