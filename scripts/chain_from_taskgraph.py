@@ -34,8 +34,8 @@ turnip train (src/models/llama_train.c): forward L<i>.sS.*; backward the recompu
   exact for "keep the base model resident, offload the adapters", when that fits. `frozen`:
   w_i = layer i's frozen weights only, each layer marked "frozen": true (no gradient, never
   written back: every removal a delete), the adapters and moments in a0, the adapters twice
-  (their gradients, held the whole iteration here: |adapters| more than needed during the
-  forward): exact for "stream the base model, keep the adapters", but for that margin.
+  (their gradients, held the whole iteration here: at most |adapters| more than needed at
+  any instant): exact for "stream the base model, keep the adapters", but for that margin.
   A weight read by kernels of two layers (tied embeddings) is refused.
 mgpu is --mgpu BYTES, or by --mem-frac F (default 0.3) between the least any schedule needs (the
 largest M_o with no other weight, equation 1) and what holds every weight at every operation.

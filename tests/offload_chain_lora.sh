@@ -37,9 +37,9 @@ for wm in all adapters frozen; do
     for f in 0 0.5 1; do
         c="$D/c-$wm-$f.json"
         expect 0 "chain: 4 layers" /usr/bin/python3 "$S" "$D/g.json" --profile a100x8 --weights "$wm" --mem-frac "$f" -o "$c"
-        check "$wm $f: compute sum = sim busy, w, a, a0 = the config's closed forms" /usr/bin/python3 - "$c" "$busy" "$wm" <<'PY'
+        check "$wm $f: compute sum = sim busy, w, a, a0 = the config's closed forms" /usr/bin/python3 - "$c" "$busy" "$wm" "$f" <<'PY'
 import json, sys
-c, busy, mode = json.load(open(sys.argv[1])), float(sys.argv[2]), sys.argv[3]
+c, busy, mode, frac = json.load(open(sys.argv[1])), float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 H, F, NH, KV, V, L, r, B, T = 128, 256, 4, 2, 500, 4, 4, 2, 32
 kvd = KV * (H // NH)
 frozen = 4 * (2 * H * H + 2 * H * kvd + 3 * H * F + 2 * H)
@@ -80,6 +80,15 @@ if c["a0"] != want_a0:
 last = B * 4 * (6 * T * H + 4 * T * F + 7 * T * r + 2 * T * kvd + NH * T * T + T * V + T)
 if [l["a"] for l in ls] != [2 * ckpt, ckpt, ckpt, last]:
     errs.append("a %s != %s" % ([l["a"] for l in ls], [2 * ckpt, ckpt, ckpt, last]))
+# at mem-frac 0 mgpu is the least any schedule needs: the largest M_o of equation 1 (B: the
+# weight and its gradient, one weight where frozen), from the chain's own numbers
+if frac == 0:
+    acc, lo = c["a0"], 0
+    for l in ls:
+        acc += l["a"]
+        lo = max(lo, (1 if l.get("frozen") else 2) * l["w"] + acc)
+    if c["mgpu"] != lo:
+        errs.append("mgpu %d != least %d" % (c["mgpu"], lo))
 if any(l["uf"] <= 0 or l["ub"] <= l["uf"] for l in ls):  # the backward recomputes the forward, and more
     errs.append("times %s" % [(l["uf"], l["ub"]) for l in ls])
 if errs:

@@ -635,7 +635,8 @@ TEST(offload_frozen_chains)
  * B_1, w_2 leaves after B_2 and is back for F_2; a prefetch starts only when the other weight is
  * gone: B_2 [0,1], prefetch w_1 [1,1+x], B_1, F_1, prefetch w_2, F_2: 4 + 2x, the optimum. The
  * MILP checks memory at operation starts only, so it lets w_1 arrive during B_2 and w_2 during
- * F_1: idle max(0, x - 1) twice, bound 4 + 2 max(0, x - 1). */
+ * F_1: idle max(0, x - 1) twice, bound 4 + 2 max(0, x - 1). Greedy, Greedy* and the MILP's
+ * selection find 4 + 2x; L2L, which holds the next weight beside the current one, fits nothing. */
 TEST(offload_frozen_two_layer_closed_form)
 {
     static const double xs[] = {0.5, 1, 2, 3};
@@ -652,9 +653,13 @@ TEST(offload_frozen_two_layer_closed_form)
         ASSERT_OK_ERR(tp_chain_bound(c, 10, &b, &e), e);
         CHECK(b.optimal);
         ASSERT_NEAR(b.bound, 4 + 2 * (x > 1 ? x - 1 : 0), 1e-6);
-        for (int a = 0; a < 2; a++) {
-            tp_offload_schedule *s;
-            ASSERT_OK_ERR(tp_offload_plan(c, (tp_offload_algo)a, &s, &e), e);
+        tp_offload_schedule *s;
+        /* L2L prefetches the next weight while the current one computes: 2W, no room */
+        ASSERT_STATUS(tp_offload_plan(c, TP_OFFLOAD_L2L, &s, &e), TP_ERR_INFEASIBLE);
+        for (int a = 0; a < 4; a++) {
+            if (a == TP_OFFLOAD_L2L) continue;
+            tp_chain_bound_result mb;
+            ASSERT_OK_ERR(a == TP_OFFLOAD_MILP ? tp_offload_plan_milp(c, 10, &s, &mb, &e) : tp_offload_plan(c, (tp_offload_algo)a, &s, &e), e);
             tp_offload_report r;
             ASSERT_OK_ERR(tp_offload_check(c, s, &r, &e), e);
             ASSERT_NEAR(r.makespan, 4 + 2 * x, 1e-9);

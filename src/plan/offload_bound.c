@@ -275,8 +275,8 @@ static double *round_up(job *j, glp_prob *lp, int ipt, int L, int ncols, double 
     int first = ncols - 3 * L + 1; /* D1 (L), D0 (L), O* (L): the last 3L columns */
     for (int i = 0; i < L; i++) {
         double d1 = col_prim(lp, ipt, first + i) > thr, d0 = col_prim(lp, ipt, first + L + i) > thr;
-        /* a frozen weight's deletes need no offload before them */
-        double os = col_prim(lp, ipt, first + 2 * L + i) > thr || ((d1 || d0) && !tp_chain_frozen(j->c, (uint32_t)i));
+        /* a frozen weight's deletes need no offload before them, nor does it ever need one */
+        double os = !tp_chain_frozen(j->c, (uint32_t)i) && (col_prim(lp, ipt, first + 2 * L + i) > thr || d1 || d0);
         glp_set_col_bnds(q, first + i, GLP_FX, d1, d1);
         glp_set_col_bnds(q, first + L + i, GLP_FX, d0, d0);
         glp_set_col_bnds(q, first + 2 * L + i, GLP_FX, os, os);
