@@ -131,13 +131,20 @@ expect 2 "all, adapters or frozen" /usr/bin/python3 "$S" "$D/g.json" --profile a
 "$T" gen layered --devices 1 --layers 2 --backward -o "$D/lay.json" >/dev/null 2>&1
 expect 2 "for a turnip train graph" /usr/bin/python3 "$S" "$D/lay.json" --profile a100x8 --weights adapters
 expect 2 "for a turnip train graph" /usr/bin/python3 "$S" "$D/lay.json" --profile a100x8 --weights frozen
-# a frozen chain is planned (deletes, no write-backs) but has no TaskGraph form
+# a frozen chain is planned (deletes, no write-backs), and planned inside turnip: its TaskGraph
+# (no U_k; F_k reads w_k) with the greedy selection as directed evictions, verified, simulated
 expect 0 "frozen 4 of 4 layers" "$T" offload-plan "$D/c-frozen-0.json" --schedule "$D/fz.s.json"
 check "the frozen chain's schedule sends nothing to the host, and moves weights" /usr/bin/python3 -c "import json, sys
 ops = [o['op'] for o in json.load(open(sys.argv[1]))['ops']]
 sys.exit(0 if 'offload' not in ops and 'upload' not in ops and 'prefetch' in ops and 'delete' in ops else 1)" "$D/fz.s.json"
-expect 2 "are frozen; --taskgraph" "$T" offload-plan "$D/c-frozen-0.json" --taskgraph "$D/fz.g.json"
-absent "$D/fz.g.json"
+expect 0 "frozen 4 of 4 layers" "$T" offload-plan "$D/c-frozen-0.json" --taskgraph "$D/fz.g.json" --sim-profile "$D/fz.p.json"
+check "the frozen chain's TaskGraph has no U_k, and F_k reads w_k" /usr/bin/python3 -c "import json, sys
+v = {x['id']: x for x in json.load(open(sys.argv[1]))['vertices']}
+sys.exit(0 if not any(k.startswith('U') for k in v) and all('w%d' % k in v['F%d' % k]['inputs'] for k in range(1, 5)) else 1)" "$D/fz.g.json"
+mem=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["device_mem"])' "$D/fz.p.json")
+expect 0 "directed evictions" "$T" plan "$D/fz.g.json" --device-mem "$mem" --weight-offload greedy --stats -o "$D/fz.m.json"
+expect 0 "" "$T" verify "$D/fz.m.json" --taskgraph "$D/fz.g.json"
+expect 0 "totals: makespan" "$T" sim "$D/fz.g.json" --machine "$D/fz.p.json" --plan-order topo --order fixed --weight-offload greedy
 # a layer number of 5,000 digits: one line, not a traceback from int()
 /usr/bin/python3 -c 'import json, sys; i = "L" + "9" * 5000 + ".d0.x"
 json.dump({"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": i, "kind": "input", "device": 0, "bytes": 4}],

@@ -324,6 +324,130 @@ TEST(offload_chain_taskgraph_plans)
     ASSERT_GE(milp_directed, 5);
 }
 
+/* Frozen layers inside turnip: random chains with some layers frozen, as a TaskGraph
+ * (tp_chain_taskgraph) and with each strategy's directed evictions. Checked against the chain
+ * itself: a frozen layer has no U_k and its F_k reads w_k, which is an output exactly where it
+ * starts resident; the evictions are the strategy's selection on the chain (frozen flags
+ * included: the graph's reader finds them), by name, w_k after G_k for (k,0) and after F_k for
+ * (k,1); every plan verifies, never offloads a frozen weight (its host copy is valid: drops), and
+ * its simulated makespan, on a profile that replays the chain's times, is at least the chain's
+ * MILP bound (the graph holds equation 1's memory, a byte or two more). */
+TEST(offload_chain_taskgraph_frozen)
+{
+    uint64_t s = 0xf202e7;
+    tp_error e;
+    int planned = 0, frozen_layers = 0, dropped = 0, directed = 0;
+    for (int it = 0; it < 24; it++) {
+        uint32_t L = 2 + (uint32_t)(rng(&s) % 7);
+        tp_chain *c = random_chain(&s, L);
+        for (uint32_t k = 0; k < L; k++) frozen_layers += c->frozen[k] = (uint8_t)(rng(&s) % 2 || it % 6 == 0);
+        uint64_t lo = tpt_need_alone(c), hi = tpt_need_all(c);
+        c->mgpu = lo + (hi - lo) * (rng(&s) % 5) / 4 + c->a[L] * 2 + 4096; /* room for alignment */
+        tp_offload_schedule *sc = NULL;
+        tp_status ps = tp_offload_plan(c, TP_OFFLOAD_GREEDY, &sc, &e);
+        CHECKF(ps == TP_OK || ps == TP_ERR_INFEASIBLE, "greedy: %s", e.msg);
+        tp_chain_bound_result b;
+        if (ps || tp_chain_bound(c, 5.0, &b, &e)) {
+            tp_offload_schedule_free(sc);
+            tp_chain_free(c);
+            continue;
+        }
+        tp_graph *g;
+        ASSERT_OK_ERR(tp_chain_taskgraph(c, 1e9, sc, &g, &e), e);
+        uint32_t trained = 0;
+        for (uint32_t k = 1; k <= L; k++) {
+            char id[16];
+            snprintf(id, sizeof id, "U%u", k);
+            int64_t uk = tp_graph_find(g, id);
+            trained += uk >= 0;
+            CHECK((uk < 0) == (c->frozen[k - 1] != 0));
+            snprintf(id, sizeof id, "F%u", k);
+            const tp_vertex *fk = tp_graph_vertex(g, (uint32_t)tp_graph_find(g, id));
+            snprintf(id, sizeof id, "w%u", k);
+            uint32_t wk = (uint32_t)tp_graph_find(g, id);
+            CHECK((fk->inputs[1] == wk) == (c->frozen[k - 1] != 0));
+            int is_out = 0;
+            for (uint32_t q = 0; q < tp_graph_num_outputs(g); q++) is_out |= tp_graph_outputs(g)[q] == wk;
+            CHECK(is_out == (c->frozen[k - 1] && sc->resident0[k - 1]));
+        }
+        ASSERT_EQ(tp_graph_size(g), 2 * L + 1 + (L - 1) + L + trained + L);
+        tp_sim_profile prof;
+        memset(&prof, 0, sizeof prof);
+        snprintf(prof.name, sizeof prof.name, "chain");
+        prof.devices = 1;
+        prof.device_mem = c->mgpu;
+        prof.peak_flops = 1e9;
+        prof.efficiency = 1;
+        prof.mem_bw = 1e18;
+        prof.h2d_bw = prof.d2h_bw = prof.peer_bw = c->beta;
+        tp_backend *sim;
+        ASSERT_OK_ERR(tp_backend_sim_new(&prof, 0, &sim, &e), e);
+        for (int algo = 0; algo <= TP_OFFLOAD_MILP; algo++) {
+            tp_plan_evict *ev = NULL;
+            uint32_t n = 0;
+            tp_chain_machine mach = {1e9, c->beta, 5.0};
+            tp_status es = tp_chain_graph_evictions(g, (tp_offload_algo)algo, c->mgpu, &mach, &ev, &n, &e);
+            CHECKF(es == TP_OK || es == TP_ERR_INFEASIBLE, "algo %d: %s", algo, e.msg);
+            if (es) continue;
+            if (algo != TP_OFFLOAD_MILP) { /* the selection, by name (milp: the solver's, checked in the test above) */
+                uint8_t sel[16] = {0};
+                if (algo == TP_OFFLOAD_L2L)
+                    for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
+                else
+                    ASSERT_OK_ERR(tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, &e), e);
+                uint32_t want = 0;
+                for (uint32_t k = 0; k < L; k++)
+                    for (int ch = 0; ch < 2; ch++) {
+                        if (!(sel[k] & (ch ? TP_OFFLOAD_SEL1 : TP_OFFLOAD_SEL0))) continue;
+                        char vn[16], an[16];
+                        snprintf(vn, sizeof vn, "%c%u", c->frozen[k] ? 'w' : 'U', k + 1);
+                        snprintf(an, sizeof an, "%c%u", ch ? 'F' : (c->frozen[k] ? 'G' : 'U'), k + 1);
+                        ASSERT_LT(want, n);
+                        ASSERT_STR_EQ(tp_graph_vertex(g, ev[want].value)->id, vn);
+                        ASSERT_STR_EQ(tp_graph_vertex(g, ev[want].after)->id, an);
+                        want++;
+                    }
+                ASSERT_EQ(n, want);
+            }
+            tp_plan_opts o;
+            tp_plan_opts_init(&o, 1, c->mgpu);
+            o.order = TP_ORDER_TOPO;
+            o.evictions = ev;
+            o.nevictions = n;
+            tp_memgraph *mg;
+            ASSERT_OK_ERR(tp_plan(g, &o, &mg, &e), e);
+            verify(mg, g);
+            planned++;
+            tp_plan_stats pst;
+            tp_memgraph_stats(mg, &pst);
+            directed += pst.dev[0].directed_count > 0;
+            for (uint32_t k = 1; k <= L; k++) {
+                if (!c->frozen[k - 1]) continue;
+                char id[16];
+                snprintf(id, sizeof id, "w%u", k);
+                uint32_t wk = (uint32_t)tp_graph_find(g, id);
+                ASSERT_EQ(reloads_of(mg, wk, TP_M_OFFLOAD), 0);
+                dropped += reloads_of(mg, wk, TP_M_RELOAD) > 0;
+            }
+            tp_run_summary sum;
+            run_in_session(sim, mg, "fixed", &sum);
+            CHECKF(sum.makespan >= b.bound * (1 - 1e-6), "it %d algo %d: makespan %.9g < the chain's bound %.9g", it, algo,
+                   sum.makespan, b.bound);
+            tp_memgraph_free(mg);
+            free(ev);
+        }
+        tp_backend_free(sim);
+        tp_graph_free(g);
+        tp_offload_schedule_free(sc);
+        tp_chain_free(c);
+    }
+    printf("  %d plans of chains with %d frozen layers, %d with directed evictions, %d frozen weights reloaded\n", planned,
+           frozen_layers, directed, dropped);
+    ASSERT_GE(planned, 40);
+    ASSERT_GE(directed, 10);
+    ASSERT_GE(dropped, 10);
+}
+
 TEST(offload_chain_graph_rejects)
 {
     tp_graph *g = load(chain4);

@@ -116,12 +116,6 @@ static int run(int argc, char **argv)
     if (s) return cli_fail("offload-plan", s, &e);
     uint32_t nfrozen = 0;
     for (uint32_t k = 0; k < c->layers; k++) nfrozen += (uint32_t)tp_chain_frozen(c, k);
-    if (nfrozen && fl.taskgraph) {
-        uint32_t L = c->layers;
-        tp_chain_free(c);
-        return cli_errorf("offload-plan", 2, "%s: %u of %u layers are frozen; --taskgraph writes chains without frozen layers only",
-                          path, nfrozen, L);
-    }
     tp_chain_bound_result b = {0};
     tp_offload_schedule *sc = NULL;
     tp_offload_report r;

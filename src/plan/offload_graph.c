@@ -69,10 +69,6 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
     if (c->layers > TP_OFFLOAD_MAX_LAYERS)
         return tp__fail(err, TP_ERR_ARG, "chain taskgraph: %u layers, at most %u", c->layers, TP_OFFLOAD_MAX_LAYERS);
     for (uint32_t k = 0; k < c->layers; k++)
-        if (tp_chain_frozen(c, k)) /* its graph would have no G_k and U_k, and the evictions read them */
-            return tp__fail(err, TP_ERR_ARG, "chain taskgraph: layer %u is frozen; a chain with frozen layers has no TaskGraph "
-                                             "form (docs/weight-offload.md)", k);
-    for (uint32_t k = 0; k < c->layers; k++)
         if (!c->w[k]) /* a 1-byte stand-in would be selected, a weight of 0 never is */
             return tp__fail(err, TP_ERR_ARG, "chain taskgraph: layer %u has a weight of 0 bytes; give each weight 1 byte or more", k);
     if (start && start->layers != c->layers)
@@ -110,13 +106,19 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
             dn = kernel(&b, id, 3, xi, vbytes(c->a[k - 1]), 0.5 * ub);
             if (!b.st) b.st = tp_graph_set_inplace(b.g, dn, 0, err);
         }
-        uint32_t ins[2] = {d, dn};
         snprintf(id, sizeof id, "G%u", k);
-        uint32_t gk = kernel(&b, id, 2, ins, c->w[k - 1], k > 1 ? 0.45 * ub : 0.95 * ub);
-        uint32_t ui[2] = {w[k - 1], gk};
-        snprintf(id, sizeof id, "U%u", k);
-        u[k - 1] = kernel(&b, id, 2, ui, c->w[k - 1], 0.05 * ub);
-        if (!b.st) b.st = tp_graph_set_inplace(b.g, u[k - 1], 0, err);
+        if (tp_chain_frozen(c, k - 1)) { /* no gradient of w_k, no update: G_k (d_k, d_{k-1}, w_k) -> 1 byte */
+            uint32_t ins[3] = {d, dn, w[k - 1]};
+            kernel(&b, id, 3, ins, 1, k > 1 ? 0.5 * ub : ub);
+            u[k - 1] = w[k - 1];
+        } else {
+            uint32_t ins[2] = {d, dn};
+            uint32_t gk = kernel(&b, id, 2, ins, c->w[k - 1], k > 1 ? 0.45 * ub : 0.95 * ub);
+            uint32_t ui[2] = {w[k - 1], gk};
+            snprintf(id, sizeof id, "U%u", k);
+            u[k - 1] = kernel(&b, id, 2, ui, c->w[k - 1], 0.05 * ub);
+            if (!b.st) b.st = tp_graph_set_inplace(b.g, u[k - 1], 0, err);
+        }
         d = dn;
     }
     /* forward of the next iteration, k = 1..L: F_k (a'^{k-1}, w_k') -> a'^k, kept (the next
@@ -129,9 +131,10 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
         if (!b.st) b.st = tp_graph_add_output(b.g, prev, err);
         if (!b.st) b.st = tp_graph_set_keep(b.g, prev, err);
     }
-    for (uint32_t k = 1; k <= L && !b.st; k++) {
-        b.st = tp_graph_add_output(b.g, u[k - 1], err);
-        if (!b.st && start && start->resident0[k - 1]) b.st = tp_graph_set_keep(b.g, u[k - 1], err);
+    for (uint32_t k = 1; k <= L && !b.st; k++) { /* a frozen w_k: an output only to be kept (its host copy stays valid) */
+        int keep = start && start->resident0[k - 1];
+        if (!tp_chain_frozen(c, k - 1) || keep) b.st = tp_graph_add_output(b.g, u[k - 1], err);
+        if (!b.st && keep) b.st = tp_graph_set_keep(b.g, u[k - 1], err);
     }
     if (!b.st) b.st = tp_graph_finalize(b.g, err);
     /* the start state: every activation on the device (no host copy), the weights the schedule
@@ -234,11 +237,11 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
     /* the chain the selection needs: sizes from the graph (times play no part in Algorithm 1;
      * the MILP's come from the kernels' flops at flops_per_s, B_k being X_k + G_k + U_k) */
     tp_chain *c = tp_chain_new(L);
-    uint32_t *uv = malloc(L * sizeof *uv), *fv = malloc(L * sizeof *fv);
+    uint32_t *uv = malloc(L * sizeof *uv), *fv = malloc(L * sizeof *fv), *bv = malloc(L * sizeof *bv);
     uint8_t *sel = calloc(L, 1);
     tp_plan_evict *ev = malloc(2 * L * sizeof *ev);
     tp_status st = TP_OK;
-    if (!c || !uv || !fv || !sel || !ev) st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    if (!c || !uv || !fv || !bv || !sel || !ev) st = tp__fail(err, TP_ERR_NOMEM, "out of memory");
     else {
         c->mgpu = mgpu;
         c->beta = algo == TP_OFFLOAD_MILP ? mc->beta : 1e9;
@@ -249,26 +252,34 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
         else c->a[i] = tp_graph_vertex(g, (uint32_t)av)->bytes;
     }
     for (uint32_t k = 1; k <= L && !st; k++) {
-        int64_t wv = named(g, 'w', k, TP_V_INPUT, err), u = wv < 0 ? -1 : named(g, 'U', k, TP_V_KERNEL, err),
-                f = u < 0 ? -1 : named(g, 'F', k, TP_V_KERNEL, err);
+        /* a trained layer: U_k updates w_k, F_k reads U_k; a frozen one (tp_chain_taskgraph): no
+         * U_k, F_k reads w_k, and w_k leaves after G_k, the last kernel of B_k */
+        char uid[32];
+        int64_t wv = named(g, 'w', k, TP_V_INPUT, err), uq = wv < 0 ? -1 : lookup(g, 'U', k, TP_V_KERNEL, uid),
+                gq = wv < 0 || uq >= 0 ? -1 : named(g, 'G', k, TP_V_KERNEL, err),
+                f = wv < 0 || (uq < 0 && gq < 0) ? -1 : named(g, 'F', k, TP_V_KERNEL, err);
         if (f < 0) {
             st = TP_ERR_INVALID;
             break;
         }
-        const tp_vertex *fk = tp_graph_vertex(g, (uint32_t)f), *uk = tp_graph_vertex(g, (uint32_t)u);
-        int reads_w = 0, reads_u = 0;
-        for (uint32_t j = 0; j < uk->ninputs; j++) reads_w |= uk->inputs[j] == (uint32_t)wv;
-        for (uint32_t j = 0; j < fk->ninputs; j++) reads_u |= fk->inputs[j] == (uint32_t)u;
+        int frozen = uq < 0;
+        uint32_t u = (uint32_t)(frozen ? wv : uq);
+        const tp_vertex *fk = tp_graph_vertex(g, (uint32_t)f), *uk = tp_graph_vertex(g, u);
+        int reads_w = frozen, reads_u = 0;
+        for (uint32_t j = 0; !frozen && j < uk->ninputs; j++) reads_w |= uk->inputs[j] == (uint32_t)wv;
+        for (uint32_t j = 0; j < fk->ninputs; j++) reads_u |= fk->inputs[j] == u;
         if (!reads_w || !reads_u)
             st = tp__fail(err, TP_ERR_INVALID, "not a chain graph: '%s' must read 'w%u' and '%s' must read '%s'", uk->id, k,
                           fk->id, uk->id);
         c->w[k - 1] = tp_graph_vertex(g, (uint32_t)wv)->bytes;
+        c->frozen[k - 1] = (uint8_t)frozen;
         c->uf[k - 1] = c->ub[k - 1] = 1;
         if (algo == TP_OFFLOAD_MILP) {
             c->uf[k - 1] = fk->flops / mc->flops_per_s;
-            c->ub[k - 1] = (flops_of(g, 'X', k) + flops_of(g, 'G', k) + uk->flops) / mc->flops_per_s;
+            c->ub[k - 1] = (flops_of(g, 'X', k) + flops_of(g, 'G', k) + flops_of(g, 'U', k)) / mc->flops_per_s;
         }
-        uv[k - 1] = (uint32_t)u;
+        uv[k - 1] = u;
+        bv[k - 1] = (uint32_t)(frozen ? gq : uq);
         fv[k - 1] = (uint32_t)f;
     }
     if (!st) st = chain_from_graph_ok(c, algo == TP_OFFLOAD_MILP ? mc : NULL, err);
@@ -281,12 +292,13 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
         st = tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, err);
     uint32_t m = 0;
     for (uint32_t k = 0; k < L && !st; k++) { /* (k,0): away from B_k to F_k; (k,1): from F_k to the next B_k */
-        if (sel[k] & TP_OFFLOAD_SEL0) ev[m++] = (tp_plan_evict){uv[k], uv[k]};
+        if (sel[k] & TP_OFFLOAD_SEL0) ev[m++] = (tp_plan_evict){uv[k], bv[k]};
         if (sel[k] & TP_OFFLOAD_SEL1) ev[m++] = (tp_plan_evict){uv[k], fv[k]};
     }
     tp_chain_free(c);
     free(uv);
     free(fv);
+    free(bv);
     free(sel);
     if (st) {
         free(ev);
