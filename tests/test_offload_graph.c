@@ -198,6 +198,53 @@ static void run_in_session(tp_backend *be, const tp_memgraph *mg, const char *po
     tp_session_free(ss);
 }
 
+/* a sim backend whose one device replays c: kernels of 1e9 flops/s, the link at beta (caller frees) */
+static tp_backend *chain_sim(const tp_chain *c)
+{
+    tp_sim_profile prof;
+    memset(&prof, 0, sizeof prof);
+    snprintf(prof.name, sizeof prof.name, "chain");
+    prof.devices = 1;
+    prof.device_mem = c->mgpu;
+    prof.peak_flops = 1e9;
+    prof.efficiency = 1;
+    prof.mem_bw = 1e18;
+    prof.h2d_bw = prof.d2h_bw = prof.peer_bw = c->beta;
+    tp_backend *sim = NULL;
+    tp_error e;
+    tp_status st = tp_backend_sim_new(&prof, 0, &sim, &e);
+    CHECKF(st == TP_OK, "sim: %s", e.msg);
+    return sim;
+}
+
+static void free_case(tp_backend *sim, tp_graph *g, tp_offload_schedule *sc, tp_chain *c)
+{
+    tp_backend_free(sim);
+    tp_graph_free(g);
+    tp_offload_schedule_free(sc);
+    tp_chain_free(c);
+}
+
+/* ev (n pairs) is exactly sel on c, by name: (k,0) U_k after U_k and (k,1) U_k after F_k; a frozen
+ * layer's w_k after G_k and after F_k */
+static void same_evictions(const tp_graph *g, const tp_chain *c, const uint8_t *sel, const tp_plan_evict *ev, uint32_t n)
+{
+    uint32_t want = 0;
+    for (uint32_t k = 0; k < c->layers; k++)
+        for (int ch = 0; ch < 2; ch++) {
+            if (!(sel[k] & (ch ? TP_OFFLOAD_SEL1 : TP_OFFLOAD_SEL0))) continue;
+            int fz = tp_chain_frozen(c, k);
+            char vn[16], an[16];
+            snprintf(vn, sizeof vn, "%c%u", fz ? 'w' : 'U', k + 1);
+            snprintf(an, sizeof an, "%c%u", ch ? 'F' : (fz ? 'G' : 'U'), k + 1);
+            ASSERT_LT(want, n);
+            ASSERT_STR_EQ(tp_graph_vertex(g, ev[want].value)->id, vn);
+            ASSERT_STR_EQ(tp_graph_vertex(g, ev[want].after)->id, an);
+            want++;
+        }
+    ASSERT_EQ(n, want);
+}
+
 TEST(offload_chain_taskgraph_plans)
 {
     uint64_t s = 0x0ff10ad;
@@ -224,17 +271,7 @@ TEST(offload_chain_taskgraph_plans)
         tp_graph *g;
         ASSERT_OK_ERR(tp_chain_taskgraph(c, 1e9, sc, &g, &e), e);
         ASSERT_EQ(tp_graph_size(g), 2 * L + 1 + 3 * L - 1 + L);
-        tp_sim_profile prof;
-        memset(&prof, 0, sizeof prof);
-        snprintf(prof.name, sizeof prof.name, "chain");
-        prof.devices = 1;
-        prof.device_mem = c->mgpu;
-        prof.peak_flops = 1e9;
-        prof.efficiency = 1;
-        prof.mem_bw = 1e18;
-        prof.h2d_bw = prof.d2h_bw = prof.peer_bw = c->beta;
-        tp_backend *sim;
-        ASSERT_OK_ERR(tp_backend_sim_new(&prof, 0, &sim, &e), e);
+        tp_backend *sim = chain_sim(c);
         double compute = tpt_sum_u(c);
         for (int algo = -1; algo <= TP_OFFLOAD_MILP; algo++) {
             tp_plan_opts o;
@@ -276,19 +313,7 @@ TEST(offload_chain_taskgraph_plans)
                     for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
                 else
                     ASSERT_OK_ERR(tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, &e), e);
-                uint32_t want = 0;
-                for (uint32_t k = 0; k < L; k++)
-                    for (int ch = 0; ch < 2; ch++) {
-                        if (!(sel[k] & (ch ? TP_OFFLOAD_SEL1 : TP_OFFLOAD_SEL0))) continue;
-                        char un[16], an[16];
-                        snprintf(un, sizeof un, "U%u", k + 1);
-                        snprintf(an, sizeof an, "%c%u", ch ? 'F' : 'U', k + 1);
-                        ASSERT_LT(want, n);
-                        ASSERT_STR_EQ(tp_graph_vertex(g, ev[want].value)->id, un);
-                        ASSERT_STR_EQ(tp_graph_vertex(g, ev[want].after)->id, an);
-                        want++;
-                    }
-                ASSERT_EQ(n, want);
+                same_evictions(g, c, sel, ev, n);
                 free(sel);
                 o.evictions = ev;
                 o.nevictions = n;
@@ -310,10 +335,7 @@ TEST(offload_chain_taskgraph_plans)
             tp_memgraph_free(mg);
             free(ev);
         }
-        tp_backend_free(sim);
-        tp_graph_free(g);
-        tp_offload_schedule_free(sc);
-        tp_chain_free(c);
+        free_case(sim, g, sc, c);
     }
     tp_backend_free(cpu);
     printf("  %d plans verified and run on sim and cpu, %d with directed evictions (%d greedy, %d milp), %d tight chains\n",
@@ -371,17 +393,7 @@ TEST(offload_chain_taskgraph_frozen)
             CHECK(is_out == (c->frozen[k - 1] && sc->resident0[k - 1]));
         }
         ASSERT_EQ(tp_graph_size(g), 2 * L + 1 + (L - 1) + L + trained + L);
-        tp_sim_profile prof;
-        memset(&prof, 0, sizeof prof);
-        snprintf(prof.name, sizeof prof.name, "chain");
-        prof.devices = 1;
-        prof.device_mem = c->mgpu;
-        prof.peak_flops = 1e9;
-        prof.efficiency = 1;
-        prof.mem_bw = 1e18;
-        prof.h2d_bw = prof.d2h_bw = prof.peer_bw = c->beta;
-        tp_backend *sim;
-        ASSERT_OK_ERR(tp_backend_sim_new(&prof, 0, &sim, &e), e);
+        tp_backend *sim = chain_sim(c);
         for (int algo = 0; algo <= TP_OFFLOAD_MILP; algo++) {
             tp_plan_evict *ev = NULL;
             uint32_t n = 0;
@@ -395,19 +407,7 @@ TEST(offload_chain_taskgraph_frozen)
                     for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
                 else
                     ASSERT_OK_ERR(tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, &e), e);
-                uint32_t want = 0;
-                for (uint32_t k = 0; k < L; k++)
-                    for (int ch = 0; ch < 2; ch++) {
-                        if (!(sel[k] & (ch ? TP_OFFLOAD_SEL1 : TP_OFFLOAD_SEL0))) continue;
-                        char vn[16], an[16];
-                        snprintf(vn, sizeof vn, "%c%u", c->frozen[k] ? 'w' : 'U', k + 1);
-                        snprintf(an, sizeof an, "%c%u", ch ? 'F' : (c->frozen[k] ? 'G' : 'U'), k + 1);
-                        ASSERT_LT(want, n);
-                        ASSERT_STR_EQ(tp_graph_vertex(g, ev[want].value)->id, vn);
-                        ASSERT_STR_EQ(tp_graph_vertex(g, ev[want].after)->id, an);
-                        want++;
-                    }
-                ASSERT_EQ(n, want);
+                same_evictions(g, c, sel, ev, n);
             }
             tp_plan_opts o;
             tp_plan_opts_init(&o, 1, c->mgpu);
@@ -436,10 +436,7 @@ TEST(offload_chain_taskgraph_frozen)
             tp_memgraph_free(mg);
             free(ev);
         }
-        tp_backend_free(sim);
-        tp_graph_free(g);
-        tp_offload_schedule_free(sc);
-        tp_chain_free(c);
+        free_case(sim, g, sc, c);
     }
     printf("  %d plans of chains with %d frozen layers, %d with directed evictions, %d frozen weights reloaded\n", planned,
            frozen_layers, directed, dropped);
