@@ -245,6 +245,50 @@ static void same_evictions(const tp_graph *g, const tp_chain *c, const uint8_t *
     ASSERT_EQ(n, want);
 }
 
+/* tp_offload_select_milp on c with the times the graph's flops give at 1e9/s, summed as a reader
+ * of the graph would (F_k; X_k + G_k + U_k): equal inputs, so the same solve as the graph's */
+static void milp_sel_of_graph(const tp_graph *g, const tp_chain *c, uint8_t *sel)
+{
+    uint32_t L = c->layers;
+    tp_chain *cg = tp_chain_new(L);
+    memcpy(cg->w, c->w, L * sizeof *c->w);
+    memcpy(cg->a, c->a, (L + 1) * sizeof *c->a);
+    memcpy(cg->frozen, c->frozen, L);
+    cg->mgpu = c->mgpu, cg->beta = c->beta;
+    for (uint32_t k = 1; k <= L; k++) {
+        char id[16];
+        double fl[4] = {0, 0, 0, 0};
+        for (int q = 0; q < 4; q++) {
+            snprintf(id, sizeof id, "%c%u", "FXGU"[q], k);
+            int64_t v = tp_graph_find(g, id);
+            if (v >= 0) fl[q] = tp_graph_vertex(g, (uint32_t)v)->flops;
+        }
+        cg->uf[k - 1] = fl[0] / 1e9;
+        cg->ub[k - 1] = (fl[1] + fl[2] + fl[3]) / 1e9;
+    }
+    tp_chain_bound_result br;
+    tp_error e;
+    ASSERT_OK_ERR(tp_offload_select_milp(cg, TP_OFFLOAD_MILP_TIME_LIMIT, sel, &br, &e), e);
+    tp_chain_free(cg);
+}
+
+/* ev (n pairs) is strategy algo's selection on c (l2l: all but w_L's (L,1); milp: the solver's,
+ * on the times the graph's flops give), by name (same_evictions) */
+static void expect_selection(const tp_graph *g, const tp_chain *c, int algo, const tp_plan_evict *ev, uint32_t n)
+{
+    uint32_t L = c->layers;
+    uint8_t *sel = calloc(L, 1);
+    tp_error e;
+    if (algo == TP_OFFLOAD_MILP)
+        milp_sel_of_graph(g, c, sel);
+    else if (algo == TP_OFFLOAD_L2L)
+        for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
+    else
+        ASSERT_OK_ERR(tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, &e), e);
+    same_evictions(g, c, sel, ev, n);
+    free(sel);
+}
+
 TEST(offload_chain_taskgraph_plans)
 {
     uint64_t s = 0x0ff10ad;
@@ -286,35 +330,7 @@ TEST(offload_chain_taskgraph_plans)
                  * milp: tp_offload_select_milp on the chain itself, whose times the graph's flops at 1e9/s
                  * give back),
                  * by name: (k,0) is U_k after U_k, (k,1) U_k after F_k */
-                uint8_t *sel = calloc(L, 1);
-                tp_chain_bound_result br;
-                if (algo == TP_OFFLOAD_MILP) {
-                    /* the chain with the times the graph's flops give at 1e9/s, summed as a reader
-                     * of the graph would (F_k; X_k + G_k + U_k): equal inputs, so the same solve */
-                    tp_chain *cg = tp_chain_new(L);
-                    memcpy(cg->w, c->w, L * sizeof *c->w);
-                    memcpy(cg->a, c->a, (L + 1) * sizeof *c->a);
-                    cg->mgpu = c->mgpu, cg->beta = c->beta;
-                    for (uint32_t k = 1; k <= L; k++) {
-                        char id[16];
-                        double fl[4] = {0, 0, 0, 0};
-                        for (int q = 0; q < 4; q++) {
-                            snprintf(id, sizeof id, "%c%u", "FXGU"[q], k);
-                            int64_t v = tp_graph_find(g, id);
-                            if (v >= 0) fl[q] = tp_graph_vertex(g, (uint32_t)v)->flops;
-                        }
-                        cg->uf[k - 1] = fl[0] / 1e9;
-                        cg->ub[k - 1] = (fl[1] + fl[2] + fl[3]) / 1e9;
-                    }
-                    ASSERT_OK_ERR(tp_offload_select_milp(cg, TP_OFFLOAD_MILP_TIME_LIMIT, sel, &br, &e), e);
-                    tp_chain_free(cg);
-                }
-                else if (algo == TP_OFFLOAD_L2L)
-                    for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
-                else
-                    ASSERT_OK_ERR(tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, &e), e);
-                same_evictions(g, c, sel, ev, n);
-                free(sel);
+                expect_selection(g, c, algo, ev, n);
                 o.evictions = ev;
                 o.nevictions = n;
             }
@@ -348,8 +364,8 @@ TEST(offload_chain_taskgraph_plans)
 
 /* Frozen layers inside turnip: random chains with some layers frozen, as a TaskGraph
  * (tp_chain_taskgraph) and with each strategy's directed evictions. Checked against the chain
- * itself: a frozen layer has no U_k and its F_k reads w_k, which is an output exactly where it
- * starts resident; the evictions are the strategy's selection on the chain (frozen flags
+ * itself: a frozen layer has no U_k, its G_k and F_k read w_k, which is an output and kept
+ * exactly where it starts resident; the graph plans at the chain's least memory, to the byte; the evictions are the strategy's selection on the chain (frozen flags
  * included: the graph's reader finds them), by name, w_k after G_k for (k,0) and after F_k for
  * (k,1); every plan verifies, never offloads a frozen weight (its host copy is valid: drops), and
  * its simulated makespan, on a profile that replays the chain's times, is at least the chain's
@@ -391,8 +407,25 @@ TEST(offload_chain_taskgraph_frozen)
             int is_out = 0;
             for (uint32_t q = 0; q < tp_graph_num_outputs(g); q++) is_out |= tp_graph_outputs(g)[q] == wk;
             CHECK(is_out == (c->frozen[k - 1] && sc->resident0[k - 1]));
+            CHECK(tp_graph_keep(g, wk) == (c->frozen[k - 1] && sc->resident0[k - 1]));
+            snprintf(id, sizeof id, "G%u", k);
+            const tp_vertex *gk = tp_graph_vertex(g, (uint32_t)tp_graph_find(g, id));
+            CHECK((gk->inputs[gk->ninputs - 1] == wk) == (c->frozen[k - 1] != 0));
         }
         ASSERT_EQ(tp_graph_size(g), 2 * L + 1 + (L - 1) + L + trained + L);
+        { /* equation 1's memory, to the byte: from a start with every weight on the host, the graph
+           * plans at the least memory any schedule needs (sizes are multiples of 256) */
+            tp_graph *g0;
+            ASSERT_OK_ERR(tp_chain_taskgraph(c, 1e9, NULL, &g0, &e), e);
+            tp_plan_opts o;
+            tp_plan_opts_init(&o, 1, lo);
+            o.order = TP_ORDER_TOPO;
+            tp_memgraph *mg;
+            ASSERT_OK_ERR(tp_plan(g0, &o, &mg, &e), e);
+            verify(mg, g0);
+            tp_memgraph_free(mg);
+            tp_graph_free(g0);
+        }
         tp_backend *sim = chain_sim(c);
         for (int algo = 0; algo <= TP_OFFLOAD_MILP; algo++) {
             tp_plan_evict *ev = NULL;
@@ -401,14 +434,7 @@ TEST(offload_chain_taskgraph_frozen)
             tp_status es = tp_chain_graph_evictions(g, (tp_offload_algo)algo, c->mgpu, &mach, &ev, &n, &e);
             CHECKF(es == TP_OK || es == TP_ERR_INFEASIBLE, "algo %d: %s", algo, e.msg);
             if (es) continue;
-            if (algo != TP_OFFLOAD_MILP) { /* the selection, by name (milp: the solver's, checked in the test above) */
-                uint8_t sel[16] = {0};
-                if (algo == TP_OFFLOAD_L2L)
-                    for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
-                else
-                    ASSERT_OK_ERR(tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, &e), e);
-                same_evictions(g, c, sel, ev, n);
-            }
+            expect_selection(g, c, algo, ev, n); /* the selection, by name */
             tp_plan_opts o;
             tp_plan_opts_init(&o, 1, c->mgpu);
             o.order = TP_ORDER_TOPO;

@@ -206,9 +206,9 @@ tp_status tp_offload_schedule_write(const tp_offload_schedule *s, FILE *f, tp_er
  * (so the iteration ends in the state it began in). Flops are seconds x flops_per_s (B_k split
  * 0.5 / 0.45 / 0.05 over Xk, Gk, Uk; 0.95 / 0.05 over G1, U1); an activation of 0 bytes becomes
  * 1 byte, a weight of 0 bytes is TP_ERR_ARG (a stand-in would be selected, a 0 never is). A
- * frozen layer has no gradient and no update: Gk (dk, d(k-1), wk) -> 1 byte takes the rest of
- * B_k (all of B_1), there is no Uk, Fk reads wk, and wk (its host copy always valid) is an
- * output, kept, where it starts resident. 1..TP_OFFLOAD_MAX_LAYERS layers. *out finalized,
+ * frozen layer has no gradient and no update: Gk (dk, d(k-1), wk), in place on dk, takes the
+ * rest of B_k (all of B_1), there is no Uk, Fk reads wk, and wk (its host copy always valid) is
+ * an output, kept, where it starts resident. 1..TP_OFFLOAD_MAX_LAYERS layers. *out finalized,
  * owned by the caller. */
 tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_offload_schedule *start, tp_graph **out,
                              tp_error *err);
@@ -216,8 +216,8 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
 /* The strategy algo as directed evictions (tp_plan_opts.evictions) for a graph of
  * tp_chain_taskgraph's naming (read back from a file too): the selection of Algorithm 1 on the
  * chain of the graph's sizes with M_GPU = mgpu (the device's capacity), (k,0) evicting U_k
- * after U_k and (k,1) after F_k (a frozen layer, one without U_k whose F_k reads w_k: w_k after
- * G_k and after F_k); for l2l every weight both, w_L kept between F_L and B_L. The
+ * after U_k and (k,1) after F_k (a frozen layer, one without U_k whose G_k and F_k read w_k:
+ * w_k after G_k and after F_k); for l2l every weight both, w_L kept between F_L and B_L. The
  * prefetches are the planner's (each reload as early as memory allows, in the order of use, as
  * Algorithm 2 orders them); so are the times. milp: tp_offload_select_milp on the chain whose
  * times are the kernels' flops / machine->flops_per_s (B_k: X_k + G_k + U_k) and whose link is

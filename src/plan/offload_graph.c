@@ -94,7 +94,7 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
     /* backward, k = L..1, d_L being a^L: X_k (a^{k-1}, w_k, d_k) -> d_{k-1} in place on a^{k-1}
      * (k >= 2); G_k (d_k, d_{k-1}) -> g_k (a^0 for d_0); U_k (w_k, g_k) -> w_k' in place on w_k.
      * The memory is equation 1's: X_k holds w_k + a^0..a^{k-1} + d_k, G_k and U_k at most
-     * 2 w_k + a^0..a^{k-2} + d_{k-1} + d_k; and X_k comes first, so the weight's prefetch is the
+     * 2 w_k + a^0..a^{k-2} + d_{k-1} + d_k (a frozen G_k, in place on d_k, one w_k); and X_k comes first, so the weight's prefetch is the
      * first need of B_k in the planner's order */
     uint32_t d = a[L];
     for (uint32_t k = L; k >= 1 && !b.st; k--) {
@@ -107,9 +107,10 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
             if (!b.st) b.st = tp_graph_set_inplace(b.g, dn, 0, err);
         }
         snprintf(id, sizeof id, "G%u", k);
-        if (tp_chain_frozen(c, k - 1)) { /* no gradient of w_k, no update: G_k (d_k, d_{k-1}, w_k) -> 1 byte */
+        if (tp_chain_frozen(c, k - 1)) { /* no gradient of w_k, no update: G_k (d_k, d_{k-1}, w_k) in place on d_k */
             uint32_t ins[3] = {d, dn, w[k - 1]};
-            kernel(&b, id, 3, ins, 1, k > 1 ? 0.5 * ub : ub);
+            uint32_t gk = kernel(&b, id, 3, ins, vbytes(c->a[k]), k > 1 ? 0.5 * ub : ub);
+            if (!b.st) b.st = tp_graph_set_inplace(b.g, gk, 0, err); /* d_k's last reader: no bytes of its own */
             u[k - 1] = w[k - 1];
         } else {
             uint32_t ins[2] = {d, dn};
@@ -143,7 +144,7 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
     for (uint32_t i = 0; i <= L && !b.st; i++) r[nr++] = (res){a[i], 0, tp__align_of(vbytes(c->a[i])), vbytes(c->a[i])};
     for (uint32_t k = 0; k < L && !b.st; k++)
         if (start && start->resident0[k])
-            r[nr++] = (res){w[k], start->valid0[k] != 0, tp__align_of(c->w[k]), c->w[k]};
+            r[nr++] = (res){w[k], start->valid0[k] || tp_chain_frozen(c, k), tp__align_of(c->w[k]), c->w[k]};
     qsort(r, nr, sizeof *r, res_cmp);
     uint64_t off = 0;
     for (uint32_t i = 0; i < nr && !b.st; i++) {
@@ -264,13 +265,17 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
         }
         int frozen = uq < 0;
         uint32_t u = (uint32_t)(frozen ? wv : uq);
-        const tp_vertex *fk = tp_graph_vertex(g, (uint32_t)f), *uk = tp_graph_vertex(g, u);
-        int reads_w = frozen, reads_u = 0;
-        for (uint32_t j = 0; !frozen && j < uk->ninputs; j++) reads_w |= uk->inputs[j] == (uint32_t)wv;
+        /* trained: U_k reads w_k; frozen: G_k does (a trained G_k never reads its weight) */
+        const tp_vertex *fk = tp_graph_vertex(g, (uint32_t)f), *uk = tp_graph_vertex(g, (uint32_t)(frozen ? gq : uq));
+        int reads_w = 0, reads_u = 0;
+        for (uint32_t j = 0; j < uk->ninputs; j++) reads_w |= uk->inputs[j] == (uint32_t)wv;
         for (uint32_t j = 0; j < fk->ninputs; j++) reads_u |= fk->inputs[j] == u;
         if (!reads_w || !reads_u)
-            st = tp__fail(err, TP_ERR_INVALID, "not a chain graph: '%s' must read 'w%u' and '%s' must read '%s'", uk->id, k,
-                          fk->id, uk->id);
+            st = frozen ? tp__fail(err, TP_ERR_INVALID,
+                                   "not a chain graph: no 'U%u', and as a frozen layer 'G%u' and 'F%u' must read 'w%u'", k, k,
+                                   k, k)
+                        : tp__fail(err, TP_ERR_INVALID, "not a chain graph: '%s' must read 'w%u' and '%s' must read '%s'", uk->id,
+                                   k, fk->id, uk->id);
         c->w[k - 1] = tp_graph_vertex(g, (uint32_t)wv)->bytes;
         c->frozen[k - 1] = (uint8_t)frozen;
         c->uf[k - 1] = c->ub[k - 1] = 1;
