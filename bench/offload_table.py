@@ -17,7 +17,7 @@ time on this machine (printed for the gap, not as a benchmark figure).
 Writes OUT/offload_table1.csv, OUT/offload_sweep.csv and, with gnuplot, OUT/offload_sweep.png
 (a fixed script over fixed names in a private temporary directory; every file written to a
 temporary name and renamed into place).
-usage: bench/offload_table.py [--turnip PATH] [--time-limit S] [--out DIR] [--sweep-chain NAME]
+usage: bench/offload_table.py [--turnip PATH] [--time-limit S (120)] [--out DIR] [--sweep-chain NAME]
                               [--betas 1,2,4,8,12,16] [--only NAME,...]"""
 import csv
 import json
@@ -130,7 +130,9 @@ def show(r, first):
 
 def main(argv):
     turnip = os.path.join(ROOT, "build", "turnip")
-    limit, out, sweep_chain, betas, only = 60.0, os.path.join(ROOT, "out"), "gpt2-38-b16", [1, 2, 4, 8, 12, 16], None
+    # 120 s: on a 2-core Intel Xeon VM bert-144-b32's simplex took 33 s, past the half of a 60 s
+    # limit it is given (docs/weight-offload.md "Table 1 rebuilt")
+    limit, out, sweep_chain, betas, only = 120.0, os.path.join(ROOT, "out"), "gpt2-38-b16", [1, 2, 4, 8, 12, 16], None
     i = 0
     while i < len(argv):
         a = argv[i]
