@@ -114,8 +114,6 @@ static int run(int argc, char **argv)
     tp_chain *c;
     tp_status s = tp_chain_read_file(path, &c, &e);
     if (s) return cli_fail("offload-plan", s, &e);
-    uint32_t nfrozen = 0;
-    for (uint32_t k = 0; k < c->layers; k++) nfrozen += (uint32_t)tp_chain_frozen(c, k);
     tp_chain_bound_result b = {0};
     tp_offload_schedule *sc = NULL;
     tp_offload_report r;
@@ -137,6 +135,8 @@ static int run(int argc, char **argv)
     printf("algo %s\nmakespan %.9g s\ncompute %.9g s\nratio %.6f\nmoved %llu bytes\npeak %llu bytes (%s)\n",
            fl.algo ? fl.algo : "greedy", r.makespan, r.compute, r.compute > 0 ? r.makespan / r.compute : 1.0,
            (unsigned long long)r.bytes_moved, (unsigned long long)r.peak, cli_bytes_str((double)r.peak, pb, sizeof pb));
+    uint32_t nfrozen = 0;
+    for (uint32_t k = 0; k < c->layers; k++) nfrozen += (uint32_t)tp_chain_frozen(c, k);
     if (nfrozen) printf("frozen %u of %u layers\n", nfrozen, c->layers);
     if (fl.bound) {
         print_bound(&b, r.compute);

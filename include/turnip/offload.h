@@ -43,6 +43,13 @@ static inline int tp_chain_frozen(const tp_chain *c, uint32_t i)
     return c->frozen && c->frozen[i];
 }
 
+/* The gradient B_i holds besides w_i (equation 1: M_B_i = |w_i| + this + the activations): |w_i|,
+ * 0 for a frozen layer. What the strategies and the bound charge; the checker counts its own. */
+static inline uint64_t tp_chain_grad_bytes(const tp_chain *c, uint32_t i)
+{
+    return tp_chain_frozen(c, i) ? 0 : c->w[i];
+}
+
 /* A chain of 1..2^20 layers with every array allocated and zeroed (mgpu and beta 0) for the
  * caller to fill; NULL for a count out of range or out of memory. Free with tp_chain_free. */
 tp_chain *tp_chain_new(uint32_t layers);

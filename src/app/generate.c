@@ -388,6 +388,24 @@ static tp_status read_output(gen *G, tp_exec *x, const tp_memgraph *mg, const ch
     return tp_exec_read(x, &mv.write, dst, G->err);
 }
 
+/* TURNIP_CHECK_PLAN_REUSE=1: plans g afresh under po and fails (TP_ERR_CHECK) unless the plan
+ * is the reused one, mg, to the byte of their JSON */
+static tp_status check_reused(gen *G, const tp_graph *g, const tp_plan_opts *po, const tp_memgraph *mg)
+{
+    tp_memgraph *fresh = NULL;
+    char *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    tp_status s = tp_plan(g, po, &fresh, G->err);
+    if (!s) s = tp_memgraph_to_string(mg, &a, &na, G->err);
+    if (!s) s = tp_memgraph_to_string(fresh, &b, &nb, G->err);
+    if (!s && (na != nb || memcmp(a, b, na)))
+        s = tp__fail(G->err, TP_ERR_CHECK, "generate: a reused plan differs from the plan made for its step (TURNIP_CHECK_PLAN_REUSE)");
+    free(a);
+    free(b);
+    tp_memgraph_free(fresh);
+    return s;
+}
+
 /* Plans g (finalized) under the caps, small allocations packed below pack_below bytes (0:
  * none), checks it, makes its executor in the session. With reuse (a plan per step), takes the
  * last step's plan instead where g is the same graph but for kernel attributes
@@ -405,20 +423,7 @@ static tp_status plan_exec(gen *G, const tp_graph *g, uint64_t pack_below, int r
         tp_graph_free(G->rg); /* no longer the plan's */
         G->rg = NULL;
         G->r->decode_plans_reused++;
-        if (G->check_reuse) {
-            tp_memgraph *fresh = NULL;
-            char *a = NULL, *b = NULL;
-            size_t na = 0, nb = 0;
-            s = tp_plan(g, &po, &fresh, G->err);
-            if (!s) s = tp_memgraph_to_string(*mg, &a, &na, G->err);
-            if (!s) s = tp_memgraph_to_string(fresh, &b, &nb, G->err);
-            if (!s && (na != nb || memcmp(a, b, na)))
-                s = tp__fail(G->err, TP_ERR_CHECK,
-                             "generate: a reused plan differs from the plan made for its step (TURNIP_CHECK_PLAN_REUSE)");
-            free(a);
-            free(b);
-            tp_memgraph_free(fresh);
-        }
+        if (G->check_reuse) s = check_reused(G, g, &po, *mg);
     } else {
         s = tp_plan(g, &po, mg, G->err);
         if (!s && reuse) G->r->decode_plans++;

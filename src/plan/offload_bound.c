@@ -366,7 +366,7 @@ static tp_status build(job *jo, glp_prob **lpo, double **colubo, int *ncolso, do
     for (uint32_t i = 0; i < L; i++) {
         acc += c->a[i + 1]; /* sum_{k <= i+1} |a^k|, paper's layer i+1 */
         Mk[L + i] = c->w[i] + acc;
-        Mk[L - 1 - i] = (tp_chain_frozen(c, i) ? 1 : 2) * c->w[i] + acc; /* B: + its gradient */
+        Mk[L - 1 - i] = c->w[i] + tp_chain_grad_bytes(c, i) + acc;
         uk[L + i] = c->uf[i];
         uk[L - 1 - i] = c->ub[i];
     }

@@ -94,8 +94,8 @@ tp_status tp_chain_taskgraph(const tp_chain *c, double flops_per_s, const tp_off
     /* backward, k = L..1, d_L being a^L: X_k (a^{k-1}, w_k, d_k) -> d_{k-1} in place on a^{k-1}
      * (k >= 2); G_k (d_k, d_{k-1}) -> g_k (a^0 for d_0); U_k (w_k, g_k) -> w_k' in place on w_k.
      * The memory is equation 1's: X_k holds w_k + a^0..a^{k-1} + d_k, G_k and U_k at most
-     * 2 w_k + a^0..a^{k-2} + d_{k-1} + d_k (a frozen G_k, in place on d_k, one w_k); and X_k comes first, so the weight's prefetch is the
-     * first need of B_k in the planner's order */
+     * 2 w_k + a^0..a^{k-2} + d_{k-1} + d_k (a frozen G_k, in place on d_k, one w_k); and X_k
+     * comes first, so the weight's prefetch is the first need of B_k in the planner's order */
     uint32_t d = a[L];
     for (uint32_t k = L; k >= 1 && !b.st; k--) {
         double ub = c->ub[k - 1] * flops_per_s;
@@ -256,9 +256,10 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
         /* a trained layer: U_k updates w_k, F_k reads U_k; a frozen one (tp_chain_taskgraph): no
          * U_k, F_k reads w_k, and w_k leaves after G_k, the last kernel of B_k */
         char uid[32];
-        int64_t wv = named(g, 'w', k, TP_V_INPUT, err), uq = wv < 0 ? -1 : lookup(g, 'U', k, TP_V_KERNEL, uid),
-                gq = wv < 0 || uq >= 0 ? -1 : named(g, 'G', k, TP_V_KERNEL, err),
-                f = wv < 0 || (uq < 0 && gq < 0) ? -1 : named(g, 'F', k, TP_V_KERNEL, err);
+        int64_t wv = named(g, 'w', k, TP_V_INPUT, err), uq = -1, gq = -1, f = -1;
+        if (wv >= 0) uq = lookup(g, 'U', k, TP_V_KERNEL, uid);
+        if (wv >= 0 && uq < 0) gq = named(g, 'G', k, TP_V_KERNEL, err); /* frozen, or not a chain graph */
+        if (uq >= 0 || gq >= 0) f = named(g, 'F', k, TP_V_KERNEL, err);
         if (f < 0) {
             st = TP_ERR_INVALID;
             break;

@@ -31,8 +31,7 @@ static tp_status select_once(const tp_chain *c, int discount, int own, uint8_t *
     for (uint32_t i = 0; i < L; i++) {
         pre += (double)c->a[i + 1];                                /* a^0..a^{i+1}: the paper's sum_{k<=i} */
         E[i] = wsum + own * (double)c->w[i] + pre - (double)c->mgpu;             /* M_F = w_i + acts */
-        /* M_B = 2 w_i + acts: the gradient, which a frozen layer has not */
-        E[L + i] = wsum + (own + !tp_chain_frozen(c, i)) * (double)c->w[i] + pre - (double)c->mgpu;
+        E[L + i] = wsum + own * (double)c->w[i] + (double)tp_chain_grad_bytes(c, i) + pre - (double)c->mgpu; /* M_B */
     }
     memset(sel, 0, L);
     tp_status st = TP_OK;
@@ -235,7 +234,7 @@ static int greedy_cut(const tp_chain *c, const uint8_t *sel, int discount, uint3
             tpre = ready = t + tw;
         }
         int fz = tp_chain_frozen(c, k);
-        int64_t x = (int64_t)pref[k + 1] + (fz ? 0 : w), r = (int64_t)pref[k]; /* + the gradient */
+        int64_t x = (int64_t)pref[k + 1] + (int64_t)tp_chain_grad_bytes(c, k), r = (int64_t)pref[k];
         double s0 = tgpu > ready ? tgpu : ready, st = tl_earliest(tl, s0, c->ub[k], x - rest, r - rest);
         if (!isfinite(st)) return 1;
         put(b, TP_OFFOP_B, k, st, st + c->ub[k]);
@@ -426,8 +425,7 @@ tp_status tp_offload_schedule_l2l(const tp_chain *c, tp_offload_schedule **out, 
         uint32_t k = lay(L, p);
         int isb = p < L;
         double u = isb ? c->ub[k] : c->uf[k];
-        int64_t x = (int64_t)pref[k + 1] + (isb && !tp_chain_frozen(c, k) ? (int64_t)c->w[k] : 0), /* + the gradient */
-                r = isb ? (int64_t)pref[k] : x;
+        int64_t x = (int64_t)pref[k + 1] + (isb ? (int64_t)tp_chain_grad_bytes(c, k) : 0), r = isb ? (int64_t)pref[k] : x;
         double s0 = tgpu > ready[k] ? tgpu : ready[k], t = tl_earliest(&tl, s0, u, x - rest, r - rest);
         if (!isfinite(t)) goto infeasible;
         put(&b, isb ? TP_OFFOP_B : TP_OFFOP_F, k, t, t + u);
