@@ -290,6 +290,65 @@ static void nop_rel(void *ctx, uint32_t rel)
     (void)rel;
 }
 
+/* In-order walk of a treap into keys[] (k1, k2, start, len, aux per node); checks each node's
+ * subtree maximum where the treap keeps one. Returns the node count, or -1 on a bad maximum. */
+typedef struct {
+    uint64_t k1, k2, start, len, aux;
+} tnode_view;
+static uint64_t walk_max;
+static int walk(const tp__treap *T, uint32_t t, tnode_view *out, int n, int cap)
+{
+    if (t == TP__NONE || n < 0) return n;
+    n = walk(T, T->n[t].l, out, n, cap);
+    if (n < 0 || n >= cap) return -1;
+    out[n++] = (tnode_view){T->n[t].k1, T->n[t].k2, T->n[t].start, T->n[t].len, T->n[t].aux};
+    n = walk(T, T->n[t].r, out, n, cap);
+    if (n < 0 || !T->aug) return n;
+    uint64_t m = T->n[t].len;
+    if (T->n[t].l != TP__NONE && T->n[T->n[t].l].mx > m) m = T->n[T->n[t].l].mx;
+    if (T->n[t].r != TP__NONE && T->n[T->n[t].r].mx > m) m = T->n[T->n[t].r].mx;
+    walk_max = m;
+    return m == T->n[t].mx ? n : -1;
+}
+
+/* The three indexes of the free space against the block list, which shares no code with them:
+ * segs holds every free segment (keyed by its start, aux its block, the block's node `sn`),
+ * runs every maximal free stretch by address, aged the same runs by (age, start) with the age
+ * runs holds; subtree maxima are right. */
+static int check_indexes(const tp__alloc *a)
+{
+    static tnode_view segs[4096], runs[4096], aged[4096];
+    int ns = walk(&a->segs, a->segs.root, segs, 0, 4096);
+    int nr = walk(&a->runs, a->runs.root, runs, 0, 4096);
+    int na = walk(&a->aged, a->aged.root, aged, 0, 4096);
+    if (ns < 0 || nr < 0 || na != nr) return 0;
+    int k = 0, r = 0;
+    uint64_t rs = 0, re = 0;
+    for (uint32_t i = a->head; i != TP__NONE; i = a->b[i].next) {
+        const tp__block *x = &a->b[i];
+        if (x->owner != TP__NONE) continue;
+        if (k >= ns || segs[k].k1 != x->start || segs[k].start != x->start || segs[k].aux != i) return 0;
+        if (a->segs.n[x->sn].k1 != x->start || a->segs.n[x->sn].aux != i) return 0;
+        k++;
+        if (i == a->head || a->b[x->prev].owner != TP__NONE) rs = x->start;
+        re = x->start + x->size;
+        if (x->next == TP__NONE || a->b[x->next].owner != TP__NONE) { /* a run ends here */
+            if (r >= nr || runs[r].k1 != rs || runs[r].start != rs || runs[r].len != re - rs) return 0;
+            r++;
+        }
+    }
+    if (k != ns || r != nr) return 0;
+    for (int q = 0; q < na; q++) {
+        if (q && (aged[q - 1].k1 > aged[q].k1 || (aged[q - 1].k1 == aged[q].k1 && aged[q - 1].k2 >= aged[q].k2))) return 0;
+        int hit = 0;
+        for (int j = 0; j < nr; j++)
+            hit |= runs[j].start == aged[q].start && runs[j].len == aged[q].len && runs[j].aux == aged[q].k1 &&
+                   aged[q].k2 == aged[q].start;
+        if (!hit) return 0;
+    }
+    return 1;
+}
+
 /* random takes and releases: first and last fit equal the naive searches; oldest fit is a
  * free, aligned placement; the used byte count matches the blocks */
 TEST(alloc_indexed_matches_naive)
@@ -326,8 +385,10 @@ TEST(alloc_indexed_matches_naive)
                 ASSERT_EQ(nvw, nvn);
                 for (uint32_t q = 0; q < nvw; q++) ASSERT_EQ(wv[q], vn[q]);
             }
-            /* the keyed search: keys are next uses (0: pinned), victims above a random horizon */
+            /* the keyed search: keys are next uses (0: pinned), victims above a random horizon;
+             * every third step, so that key changes pile up between searches */
             horizon = rnd() % 4 ? 0 : rnd() % 30;
+            if (rnd() % 3 == 0) {
             int fk = tp__alloc_find_window_keyed(&a, size, horizon, 0, score_horizon, NULL, &wa, wv, &nvw);
             fnw = naive_window(&a, size, score_horizon, NULL, &na, vn, &nvn);
             ASSERT_EQ(fk, fnw);
@@ -349,6 +410,13 @@ TEST(alloc_indexed_matches_naive)
             } else {
                 ASSERT_EQ(fb, fnw);
                 if (fb) ASSERT_EQ(wa, na);
+            }
+            }
+            /* a live block's value is read: its next use moves (and may come back) */
+            if (nlive && rnd() % 2) {
+                uint32_t b = live[rnd() % nlive], o = a.b[b].owner;
+                scores[o].next_use = rnd() % 8 == 0 ? UINT64_MAX : 1 + rnd() % 50;
+                tp__alloc_set_key(&a, b, scores[o].pinned ? 0 : scores[o].next_use);
             }
             scores[op].pinned = rnd() % 6 == 0;
             scores[op].next_use = rnd() % 8 == 0 ? UINT64_MAX : 1 + rnd() % 50; /* ties on purpose */
@@ -374,7 +442,55 @@ TEST(alloc_indexed_matches_naive)
             }
             ASSERT_EQ(covered, cap);
             ASSERT_EQ(used, a.used);
+            CHECK(check_indexes(&a));
         }
         tp__alloc_free(&a);
     }
+}
+
+/* Keys written between searches wait in a list, which is flushed at the next search or when it
+ * holds two entries per block slot: many takes, key changes and releases with no search keep
+ * it bounded, and the search that follows sees every live block's last key. */
+TEST(alloc_keys_between_searches)
+{
+    tp__alloc a;
+    CHECK(tp__alloc_init(&a, 1 << 16));
+    uint32_t live[64], nlive = 0;
+    for (int op = 0; op < 2999; op++) {
+        uint64_t size = 16 + rnd() % 1000, at;
+        if (nlive < 64 && tp__alloc_find(&a, size, TP__FIT_LOWEST, &at) && rnd() % 2) {
+            uint32_t b = tp__alloc_take(&a, at, size, (uint32_t)op, nop_rel, NULL);
+            CHECK(b != TP__NONE);
+            scores[op] = (tp__victim_score){0, 1 + rnd() % 50, size};
+            tp__alloc_set_key(&a, b, scores[op].next_use);
+            live[nlive++] = b;
+        } else if (nlive) {
+            uint32_t k = (uint32_t)(rnd() % nlive);
+            if (rnd() % 2) { /* read: the key moves */
+                uint32_t o = a.b[live[k]].owner;
+                scores[o].next_use = 1 + rnd() % 50;
+                tp__alloc_set_key(&a, live[k], scores[o].next_use);
+            } else {
+                tp__alloc_release(&a, live[k], 0, (uint64_t)op + 1);
+                live[k] = live[--nlive];
+            }
+        }
+        CHECK(a.ndirty <= 2 * a.capb + 1);
+    }
+    CHECK(nlive > 0);
+    horizon = 0;
+    for (uint64_t size = 64; size <= (1 << 16); size *= 2) {
+        uint64_t wa = 0, na = 0;
+        uint32_t wv[1100], nvw = 0, vn[1100], nvn = 0;
+        int fk = tp__alloc_find_window_keyed(&a, size, 0, 0, score_horizon, NULL, &wa, wv, &nvw);
+        int fn = naive_window(&a, size, score_horizon, NULL, &na, vn, &nvn);
+        ASSERT_EQ(fk, fn);
+        if (fk) {
+            ASSERT_EQ(wa, na);
+            ASSERT_EQ(nvw, nvn);
+            for (uint32_t q = 0; q < nvw; q++) ASSERT_EQ(wv[q], vn[q]);
+        }
+    }
+    ASSERT_EQ(a.ndirty, 0);
+    tp__alloc_free(&a);
 }

@@ -2,14 +2,21 @@
  *
  * Three treaps index the free space so that fitting and taking cost O(log B): free segments
  * by address (which segment holds an address), free runs by address (first fit) and free runs
- * by (age, address) (oldest fit). Each is augmented with the largest span in a subtree, and a
- * fit is the first node in key order whose span holds the aligned request. */
+ * by (age, address) (oldest fit). The run indexes are augmented with the largest span in a
+ * subtree, and a fit is the first node in key order whose span holds the aligned request.
+ * Where a take or release keeps a node's place in the key order (a run cut at one end, a run
+ * grown by a released block, a segment handing its node to its tail or to the block freed
+ * before it), the node is rewritten in place instead of erased and inserted again. A fourth
+ * treap orders occupied blocks by eviction key; key changes are written to it only when it is
+ * read. */
 #include <stdlib.h>
 #include <string.h>
 #include "io/util.h"
 #include "plan/alloc.h"
 
-/* ---- treap ---- */
+/* ---- treap ----
+ * runs and aged keep the largest span in each subtree (aug 1); segs and bykey are plain
+ * ordered sets (aug 0: len and mx stay 0 and are never mended). */
 
 static int key_lt(const tp__tnode *x, uint64_t k1, uint64_t k2)
 {
@@ -25,33 +32,33 @@ static void t_upd(tp__tnode *n, uint32_t t)
 }
 
 /* l: keys < (k1, k2); r: the rest */
-static void t_split(tp__tnode *n, uint32_t t, uint64_t k1, uint64_t k2, uint32_t *l, uint32_t *r)
+static void t_split(tp__tnode *n, int aug, uint32_t t, uint64_t k1, uint64_t k2, uint32_t *l, uint32_t *r)
 {
     if (t == TP__NONE) {
         *l = *r = TP__NONE;
         return;
     }
     if (key_lt(&n[t], k1, k2)) {
-        t_split(n, n[t].r, k1, k2, &n[t].r, r);
+        t_split(n, aug, n[t].r, k1, k2, &n[t].r, r);
         *l = t;
     } else {
-        t_split(n, n[t].l, k1, k2, l, &n[t].l);
+        t_split(n, aug, n[t].l, k1, k2, l, &n[t].l);
         *r = t;
     }
-    t_upd(n, t);
+    if (aug) t_upd(n, t);
 }
 
-static uint32_t t_merge(tp__tnode *n, uint32_t a, uint32_t b)
+static uint32_t t_merge(tp__tnode *n, int aug, uint32_t a, uint32_t b)
 {
     if (a == TP__NONE) return b;
     if (b == TP__NONE) return a;
     if (n[a].pri > n[b].pri) {
-        n[a].r = t_merge(n, n[a].r, b);
-        t_upd(n, a);
+        n[a].r = t_merge(n, aug, n[a].r, b);
+        if (aug) t_upd(n, a);
         return a;
     }
-    n[b].l = t_merge(n, a, n[b].l);
-    t_upd(n, b);
+    n[b].l = t_merge(n, aug, a, n[b].l);
+    if (aug) t_upd(n, b);
     return b;
 }
 
@@ -67,22 +74,23 @@ static int t_reserve(tp__treap *T, size_t need)
 }
 
 /* x into the subtree t: down the keys until x's priority wins, then t splits under it */
-static uint32_t t_ins(tp__tnode *n, uint32_t t, uint32_t x)
+static uint32_t t_ins(tp__tnode *n, int aug, uint32_t t, uint32_t x)
 {
     if (t == TP__NONE) return x;
     if (n[x].pri > n[t].pri) {
-        t_split(n, t, n[x].k1, n[x].k2, &n[x].l, &n[x].r);
-        t_upd(n, x);
+        t_split(n, aug, t, n[x].k1, n[x].k2, &n[x].l, &n[x].r);
+        if (aug) t_upd(n, x);
         return x;
     }
-    if (key_lt(&n[t], n[x].k1, n[x].k2)) n[t].r = t_ins(n, n[t].r, x);
-    else n[t].l = t_ins(n, n[t].l, x);
-    t_upd(n, t);
+    if (key_lt(&n[t], n[x].k1, n[x].k2)) n[t].r = t_ins(n, aug, n[t].r, x);
+    else n[t].l = t_ins(n, aug, n[t].l, x);
+    if (aug) t_upd(n, t);
     return t;
 }
 
-/* room was made by tp__alloc_reserve: a treap never holds more nodes than there are blocks */
-static void t_insert(tp__treap *T, uint64_t k1, uint64_t k2, uint64_t start, uint64_t len, uint64_t aux)
+/* room was made by tp__alloc_reserve: a treap never holds more nodes than there are blocks.
+ * Returns the node, whose index stays its own until it is erased. */
+static uint32_t t_insert(tp__treap *T, uint64_t k1, uint64_t k2, uint64_t start, uint64_t len, uint64_t aux)
 {
     uint32_t x;
     if (T->freel != TP__NONE) {
@@ -95,7 +103,8 @@ static void t_insert(tp__treap *T, uint64_t k1, uint64_t k2, uint64_t start, uin
     T->seed ^= T->seed >> 17;
     T->seed ^= T->seed << 5;
     T->n[x] = (tp__tnode){k1, k2, len, len, start, aux, TP__NONE, TP__NONE, T->seed};
-    T->root = t_ins(T->n, T->root, x);
+    T->root = t_ins(T->n, T->aug, T->root, x);
+    return x;
 }
 
 /* the subtree t without key (k1, k2): its node is replaced by the merge of its children */
@@ -104,15 +113,37 @@ static uint32_t t_del(tp__treap *T, uint32_t t, uint64_t k1, uint64_t k2)
     tp__tnode *n = T->n;
     if (t == TP__NONE) return t;
     if (n[t].k1 == k1 && n[t].k2 == k2) {
-        uint32_t m = t_merge(n, n[t].l, n[t].r);
+        uint32_t m = t_merge(n, T->aug, n[t].l, n[t].r);
         n[t].l = T->freel;
         T->freel = t;
         return m;
     }
     if (key_lt(&n[t], k1, k2)) n[t].r = t_del(T, n[t].r, k1, k2);
     else n[t].l = t_del(T, n[t].l, k1, k2);
-    t_upd(n, t);
+    if (T->aug) t_upd(n, t);
     return t;
+}
+
+/* In an augmented treap, the node keyed (k1, k2) below t takes key (n1, n2), start and len in
+ * place, and aux; the caller keeps the order (no other key lies between the old key and the
+ * new one). The subtree maxima are mended on the way back up as long as they change. Returns whether
+ * t's maximum changed. */
+static int t_set(tp__tnode *n, uint32_t t, uint64_t k1, uint64_t k2, uint64_t n1, uint64_t n2, uint64_t start,
+                 uint64_t len, uint64_t aux)
+{
+    if (t == TP__NONE) return 0;
+    if (n[t].k1 == k1 && n[t].k2 == k2) {
+        n[t].k1 = n1;
+        n[t].k2 = n2;
+        n[t].start = start;
+        n[t].len = len;
+        n[t].aux = aux;
+    } else if (!t_set(n, key_lt(&n[t], k1, k2) ? n[t].r : n[t].l, k1, k2, n1, n2, start, len, aux)) {
+        return 0;
+    }
+    uint64_t old = n[t].mx;
+    t_upd(n, t);
+    return n[t].mx != old;
 }
 
 static void t_erase(tp__treap *T, uint64_t k1, uint64_t k2)
@@ -176,6 +207,25 @@ static void run_del(tp__alloc *a, uint32_t node)
     t_erase(&a->aged, x.aux, x.start);
 }
 
+/* Run `node` (of runs) becomes [start, start + len) of the same age, in place in both indexes:
+ * the caller keeps the address order (no other run starts between its old start and the new). */
+static void run_set(tp__alloc *a, uint32_t node, uint64_t start, uint64_t len)
+{
+    tp__tnode x = a->runs.n[node];
+    t_set(a->runs.n, a->runs.root, x.k1, 0, start, 0, start, len, x.aux);
+    t_set(a->aged.n, a->aged.root, x.aux, x.start, x.aux, start, start, len, 0);
+}
+
+/* Run `node` becomes [start, start + len) of age `age`: in place by address (the caller keeps
+ * the order), moved in the index by age. */
+static void run_regrow(tp__alloc *a, uint32_t node, uint64_t start, uint64_t len, uint64_t age)
+{
+    tp__tnode x = a->runs.n[node];
+    t_set(a->runs.n, a->runs.root, x.k1, 0, start, 0, start, len, age);
+    t_erase(&a->aged, x.aux, x.start);
+    t_insert(&a->aged, age, start, start, len, 0);
+}
+
 static uint64_t align_up(uint64_t x, uint64_t a)
 {
     return (x + a - 1) & ~(a - 1);
@@ -225,6 +275,7 @@ static uint32_t insert_after(tp__alloc *a, uint32_t after)
     uint32_t i = new_block(a);
     tp__block *x = &a->b[i];
     x->keyed = 0;
+    x->dirty = 0;
     x->prev = after;
     x->next = after == TP__NONE ? a->head : a->b[after].next;
     if (x->next != TP__NONE) a->b[x->next].prev = i;
@@ -237,7 +288,17 @@ static uint32_t insert_after(tp__alloc *a, uint32_t after)
 /* the segment index: call with the block's start set */
 static void free_push(tp__alloc *a, uint32_t i)
 {
-    t_insert(&a->segs, a->b[i].start, 0, a->b[i].start, 0, i);
+    a->b[i].sn = t_insert(&a->segs, a->b[i].start, 0, a->b[i].start, 0, i);
+}
+
+/* free segment `from` leaves the segment index and `to` takes its node, in place: the caller
+ * keeps the order (no free segment starts between their starts) */
+static void free_handover(tp__alloc *a, uint32_t from, uint32_t to)
+{
+    uint32_t x = a->b[from].sn;
+    a->segs.n[x].k1 = a->segs.n[x].start = a->b[to].start;
+    a->segs.n[x].aux = to;
+    a->b[to].sn = x;
 }
 
 static void free_unlink(tp__alloc *a, uint32_t i)
@@ -255,13 +316,14 @@ int tp__alloc_init(tp__alloc *a, uint64_t cap)
     for (int k = 0; k < 4; k++) {
         ts[k]->root = ts[k]->freel = TP__NONE;
         ts[k]->seed = 0x9e3779b9u + (uint32_t)k;
+        ts[k]->aug = ts[k] == &a->runs || ts[k] == &a->aged;
     }
     if (!tp__alloc_reserve(a, 2)) {
         tp__alloc_free(a);
         return 0;
     }
     uint32_t i = insert_after(a, TP__NONE);
-    a->b[i] = (tp__block){0, cap, TP__NONE, TP__NONE, TP__NONE, TP__NONE, 0, 0, 0};
+    a->b[i] = (tp__block){.start = 0, .size = cap, .prev = TP__NONE, .next = TP__NONE, .owner = TP__NONE, .rel = TP__NONE, .sn = TP__NONE};
     free_push(a, i);
     if (cap) run_add(a, 0, cap, 0);
     return 1;
@@ -277,6 +339,7 @@ void tp__alloc_free(tp__alloc *a)
     free(a->w);
     free(a->ds);
     free(a->roots);
+    free(a->dirty);
     memset(a, 0, sizeof *a);
 }
 
@@ -332,15 +395,22 @@ uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t own
 {
     if (!tp__alloc_reserve(a, 2)) return TP__NONE; /* out of memory: the only failure */
     uint64_t end = addr + size;
-    /* the run holding [addr, end) loses those bytes; its pieces keep its age */
+    /* the run holding [addr, end) loses those bytes; its pieces keep its age and, in place,
+     * its nodes where they stay in order */
     uint32_t rn = t_pred(&a->runs, addr);
     uint64_t rs = a->runs.n[rn].start, re = rs + a->runs.n[rn].len, rage = a->runs.n[rn].aux;
-    run_del(a, rn);
-    if (rs < addr) run_add(a, rs, addr - rs, rage);
-    if (end < re) run_add(a, end, re - end, rage);
+    if (rs < addr) {
+        run_set(a, rn, rs, addr - rs);
+        if (end < re) run_add(a, end, re - end, rage);
+    } else if (end < re) {
+        run_set(a, rn, end, re - end);
+    } else {
+        run_del(a, rn);
+    }
     /* the free segment holding addr */
     uint32_t i = (uint32_t)a->segs.n[t_pred(&a->segs, addr)].aux;
-    /* split off the part before addr */
+    int indexed = 1; /* `first` has a node in segs (not a piece split off below) */
+    /* split off the part before addr (which keeps its node) */
     if (a->b[i].start < addr) {
         uint32_t j = insert_after(a, i); /* may move a->b: index, don't hold pointers */
         a->b[j].start = addr;
@@ -349,13 +419,14 @@ uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t own
         a->b[j].rel = a->b[i].rel;
         a->b[j].freed_at = a->b[i].freed_at;
         a->b[i].size = addr - a->b[i].start;
-        free_push(a, j);
         i = j;
+        indexed = 0;
     }
     /* i starts at addr; consume segments until end */
     uint32_t prev_rel = TP__NONE;
     uint32_t first = i;
     uint32_t cur = i;
+    uint32_t tail = TP__NONE;
     for (;;) {
         if (a->b[cur].rel != TP__NONE && a->b[cur].rel != prev_rel) {
             on_rel(ctx, a->b[cur].rel);
@@ -363,27 +434,33 @@ uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t own
         }
         uint64_t yend = a->b[cur].start + a->b[cur].size;
         if (yend > end) { /* keep the tail free */
-            uint32_t t = insert_after(a, cur);
-            a->b[t].start = end;
-            a->b[t].size = yend - end;
-            a->b[t].owner = TP__NONE;
-            a->b[t].rel = a->b[cur].rel;
-            a->b[t].freed_at = a->b[cur].freed_at;
+            tail = insert_after(a, cur);
+            a->b[tail].start = end;
+            a->b[tail].size = yend - end;
+            a->b[tail].owner = TP__NONE;
+            a->b[tail].rel = a->b[cur].rel;
+            a->b[tail].freed_at = a->b[cur].freed_at;
             a->b[cur].size = end - a->b[cur].start;
-            free_push(a, t);
             yend = end;
         }
         if (yend == end) break;
         cur = a->b[cur].next;
     }
-    /* merge first..cur into `first`, which leaves the free list */
+    /* merge first..cur into `first`, which leaves the free list; the tail takes the node of
+     * the last consumed segment (cur), whose start is the last one below end */
     while (a->b[first].next != TP__NONE && a->b[first].start + a->b[first].size < end) {
         uint32_t nx = a->b[first].next;
         a->b[first].size += a->b[nx].size;
-        free_unlink(a, nx);
+        if (nx == cur && tail != TP__NONE) free_handover(a, nx, tail);
+        else free_unlink(a, nx);
         drop_block(a, nx);
     }
-    free_unlink(a, first);
+    if (first == cur && tail != TP__NONE) {
+        if (indexed) free_handover(a, first, tail);
+        else free_push(a, tail);
+    } else if (indexed) {
+        free_unlink(a, first);
+    }
     tp__block *f = &a->b[first];
     f->owner = owner;
     f->rel = TP__NONE;
@@ -404,36 +481,44 @@ void tp__alloc_release(tp__alloc *a, uint32_t blk, uint32_t rel, uint64_t stamp)
         t_erase(&a->bykey, UINT64_MAX - a->b[blk].key, blk);
         a->b[blk].keyed = 0;
     }
+    a->b[blk].dirty = 0;
     tp__block *x = &a->b[blk];
-    /* the run: this block plus the free runs it touches */
+    /* the run: this block plus the free runs it touches, kept in the node of the run before it
+     * (or else after it) by address; by age it moves */
     uint64_t rs = x->start, re = x->start + x->size, age = stamp;
+    uint32_t pn = TP__NONE, nn = TP__NONE;
     if (x->prev != TP__NONE && a->b[x->prev].owner == TP__NONE) {
-        uint32_t rn = t_pred(&a->runs, x->start - 1);
-        rs = a->runs.n[rn].start;
-        if (a->runs.n[rn].aux > age) age = a->runs.n[rn].aux;
-        run_del(a, rn);
+        pn = t_pred(&a->runs, x->start - 1);
+        rs = a->runs.n[pn].start;
+        if (a->runs.n[pn].aux > age) age = a->runs.n[pn].aux;
     }
     if (x->next != TP__NONE && a->b[x->next].owner == TP__NONE) {
-        uint32_t rn = t_pred(&a->runs, re);
-        re = a->runs.n[rn].start + a->runs.n[rn].len;
-        if (a->runs.n[rn].aux > age) age = a->runs.n[rn].aux;
-        run_del(a, rn);
+        nn = t_pred(&a->runs, re);
+        re = a->runs.n[nn].start + a->runs.n[nn].len;
+        if (a->runs.n[nn].aux > age) age = a->runs.n[nn].aux;
     }
-    if (re > rs) run_add(a, rs, re - rs, age);
+    if (pn != TP__NONE) {
+        if (nn != TP__NONE) run_del(a, nn);
+        run_regrow(a, pn, rs, re - rs, age);
+    } else if (nn != TP__NONE) {
+        run_regrow(a, nn, rs, re - rs, age);
+    } else if (re > rs) {
+        run_add(a, rs, re - rs, age);
+    }
     a->used -= x->size;
     x->owner = TP__NONE;
     x->rel = rel;
     x->freed_at = stamp;
-    free_push(a, blk);
-    /* fold in a free neighbour that carries the same release list */
-    if (x->next != TP__NONE) {
-        tp__block *y = &a->b[x->next];
-        if (y->owner == TP__NONE && y->rel == rel) {
-            x->size += y->size;
-            if (y->freed_at > x->freed_at) x->freed_at = y->freed_at;
-            free_unlink(a, x->next);
-            drop_block(a, x->next);
-        }
+    /* fold in a free neighbour that carries the same release list (its node becomes this
+     * block's); else this block enters the segment index */
+    if (x->next != TP__NONE && a->b[x->next].owner == TP__NONE && a->b[x->next].rel == rel) {
+        uint32_t y = x->next;
+        x->size += a->b[y].size;
+        if (a->b[y].freed_at > x->freed_at) x->freed_at = a->b[y].freed_at;
+        free_handover(a, y, blk);
+        drop_block(a, y);
+    } else {
+        free_push(a, blk);
     }
 }
 
@@ -510,16 +595,43 @@ int tp__alloc_find_window(tp__alloc *a, uint64_t size,
     return 1;
 }
 
+/* the block's key as the index holds it becomes the one it wants */
+static void key_apply(tp__alloc *a, uint32_t blk)
+{
+    tp__block *x = &a->b[blk];
+    x->dirty = 0;
+    if (x->keyed) {
+        if (x->key == x->want) return;
+        t_erase(&a->bykey, UINT64_MAX - x->key, blk);
+    }
+    x->key = x->want;
+    x->keyed = 1;
+    t_insert(&a->bykey, UINT64_MAX - x->key, blk, 0, 0, blk); /* room: one node per block, reserved */
+}
+
+/* Keys are written to the index only when it is read (find_window_keyed): a value read many
+ * times between two searches moves once, and one freed before the next search never. */
+static void key_flush(tp__alloc *a)
+{
+    for (size_t k = 0; k < a->ndirty; k++)
+        if (a->b[a->dirty[k]].dirty) key_apply(a, a->dirty[k]);
+    a->ndirty = 0;
+}
+
 void tp__alloc_set_key(tp__alloc *a, uint32_t blk, uint64_t key)
 {
     tp__block *x = &a->b[blk];
-    if (x->keyed) {
-        if (x->key == key) return;
-        t_erase(&a->bykey, UINT64_MAX - x->key, blk);
+    x->want = key;
+    if (x->dirty || (x->keyed && x->key == key)) return;
+    /* the list holds at most two entries per block slot (stale ones of released slots are
+     * skipped) before it is flushed; without memory for it the key is written at once */
+    if (a->ndirty >= 2 * a->capb) key_flush(a);
+    if (!TP__GROW(a->dirty, a->capdirty, a->ndirty + 1)) {
+        key_apply(a, blk);
+        return;
     }
-    x->key = key;
-    x->keyed = 1;
-    t_insert(&a->bykey, UINT64_MAX - key, blk, 0, 0, blk); /* room: one node per block, reserved */
+    x->dirty = 1;
+    a->dirty[a->ndirty++] = blk;
 }
 
 /* the node with the smallest key > (k1, k2), TP__NONE when none */
@@ -662,6 +774,7 @@ int tp__alloc_find_window_keyed(tp__alloc *a, uint64_t size, uint64_t above, uin
         for (size_t i = 0; i < a->capds; i++) a->ds[i].mark = 0;
         a->dstamp = 1;
     }
+    key_flush(a);
     uint64_t al = tp__align_of(size);
     int found = 0;
     uint64_t best_cost = 0, best_addr = 0;

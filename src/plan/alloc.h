@@ -24,13 +24,17 @@ typedef struct tp__block {
     uint32_t owner;       /* occupied: the value; free: TP__NONE */
     uint32_t rel;         /* free: release-list head (TP__NONE: never used) */
     uint64_t freed_at;    /* free: release stamp (0: never used) */
-    uint64_t key;         /* occupied, when keyed: the caller's eviction key (tp__alloc_set_key) */
-    int keyed;            /* 1 while the block is in the by-key index */
+    uint64_t key;         /* occupied, when keyed: its key in the by-key index */
+    uint64_t want;        /* occupied, when dirty: the caller's eviction key (tp__alloc_set_key), not yet indexed */
+    uint32_t sn;          /* free: its node in the segment index */
+    uint8_t keyed;        /* 1 while the block is in the by-key index */
+    uint8_t dirty;        /* 1 while it is in the list of keys to write (`want` differs or is new) */
 } tp__block;
 
-/* A treap (randomized balanced search tree) of free spans, ordered by (k1, k2) and augmented
- * with the largest span length in each subtree, so "the first span in key order that holds
- * size bytes" costs O(log B). Nodes live in one array; slot recycling through .l. */
+/* A treap (randomized balanced search tree) ordered by (k1, k2). The free-run indexes are
+ * augmented with the largest span length in each subtree, so "the first span in key order that
+ * holds size bytes" costs O(log B); the segment and key indexes are plain ordered sets. Nodes
+ * live in one array and keep their index while they are in the tree; slot recycling through .l. */
 typedef struct {
     uint64_t k1, k2, len, mx; /* key; span [start, start+len); largest len in the subtree */
     uint64_t start, aux;      /* span start; aux: block index (segments) or age (runs) */
@@ -40,6 +44,7 @@ typedef struct {
 typedef struct {
     tp__tnode *n;
     uint32_t root, freel, cnt, cap, seed;
+    int aug; /* 1: mx kept (free runs); 0: a plain ordered set (len and mx unused) */
 } tp__treap;
 
 /* find_window's per-block scratch, in address order */
@@ -73,6 +78,8 @@ typedef struct tp__alloc {
     uint32_t dstamp;
     uint32_t *roots;    /* find_window_keyed: the components touched at a level (owned) */
     size_t caproots;
+    uint32_t *dirty;    /* blocks whose key changed since the by-key index was last read (owned) */
+    size_t ndirty, capdirty;
 } tp__alloc;
 
 typedef enum { TP__FIT_OLDEST, TP__FIT_LOWEST, TP__FIT_HIGHEST } tp__fit;
@@ -126,8 +133,9 @@ int tp__alloc_find_window(tp__alloc *a, uint64_t size,
                           tp__victim_score (*score)(void *ctx, uint32_t owner), void *ctx,
                           uint64_t *addr, uint32_t *victims, uint32_t *nv);
 
-/* Sets occupied block `blk`'s eviction key (the caller's next use, 0 for never a victim), in
- * O(log B). A keyed block leaves the index when it is released. */
+/* Sets occupied block `blk`'s eviction key (the caller's next use, 0 for never a victim). The
+ * index takes it when it is next read (tp__alloc_find_window_keyed), in O(log B) per block
+ * changed since; a keyed block leaves the index when it is released. */
 void tp__alloc_set_key(tp__alloc *a, uint32_t blk, uint64_t key);
 
 /* find_window's choice when a block is a victim exactly when it is keyed with key > `above` and
