@@ -290,6 +290,21 @@ static void nop_rel(void *ctx, uint32_t rel)
     (void)rel;
 }
 
+/* A window search's answer (found, address, victims) equals the naive search's under `score`;
+ * the naive address goes to *na for the caller's further checks. */
+static int same_as_naive(const tp__alloc *a, uint64_t size, tp__victim_score (*score)(void *ctx, uint32_t owner),
+                         int found, uint64_t addr, const uint32_t *victims, uint32_t nv, int *fn, uint64_t *na)
+{
+    uint32_t vn[1100], nvn = 0;
+    *fn = naive_window(a, size, score, NULL, na, vn, &nvn);
+    if (found != *fn) return 0;
+    if (!found) return 1;
+    if (addr != *na || nv != nvn) return 0;
+    for (uint32_t q = 0; q < nv; q++)
+        if (victims[q] != vn[q]) return 0;
+    return 1;
+}
+
 /* In-order walk of a treap into keys[] (k1, k2, start, len, aux per node); checks each node's
  * subtree maximum where the treap keeps one. Returns the node count, or -1 on a bad maximum. */
 typedef struct {
@@ -376,41 +391,30 @@ TEST(alloc_indexed_matches_naive)
             if (fo) CHECK(placement_free(&a, old, size));
             if (fo) CHECK(oldest_at_run_end(&a, old, size));
             uint64_t wa = 0, na = 0;
-            uint32_t wv[1100], nvw = 0, nvn = 0, vn[1100];
+            uint32_t wv[1100], nvw = 0;
+            int fnw;
             int fw = tp__alloc_find_window(&a, size, score_tab, NULL, &wa, wv, &nvw);
-            int fnw = naive_window(&a, size, score_tab, NULL, &na, vn, &nvn);
-            ASSERT_EQ(fw, fnw);
-            if (fw) {
-                ASSERT_EQ(wa, na);
-                ASSERT_EQ(nvw, nvn);
-                for (uint32_t q = 0; q < nvw; q++) ASSERT_EQ(wv[q], vn[q]);
-            }
+            CHECK(same_as_naive(&a, size, score_tab, fw, wa, wv, nvw, &fnw, &na));
             /* the keyed search: keys are next uses (0: pinned), victims above a random horizon;
              * every third step, so that key changes pile up between searches */
             horizon = rnd() % 4 ? 0 : rnd() % 30;
             if (rnd() % 3 == 0) {
-            int fk = tp__alloc_find_window_keyed(&a, size, horizon, 0, score_horizon, NULL, &wa, wv, &nvw);
-            fnw = naive_window(&a, size, score_horizon, NULL, &na, vn, &nvn);
-            ASSERT_EQ(fk, fnw);
-            if (fk) {
-                ASSERT_EQ(wa, na);
-                ASSERT_EQ(nvw, nvn);
-                for (uint32_t q = 0; q < nvw; q++) ASSERT_EQ(wv[q], vn[q]);
-            }
-            /* with a small budget: the same answer, or the budget's worth of furthest next uses */
-            uint32_t budget = 1 + (uint32_t)(rnd() % 4);
-            int fb = tp__alloc_find_window_keyed(&a, size, horizon, budget, score_horizon, NULL, &wa, wv, &nvw);
-            if (fb == 2) {
-                CHECK(nvw >= budget);
-                for (uint32_t q = 0; q < nvw; q++) {
-                    tp__victim_score sq = score_horizon(NULL, wv[q]);
-                    CHECK(!sq.pinned);
-                    if (q) CHECK(scores[wv[q - 1]].next_use >= sq.next_use); /* largest first */
+                int fk = tp__alloc_find_window_keyed(&a, size, horizon, 0, score_horizon, NULL, &wa, wv, &nvw);
+                CHECK(same_as_naive(&a, size, score_horizon, fk, wa, wv, nvw, &fnw, &na));
+                /* with a small budget: the same answer, or the budget's worth of furthest next uses */
+                uint32_t budget = 1 + (uint32_t)(rnd() % 4);
+                int fb = tp__alloc_find_window_keyed(&a, size, horizon, budget, score_horizon, NULL, &wa, wv, &nvw);
+                if (fb == 2) {
+                    CHECK(nvw >= budget);
+                    for (uint32_t q = 0; q < nvw; q++) {
+                        tp__victim_score sq = score_horizon(NULL, wv[q]);
+                        CHECK(!sq.pinned);
+                        if (q) CHECK(scores[wv[q - 1]].next_use >= sq.next_use); /* largest first */
+                    }
+                } else {
+                    ASSERT_EQ(fb, fnw);
+                    if (fb) ASSERT_EQ(wa, na);
                 }
-            } else {
-                ASSERT_EQ(fb, fnw);
-                if (fb) ASSERT_EQ(wa, na);
-            }
             }
             /* a live block's value is read: its next use moves (and may come back) */
             if (nlive && rnd() % 2) {
@@ -481,15 +485,10 @@ TEST(alloc_keys_between_searches)
     horizon = 0;
     for (uint64_t size = 64; size <= (1 << 16); size *= 2) {
         uint64_t wa = 0, na = 0;
-        uint32_t wv[1100], nvw = 0, vn[1100], nvn = 0;
+        uint32_t wv[1100], nvw = 0;
+        int fn;
         int fk = tp__alloc_find_window_keyed(&a, size, 0, 0, score_horizon, NULL, &wa, wv, &nvw);
-        int fn = naive_window(&a, size, score_horizon, NULL, &na, vn, &nvn);
-        ASSERT_EQ(fk, fn);
-        if (fk) {
-            ASSERT_EQ(wa, na);
-            ASSERT_EQ(nvw, nvn);
-            for (uint32_t q = 0; q < nvw; q++) ASSERT_EQ(wv[q], vn[q]);
-        }
+        CHECK(same_as_naive(&a, size, score_horizon, fk, wa, wv, nvw, &fn, &na));
     }
     ASSERT_EQ(a.ndirty, 0);
     tp__alloc_free(&a);
