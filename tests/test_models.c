@@ -360,6 +360,13 @@ TEST(models_decode_token_contract)
     ASSERT_EQ(tp_llama_decode_device(&c, 3, 2), 2); /* the head */
     ASSERT_EQ(tp_llama_decode_device(&c, 2, 1), 0);
     ASSERT_EQ(tp_llama_decode_device(&c, 2, 2), 1);
+    /* out of range: -1, never a device */
+    ASSERT_EQ(tp_llama_decode_device(&c, 2, 3), -1);
+    ASSERT_EQ(tp_llama_decode_device(&c, 2, -1), -1);
+    ASSERT_EQ(tp_llama_decode_device(&c, 0, 0), -1);
+    ASSERT_EQ(tp_llama_decode_device(&c, TP_MAX_DEVICES + 1, 0), -1);
+    ASSERT_EQ(tp_llama_decode_device(NULL, 2, 0), -1);
+    ASSERT_EQ(tp_llama_decode_device(&c, TP_MAX_DEVICES, 2), 2 * TP_MAX_DEVICES / 3); /* the head: floor(2 * 64 / 3) */
     for (int D = 1; D <= 3; D++) {
         tp_llama_decode_opts o = {D, 0, 0, 3, 2, 8, 3, 0, NULL, NULL, 0};
         tp_error e;

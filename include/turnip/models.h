@@ -161,7 +161,8 @@ tp_status tp_llama_decode_layer(const tp_llama_config *c, const tp_llama_decode_
  * vocab_chunks. */
 tp_status tp_llama_decode_head(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err);
 /* The device of layer l (l = layers: the head) when a decode step is spread over `devices`:
- * contiguous groups, l * devices / (layers + 1). */
+ * contiguous groups, l * devices / (layers + 1); -1 when c is NULL or has no layers, devices is
+ * outside 1..TP_MAX_DEVICES or l outside 0..layers. */
 int tp_llama_decode_device(const tp_llama_config *c, int devices, int64_t layer);
 /* A whole decode step in one graph, NOT finalized: every layer, then the head, layer l on
  * tp_llama_decode_device(c, devices, l), the residual stream moved by a transfer where the

@@ -297,7 +297,8 @@ tp_status tp_llama_decode_head(const tp_llama_config *c, const tp_llama_decode_o
 
 int tp_llama_decode_device(const tp_llama_config *c, int devices, int64_t layer)
 {
-    return (int)(layer * devices / (c->layers + 1));
+    if (!c || c->layers < 1 || devices < 1 || devices > TP_MAX_DEVICES || layer < 0 || layer > c->layers) return -1;
+    return (int)(layer * devices / ((int64_t)c->layers + 1)); /* < devices; no overflow: layer <= INT_MAX */
 }
 
 tp_status tp_llama_decode_token(const tp_llama_config *c, const tp_llama_decode_opts *o, tp_graph **out, tp_error *err)
