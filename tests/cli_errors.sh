@@ -29,12 +29,19 @@ expect 2 "host memory too small" "$T" plan "$EX" --device-mem 4KiB --host-mem 1K
 expect 0 "" "$T" plan "$EX" --device-mem 4KiB,4KiB,4KiB -o "$D/mg.json" --stats
 expect 0 "valid" "$T" verify "$D/mg.json" --taskgraph "$EX"
 expect 2 "--evict-budget and --exact-windows: give one" "$T" plan "$EX" --device-mem 4KiB --evict-budget 8 --exact-windows
-# the exact windows and the default search agree on a small graph whose windows are scanned
+# On a small graph whose windows are scanned (the default finishes each search by the scan
+# within its credit, as --exact-windows does), the keyed search finishing every search by itself
+# (a budget larger than the blocks: a separate code path) gives the same plan; a small budget,
+# which evicts the furthest next use instead, does not (so the comparison can tell them apart).
 expect 0 "" "$T" gen layered --heads 16 --chunks 8 --seq 4096 --backward --layers 8 -o "$D/tr8.json"
 expect 0 "eviction windows: [1-9][0-9]* searched by the full scan, 0 furthest" \
     "$T" plan "$D/tr8.json" --device-mem 1GiB --order topo --stats -o "$D/tr8-default.json"
 expect 0 "" "$T" plan "$D/tr8.json" --device-mem 1GiB --order topo --exact-windows -o "$D/tr8-exact.json"
 expect 0 "" cmp "$D/tr8-default.json" "$D/tr8-exact.json"
+expect 0 "" "$T" plan "$D/tr8.json" --device-mem 1GiB --order topo --evict-budget 1000000 -o "$D/tr8-keyed.json"
+expect 0 "" cmp "$D/tr8-default.json" "$D/tr8-keyed.json"
+expect 0 "" "$T" plan "$D/tr8.json" --device-mem 1GiB --order topo --evict-budget 4 -o "$D/tr8-b4.json"
+expect 1 "differ" cmp "$D/tr8-default.json" "$D/tr8-b4.json"
 expect 0 "digraph" "$T" dot "$D/mg.json"
 expect 2 "taskgraph is required" "$T" verify "$D/mg.json"
 
