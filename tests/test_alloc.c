@@ -309,6 +309,7 @@ static int same_as_naive(const tp__alloc *a, uint64_t size, tp__victim_score (*s
  * subtree maximum where the treap keeps one. Returns the node count, or -1 on a bad maximum. */
 typedef struct {
     uint64_t k1, k2, start, len, aux;
+    uint32_t node;
 } tnode_view;
 static uint64_t walk_max;
 static int walk(const tp__treap *T, uint32_t t, tnode_view *out, int n, int cap)
@@ -316,7 +317,7 @@ static int walk(const tp__treap *T, uint32_t t, tnode_view *out, int n, int cap)
     if (t == TP__NONE || n < 0) return n;
     n = walk(T, T->n[t].l, out, n, cap);
     if (n < 0 || n >= cap) return -1;
-    out[n++] = (tnode_view){T->n[t].k1, T->n[t].k2, T->n[t].start, T->n[t].len, T->n[t].aux};
+    out[n++] = (tnode_view){T->n[t].k1, T->n[t].k2, T->n[t].start, T->n[t].len, T->n[t].aux, t};
     n = walk(T, T->n[t].r, out, n, cap);
     if (n < 0 || !T->aug) return n;
     uint64_t m = T->n[t].len;
@@ -343,7 +344,7 @@ static int check_indexes(const tp__alloc *a)
         const tp__block *x = &a->b[i];
         if (x->owner != TP__NONE) continue;
         if (k >= ns || segs[k].k1 != x->start || segs[k].start != x->start || segs[k].aux != i) return 0;
-        if (a->segs.n[x->sn].k1 != x->start || a->segs.n[x->sn].aux != i) return 0;
+        if (segs[k].node != x->sn) return 0;
         k++;
         if (i == a->head || a->b[x->prev].owner != TP__NONE) rs = x->start;
         re = x->start + x->size;
@@ -360,6 +361,31 @@ static int check_indexes(const tp__alloc *a)
             hit |= runs[j].start == aged[q].start && runs[j].len == aged[q].len && runs[j].aux == aged[q].k1 &&
                    aged[q].k2 == aged[q].start;
         if (!hit) return 0;
+    }
+    return 1;
+}
+
+/* the key last set for each block slot, and the call that sets it */
+static uint64_t keyof[8192];
+static void set_key(tp__alloc *a, uint32_t b, uint64_t key)
+{
+    keyof[b] = key;
+    tp__alloc_set_key(a, b, key);
+}
+
+/* After a keyed search: the key index holds every block in live[] exactly once, under the key
+ * last set for it (keys[] by block), and nothing else; no key is left pending. */
+static int check_bykey(const tp__alloc *a, const uint32_t *live, uint32_t nlive, const uint64_t *keys)
+{
+    static tnode_view kv[4096];
+    int n = walk(&a->bykey, a->bykey.root, kv, 0, 4096);
+    if (n != (int)nlive || a->ndirty != 0) return 0;
+    for (uint32_t q = 0; q < nlive; q++) {
+        const tp__block *x = &a->b[live[q]];
+        if (!x->keyed || x->dirty || x->key != keys[live[q]]) return 0;
+        int hit = 0;
+        for (int j = 0; j < n; j++) hit += kv[j].k1 == UINT64_MAX - x->key && kv[j].k2 == live[q];
+        if (hit != 1) return 0;
     }
     return 1;
 }
@@ -401,6 +427,7 @@ TEST(alloc_indexed_matches_naive)
             if (rnd() % 3 == 0) {
                 int fk = tp__alloc_find_window_keyed(&a, size, horizon, 0, score_horizon, NULL, &wa, wv, &nvw);
                 CHECK(same_as_naive(&a, size, score_horizon, fk, wa, wv, nvw, &fnw, &na));
+                CHECK(check_bykey(&a, live, nlive, keyof));
                 /* with a small budget: the same answer, or the budget's worth of furthest next uses */
                 uint32_t budget = 1 + (uint32_t)(rnd() % 4);
                 int fb = tp__alloc_find_window_keyed(&a, size, horizon, budget, score_horizon, NULL, &wa, wv, &nvw);
@@ -416,11 +443,17 @@ TEST(alloc_indexed_matches_naive)
                     if (fb) ASSERT_EQ(wa, na);
                 }
             }
-            /* a live block's value is read: its next use moves (and may come back) */
+            /* a live block's value is read: its next use moves; sometimes twice before a search,
+             * the second time back to where it was */
             if (nlive && rnd() % 2) {
                 uint32_t b = live[rnd() % nlive], o = a.b[b].owner;
+                uint64_t was = scores[o].next_use;
                 scores[o].next_use = rnd() % 8 == 0 ? UINT64_MAX : 1 + rnd() % 50;
-                tp__alloc_set_key(&a, b, scores[o].pinned ? 0 : scores[o].next_use);
+                set_key(&a, b, scores[o].pinned ? 0 : scores[o].next_use);
+                if (rnd() % 3 == 0) {
+                    scores[o].next_use = rnd() % 2 ? was : 1 + rnd() % 50;
+                    set_key(&a, b, scores[o].pinned ? 0 : scores[o].next_use);
+                }
             }
             scores[op].pinned = rnd() % 6 == 0;
             scores[op].next_use = rnd() % 8 == 0 ? UINT64_MAX : 1 + rnd() % 50; /* ties on purpose */
@@ -431,7 +464,7 @@ TEST(alloc_indexed_matches_naive)
                 uint32_t b = tp__alloc_take(&a, at, size, (uint32_t)op, nop_rel, NULL);
                 CHECK(b != TP__NONE);
                 ASSERT_EQ(a.b[b].start, at);
-                tp__alloc_set_key(&a, b, scores[op].pinned ? 0 : scores[op].next_use);
+                set_key(&a, b, scores[op].pinned ? 0 : scores[op].next_use);
                 live[nlive++] = b;
             } else if (nlive) {
                 uint32_t k = (uint32_t)(rnd() % nlive);
@@ -466,20 +499,32 @@ TEST(alloc_keys_between_searches)
             uint32_t b = tp__alloc_take(&a, at, size, (uint32_t)op, nop_rel, NULL);
             CHECK(b != TP__NONE);
             scores[op] = (tp__victim_score){0, 1 + rnd() % 50, size};
-            tp__alloc_set_key(&a, b, scores[op].next_use);
+            set_key(&a, b, scores[op].next_use);
             live[nlive++] = b;
         } else if (nlive) {
             uint32_t k = (uint32_t)(rnd() % nlive);
-            if (rnd() % 2) { /* read: the key moves */
+            if (rnd() % 2) { /* read: the key moves, sometimes twice (back to where it was) */
                 uint32_t o = a.b[live[k]].owner;
+                uint64_t was = scores[o].next_use;
                 scores[o].next_use = 1 + rnd() % 50;
-                tp__alloc_set_key(&a, live[k], scores[o].next_use);
+                set_key(&a, live[k], scores[o].next_use);
+                if (rnd() % 3 == 0) {
+                    scores[o].next_use = rnd() % 2 ? was : 1 + rnd() % 50;
+                    set_key(&a, live[k], scores[o].next_use);
+                }
             } else {
                 tp__alloc_release(&a, live[k], 0, (uint64_t)op + 1);
                 live[k] = live[--nlive];
             }
         }
-        CHECK(a.ndirty <= 2 * a.capb + 1);
+        CHECK(a.ndirty <= 2 * a.capb);
+        if (op % 500 == 499) { /* a search now and then: the index then holds exactly the last keys */
+            uint64_t wa = 0;
+            uint32_t wv[1100], nvw = 0;
+            horizon = 0;
+            tp__alloc_find_window_keyed(&a, 1 + rnd() % (1 << 16), 0, 0, score_horizon, NULL, &wa, wv, &nvw);
+            CHECK(check_bykey(&a, live, nlive, keyof));
+        }
     }
     CHECK(nlive > 0);
     horizon = 0;
@@ -489,6 +534,7 @@ TEST(alloc_keys_between_searches)
         int fn;
         int fk = tp__alloc_find_window_keyed(&a, size, 0, 0, score_horizon, NULL, &wa, wv, &nvw);
         CHECK(same_as_naive(&a, size, score_horizon, fk, wa, wv, nvw, &fn, &na));
+        CHECK(check_bykey(&a, live, nlive, keyof));
     }
     ASSERT_EQ(a.ndirty, 0);
     tp__alloc_free(&a);

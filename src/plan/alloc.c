@@ -393,7 +393,7 @@ int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *add
 uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t owner,
                         void (*on_rel)(void *ctx, uint32_t rel), void *ctx)
 {
-    if (!tp__alloc_reserve(a, 2)) return TP__NONE; /* out of memory: the only failure */
+    if (!size || !tp__alloc_reserve(a, 2)) return TP__NONE; /* no bytes (alloc.h), or out of memory */
     uint64_t end = addr + size;
     /* the run holding [addr, end) loses those bytes; its pieces keep its age and, in place,
      * its nodes where they stay in order */

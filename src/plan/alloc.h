@@ -105,9 +105,11 @@ int tp__alloc_find(const tp__alloc *a, uint64_t size, tp__fit fit, uint64_t *add
 
 /* Makes room for k more blocks (a take creates at most 2): 0 on OOM. */
 int tp__alloc_reserve(tp__alloc *a, size_t k);
-/* Marks [addr, addr+size) (which must lie in free segments) as holding `owner`; calls
- * on_rel(ctx, rel_head) once for each distinct release list of a segment it overlaps.
- * Returns the new block's index, or TP__NONE when no room for its blocks can be had (OOM). */
+/* Marks [addr, addr+size) (which must lie in free segments; size > 0) as holding `owner`;
+ * calls on_rel(ctx, rel_head) once for each distinct release list of a segment it overlaps.
+ * Returns the new block's index, or TP__NONE when no room for its blocks can be had (OOM) or
+ * size is 0 (a block of no bytes would share its start with a neighbour, which the indexes
+ * keyed by address cannot hold; the planner never asks: TaskGraph values have bytes). */
 uint32_t tp__alloc_take(tp__alloc *a, uint64_t addr, uint64_t size, uint32_t owner,
                         void (*on_rel)(void *ctx, uint32_t rel), void *ctx);
 
