@@ -124,10 +124,10 @@ static uint32_t t_del(tp__treap *T, uint32_t t, uint64_t k1, uint64_t k2)
     return t;
 }
 
-/* In an augmented treap, the node keyed (k1, k2) below t takes key (n1, n2), start and len in
- * place, and aux; the caller keeps the order (no other key lies between the old key and the
- * new one). The subtree maxima are mended on the way back up as long as they change. Returns whether
- * t's maximum changed. */
+/* In an augmented treap, the node keyed (k1, k2) below t takes key (n1, n2), start, len and
+ * aux in place; the caller keeps the order (no other key lies between the old key and the new
+ * one). The subtree maxima are mended on the way back up as long as they change. Returns
+ * whether t's maximum changed. */
 static int t_set(tp__tnode *n, uint32_t t, uint64_t k1, uint64_t k2, uint64_t n1, uint64_t n2, uint64_t start,
                  uint64_t len, uint64_t aux)
 {
