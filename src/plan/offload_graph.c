@@ -265,18 +265,16 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
             break;
         }
         int frozen = uq < 0;
-        uint32_t u = (uint32_t)(frozen ? wv : uq);
-        /* trained: U_k reads w_k; frozen: G_k does (a trained G_k never reads its weight) */
-        const tp_vertex *fk = tp_graph_vertex(g, (uint32_t)f), *uk = tp_graph_vertex(g, (uint32_t)(frozen ? gq : uq));
+        /* u: the weight F_k reads (U_k's output, or w_k itself); b: B_k's kernel that reads w_k
+         * (U_k; for a frozen layer G_k, as a trained G_k never reads its weight) */
+        uint32_t u = (uint32_t)(frozen ? wv : uq), bq = (uint32_t)(frozen ? gq : uq);
+        const tp_vertex *fk = tp_graph_vertex(g, (uint32_t)f), *bk = tp_graph_vertex(g, bq);
         int reads_w = 0, reads_u = 0;
-        for (uint32_t j = 0; j < uk->ninputs; j++) reads_w |= uk->inputs[j] == (uint32_t)wv;
+        for (uint32_t j = 0; j < bk->ninputs; j++) reads_w |= bk->inputs[j] == (uint32_t)wv;
         for (uint32_t j = 0; j < fk->ninputs; j++) reads_u |= fk->inputs[j] == u;
         if (!reads_w || !reads_u)
-            st = frozen ? tp__fail(err, TP_ERR_INVALID,
-                                   "not a chain graph: no 'U%u', and as a frozen layer 'G%u' and 'F%u' must read 'w%u'", k, k,
-                                   k, k)
-                        : tp__fail(err, TP_ERR_INVALID, "not a chain graph: '%s' must read 'w%u' and '%s' must read '%s'", uk->id,
-                                   k, fk->id, uk->id);
+            st = tp__fail(err, TP_ERR_INVALID, "not a chain graph: '%s' must read 'w%u' and '%s' must read '%s'%s", bk->id, k,
+                          fk->id, tp_graph_vertex(g, u)->id, frozen ? " (no 'U' kernel: a frozen layer)" : "");
         c->w[k - 1] = tp_graph_vertex(g, (uint32_t)wv)->bytes;
         c->frozen[k - 1] = (uint8_t)frozen;
         c->uf[k - 1] = c->ub[k - 1] = 1;
@@ -285,7 +283,7 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
             c->ub[k - 1] = (flops_of(g, 'X', k) + flops_of(g, 'G', k) + flops_of(g, 'U', k)) / mc->flops_per_s;
         }
         uv[k - 1] = u;
-        bv[k - 1] = (uint32_t)(frozen ? gq : uq);
+        bv[k - 1] = bq;
         fv[k - 1] = (uint32_t)f;
     }
     if (!st) st = chain_from_graph_ok(c, algo == TP_OFFLOAD_MILP ? mc : NULL, err);

@@ -203,6 +203,21 @@ typedef struct {
     uint8_t *carried;
 } scratch;
 
+/* w_k (w bytes, tw seconds on the link) leaves the GPU after a computation ending at `at`: deleted
+ * there where its host copy is valid (del), else offloaded once the offload link is free (*toff,
+ * moved on). Returns when it is gone (offloaded: valid on the host), -1 out of memory. */
+static double leave(sbuild *b, tline *tl, uint32_t k, double at, int del, double tw, int64_t w, double *toff)
+{
+    if (del) {
+        put(b, TP_OFFOP_DELETE, k, at, at);
+        return tl_add(tl, at, -w) ? at : -1;
+    }
+    double t = at > *toff ? at : *toff;
+    put(b, TP_OFFOP_OFFLOAD, k, t, t + tw);
+    *toff = t + tw;
+    return tl_add(tl, t + tw, -w) ? t + tw : -1;
+}
+
 static int greedy_cut(const tp_chain *c, const uint8_t *sel, int discount, uint32_t cut, const uint64_t *pref,
                       scratch *z, tline *tl, sbuild *b)
 {
@@ -253,15 +268,8 @@ static int greedy_cut(const tp_chain *c, const uint8_t *sel, int discount, uint3
             toff = z->up_end[j] = e;
             z->wl[m] = z->wl[--nwl];
         }
-        if ((sel[k] & TP_OFFLOAD_SEL0) && fz) { /* its host copy is still valid */
-            put(b, TP_OFFOP_DELETE, k, tgpu, tgpu);
-            if (!tl_add(tl, tgpu, -w)) return -1;
-            z->valid_at[k] = tgpu;
-        } else if (sel[k] & TP_OFFLOAD_SEL0) {
-            double t = tgpu > toff ? tgpu : toff;
-            put(b, TP_OFFOP_OFFLOAD, k, t, t + tw);
-            if (!tl_add(tl, t + tw, -w)) return -1;
-            toff = z->valid_at[k] = t + tw;
+        if (sel[k] & TP_OFFLOAD_SEL0) { /* a frozen weight's host copy is still valid */
+            if ((z->valid_at[k] = leave(b, tl, k, tgpu, fz, tw, w, &toff)) < 0) return -1;
         } else if ((sel[k] & TP_OFFLOAD_SEL1) && discount && !fz) {
             z->wl[nwl++] = k;
         }
@@ -283,18 +291,10 @@ static int greedy_cut(const tp_chain *c, const uint8_t *sel, int discount, uint3
         if (!tl_add(tl, st, x - rest) || !tl_add(tl, st + c->uf[k], r - x)) return -1;
         rest = r;
         tgpu = st + c->uf[k];
-        if (sel[k] & TP_OFFLOAD_SEL1) {
-            if (tp_chain_frozen(c, k) || (discount && ((sel[k] & TP_OFFLOAD_SEL0) || z->up_end[k] >= 0))) {
-                double t = tgpu > z->up_end[k] ? tgpu : z->up_end[k];
-                put(b, TP_OFFOP_DELETE, k, t, t);
-                if (!tl_add(tl, t, -w)) return -1;
-                z->gone_at[k] = t;
-            } else {
-                double t = tgpu > toff ? tgpu : toff;
-                put(b, TP_OFFOP_OFFLOAD, k, t, t + tw);
-                if (!tl_add(tl, t + tw, -w)) return -1;
-                toff = z->gone_at[k] = t + tw;
-            }
+        if (sel[k] & TP_OFFLOAD_SEL1) { /* deleted where the host copy is valid (once uploaded) */
+            int del = tp_chain_frozen(c, k) || (discount && ((sel[k] & TP_OFFLOAD_SEL0) || z->up_end[k] >= 0));
+            double at = del && z->up_end[k] > tgpu ? z->up_end[k] : tgpu;
+            if ((z->gone_at[k] = leave(b, tl, k, at, del, tw, w, &toff)) < 0) return -1;
         }
     }
     /* the carried prefetches, for the next iteration's backward phase */
