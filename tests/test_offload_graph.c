@@ -198,6 +198,14 @@ static void run_in_session(tp_backend *be, const tp_memgraph *mg, const char *po
     tp_session_free(ss);
 }
 
+/* vertex `prefix``k` of g ("U3"), -1 if none */
+static int64_t find_k(const tp_graph *g, char prefix, uint32_t k)
+{
+    char id[16];
+    snprintf(id, sizeof id, "%c%u", prefix, k);
+    return tp_graph_find(g, id);
+}
+
 /* a sim backend whose one device replays c: kernels of 1e9 flops/s, the link at beta (caller frees) */
 static tp_backend *chain_sim(const tp_chain *c)
 {
@@ -256,11 +264,9 @@ static void milp_sel_of_graph(const tp_graph *g, const tp_chain *c, uint8_t *sel
     memcpy(cg->frozen, c->frozen, L);
     cg->mgpu = c->mgpu, cg->beta = c->beta;
     for (uint32_t k = 1; k <= L; k++) {
-        char id[16];
         double fl[4] = {0, 0, 0, 0};
         for (int q = 0; q < 4; q++) {
-            snprintf(id, sizeof id, "%c%u", "FXGU"[q], k);
-            int64_t v = tp_graph_find(g, id);
+            int64_t v = find_k(g, "FXGU"[q], k);
             if (v >= 0) fl[q] = tp_graph_vertex(g, (uint32_t)v)->flops;
         }
         cg->uf[k - 1] = fl[0] / 1e9;
@@ -394,22 +400,17 @@ TEST(offload_chain_taskgraph_frozen)
         ASSERT_OK_ERR(tp_chain_taskgraph(c, 1e9, sc, &g, &e), e);
         uint32_t trained = 0;
         for (uint32_t k = 1; k <= L; k++) {
-            char id[16];
-            snprintf(id, sizeof id, "U%u", k);
-            int64_t uk = tp_graph_find(g, id);
+            int64_t uk = find_k(g, 'U', k);
             trained += uk >= 0;
             CHECK((uk < 0) == (c->frozen[k - 1] != 0));
-            snprintf(id, sizeof id, "F%u", k);
-            const tp_vertex *fk = tp_graph_vertex(g, (uint32_t)tp_graph_find(g, id));
-            snprintf(id, sizeof id, "w%u", k);
-            uint32_t wk = (uint32_t)tp_graph_find(g, id);
+            const tp_vertex *fk = tp_graph_vertex(g, (uint32_t)find_k(g, 'F', k));
+            uint32_t wk = (uint32_t)find_k(g, 'w', k);
             CHECK((fk->inputs[1] == wk) == (c->frozen[k - 1] != 0));
             int is_out = 0;
             for (uint32_t q = 0; q < tp_graph_num_outputs(g); q++) is_out |= tp_graph_outputs(g)[q] == wk;
             CHECK(is_out == (c->frozen[k - 1] && sc->resident0[k - 1]));
             CHECK(tp_graph_keep(g, wk) == (c->frozen[k - 1] && sc->resident0[k - 1]));
-            snprintf(id, sizeof id, "G%u", k);
-            const tp_vertex *gk = tp_graph_vertex(g, (uint32_t)tp_graph_find(g, id));
+            const tp_vertex *gk = tp_graph_vertex(g, (uint32_t)find_k(g, 'G', k));
             CHECK((gk->inputs[gk->ninputs - 1] == wk) == (c->frozen[k - 1] != 0));
         }
         ASSERT_EQ(tp_graph_size(g), 2 * L + 1 + (L - 1) + L + trained + L);
@@ -449,9 +450,7 @@ TEST(offload_chain_taskgraph_frozen)
             directed += pst.dev[0].directed_count > 0;
             for (uint32_t k = 1; k <= L; k++) {
                 if (!c->frozen[k - 1]) continue;
-                char id[16];
-                snprintf(id, sizeof id, "w%u", k);
-                uint32_t wk = (uint32_t)tp_graph_find(g, id);
+                uint32_t wk = (uint32_t)find_k(g, 'w', k);
                 ASSERT_EQ(reloads_of(mg, wk, TP_M_OFFLOAD), 0);
                 dropped += reloads_of(mg, wk, TP_M_RELOAD) > 0;
             }
