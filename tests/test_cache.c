@@ -482,6 +482,33 @@ TEST(cache_pinned_set_too_big)
     tp_cache_free(c);
 }
 
+/* The pinned-set check near 2^64 (a device range of UINT64_MAX, no host copies): 2^63 bytes
+ * pinned plus another 2^63 must be refused at once, not wrap around and evict a tensor. */
+TEST(cache_pinned_set_no_wrap)
+{
+    uint64_t sz[1] = {UINT64_MAX};
+    tp_cache_opts o;
+    tp_cache_opts_init(&o, 1, sz);
+    o.no_host = 1;
+    o.policy = "lru";
+    tp_cache *c = NULL;
+    tp_error e;
+    ASSERT_OK_ERR(tp_cache_new(NULL, &o, &c, &e), e);
+    int64_t half[2] = {2, (int64_t)1 << 62}, small[1] = {16};
+    tp_cache_id a = 0, b = 0, d = 0;
+    ASSERT_OK_ERR(tp_cache_create(c, TP_DT_U8, 2, half, NULL, &a, &e), e);
+    ASSERT_OK_ERR(tp_cache_create(c, TP_DT_U8, 1, small, NULL, &b, &e), e);
+    ASSERT_OK_ERR(tp_cache_create(c, TP_DT_U8, 2, half, NULL, &d, &e), e);
+    get_at(c, a, 0); /* pinned */
+    get_at(c, b, 0);
+    put(c, b, 0, TP_CACHE_NO_HINT);
+    ASSERT_STATUS(tp_cache_get(c, d, 0, NULL, &e), TP_ERR_NOMEM);
+    CHECK(strstr(e.msg, "pinned"));
+    ASSERT_EQ(counters(c).evictions, 0); /* refused before evicting b */
+    ASSERT_EQ(tp_cache_where(c, b, NULL, NULL), 1); /* b still resident */
+    tp_cache_free(c);
+}
+
 TEST(cache_fragmentation)
 {
     /* 8 units of 256; pinned tensors at units 7 and 4 (from the top) split the range */

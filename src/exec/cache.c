@@ -736,7 +736,7 @@ tp_status tp_cache_get(tp_cache *c, tp_cache_id id, int device, uint64_t *offset
         if (t->device >= 0 && t->pins)
             return tp__fail(err, TP_ERR_ARG, "cache get: tensor %u is pinned on device %d (put it before getting it on %d)",
                             id, t->device, device);
-        if (t->take > usable(d) || d->pin_take + t->take > usable(d)) return no_room(c, device, t, 0, err);
+        if (t->take > usable(d) || t->take > usable(d) - d->pin_take) return no_room(c, device, t, 0, err);
         tp_status st = reserve_place(c, d, t, err);
         if (st) return st;
         uint64_t off;
@@ -824,7 +824,7 @@ tp_status tp_cache_prefetch(tp_cache *c, int device, uint32_t *n, tp_error *err)
             hremove(c, H_PF, &c->pf, i);
             continue;
         }
-        if (t->take > usable(d) || d->pin_take + t->take > usable(d)) break;
+        if (t->take > usable(d) || t->take > usable(d) - d->pin_take) break;
         if ((st = reserve_place(c, d, t, err)) != TP_OK) break;
         uint64_t off;
         int placed = 1, started = 0;
