@@ -4,13 +4,15 @@
  * --seq-len T` builds (tp_llama_opts_default at a 40 GiB cap) for T = 16K, 32K, 64K, 128K,
  * plans it 3 times and prints min / median / max seconds, MemGraph vertices, the median time
  * per vertex, and, side by side from the same run, time(2T)/time(T) (medians; target <= 2.3)
- * and whether 64K plans in under 10 s. Before starting it compares the largest prompt's
+ * the growth of the vertices per doubling with the exponent e of time ~ vertices^e between
+ * neighbouring prompts (1 is linear in the vertices), and whether 64K plans in under 10 s. Before starting it compares the largest prompt's
  * estimated graph + planner bytes with MemAvailable and exits 2 if they do not fit.
  *
  * usage: bench_plan_llama [--max-seq T] [--runs R] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include "turnip/turnip.h"
 #include "bench_common.h"
 
@@ -76,7 +78,7 @@ int main(int argc, char **argv)
            "40GiB --no-data --seq-len T); %d runs per T\n",
            NDEV, (unsigned long long)(CAP >> 30), NDEV, runs);
     printf("%7s %10s %10s | %8s %8s %8s | %10s\n", "T", "taskgraph", "memgraph", "min s", "median s", "max s", "us/vertex");
-    double med[4] = {0};
+    double med[4] = {0}, nv[4] = {0};
     for (int k = 0; k < n; k++) {
         tp_llama_opts lo;
         tp_llama_opts_default(&lo, &c, NDEV, seqs[k], CAP);
@@ -102,6 +104,7 @@ int main(int argc, char **argv)
         }
         qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
         med[k] = t[runs / 2];
+        nv[k] = (double)nmv;
         printf("%7lld %10llu %10llu | %8.3f %8.3f %8.3f | %10.3f\n", seqs[k], (unsigned long long)tp_graph_size(g),
                (unsigned long long)nmv, t[0], med[k], t[runs - 1], med[k] / (double)nmv * 1e6);
         fflush(stdout);
@@ -109,6 +112,11 @@ int main(int argc, char **argv)
     }
     printf("scaling, time(2T)/time(T) of medians (target <= 2.3):");
     for (int k = 1; k < n; k++) printf("  %lldK->%lldK %.2f", seqs[k - 1] / 1024, seqs[k] / 1024, med[k] / med[k - 1]);
+    printf("\n");
+    printf("vertices x per doubling, and the exponent e of time ~ vertices^e between them (1: linear):");
+    for (int k = 1; k < n; k++)
+        printf("  %lldK->%lldK %.2fx e=%.2f", seqs[k - 1] / 1024, seqs[k] / 1024, nv[k] / nv[k - 1],
+               log(med[k] / med[k - 1]) / log(nv[k] / nv[k - 1]));
     printf("\n");
     if (n >= 3) printf("64K in %.2f s (target < 10 s): %s\n", med[2], med[2] < 10 ? "yes" : "NO");
     return 0;
