@@ -90,19 +90,30 @@ TEST(plan_host_memory_limits)
     tp_error e;
     ASSERT_STATUS(tp_plan(g, &o, &mg, &e), TP_ERR_INFEASIBLE);
     CHECKF(strstr(e.msg, "host memory too small") && strstr(e.msg, "'b'"), "%s", e.msg);
-    /* 2000 bytes of host hold the inputs but not the offload k1 needs (k1, k2 then k3) */
-    o.host_mem = 2000;
-    tp_status s = tp_plan(g, &o, &mg, &e);
-    if (s == TP_OK) { /* a plan that needs no offload is fine too; it must verify */
-        tp_memgraph_free(mg);
-        mg = plan_verified(g, &o);
-        ASSERT_LE(tp_memgraph_host_bytes(mg), 2000);
-        tp_memgraph_free(mg);
-    } else {
-        CHECKF(s == TP_ERR_INFEASIBLE && strstr(e.msg, "host memory too small"), "%s", e.msg);
-    }
     o.host_mem = 0;
+    tp_memgraph *mg0 = plan_verified(g, &o);
+    tp_memgraph_free(mg0);
+    tp_graph_free(g);
+    /* In topo order k4 reads k1 (made first) after k2 and k3, and 3000 bytes hold three values:
+     * k2 takes the place of a (dead after k1), and k3 finds b, k1 and k2 resident, b and k2 its
+     * inputs: k1 must go to the host. 2000 bytes of host hold the inputs but not that offload;
+     * 3000 hold it, and the plan makes exactly one. */
+    g = load(HDR "{\"id\":\"a\",\"kind\":\"input\",\"device\":0,\"bytes\":1000},"
+                 "{\"id\":\"b\",\"kind\":\"input\",\"device\":0,\"bytes\":1000},"
+                 "{\"id\":\"k1\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"a\"],\"bytes\":1000},"
+                 "{\"id\":\"k2\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"b\"],\"bytes\":1000},"
+                 "{\"id\":\"k3\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"k2\",\"b\"],\"bytes\":1000},"
+                 "{\"id\":\"k4\",\"kind\":\"kernel\",\"device\":0,\"inputs\":[\"k1\",\"k3\"],\"bytes\":1000}"
+                 "], \"outputs\":[\"k4\"]}");
+    o.host_mem = 2000;
+    ASSERT_STATUS(tp_plan(g, &o, &mg, &e), TP_ERR_INFEASIBLE);
+    CHECKF(strstr(e.msg, "host memory too small") && strstr(e.msg, "offloading 'k1' needs 1000 B more"), "%s", e.msg);
+    o.host_mem = 3000;
     mg = plan_verified(g, &o);
+    ASSERT_LE(tp_memgraph_host_bytes(mg), 3000);
+    tp_plan_stats st;
+    tp_memgraph_stats(mg, &st);
+    ASSERT_EQ(st.dev[0].offload_count, 1);
     tp_memgraph_free(mg);
     tp_graph_free(g);
 }
