@@ -4,7 +4,8 @@ every file includes only files of its own layer or of layers below it, and no tw
 include each other in a loop (a cycle of any length). Shares no code with the C build.
 
 usage: layers.py SOURCE_DIR [--inject FILE:INCLUDED]...  (--inject adds an include, to show
-the check fails: the CTest case layers_detects_* expects exit 1)"""
+the check fails: the CTest cases layers_detects_* expect its message; exit 2 when an injected
+path is not in the tree)"""
 import os
 import re
 import sys
@@ -58,6 +59,9 @@ def main():
                 continue
             edges[f].add(hit)
     for f, t in injects:
+        if f not in files or t not in files:
+            print(f"--inject {f}:{t}: names a file not in the tree")
+            return 2
         edges[f].add(t)
     errors = []
     for f, outs in edges.items():
