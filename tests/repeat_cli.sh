@@ -16,7 +16,8 @@ for cap in 512KiB 1MiB 2MiB 6MiB; do
     "$T" run "$G" --device-mem $cap --inputs "$O/in.st" --out "$O/one.st" >/dev/null
     "$T" run "$G" --device-mem $cap --inputs "$O/in.st" --out "$O/rep.st" --repeat 3 --order random --seed 3 >"$O/rep.txt"
     check "run --repeat 3 at $cap: outputs identical to one run" 'cmp -s "$O/one.st" "$O/rep.st"'
-    check "run --repeat 3 at $cap: every later plan verified" '[ $(grep -c "^run [0-9] of 3" "$O/rep.txt") = 3 ]'
+    check "run --repeat 3 at $cap: three runs" '[ $(grep -c "^run [0-9] of 3" "$O/rep.txt") = 3 ]'
+    check "run --repeat 3 at $cap: every later plan verified" '[ $(grep -c "^run [23] of 3: .*; plan verified$" "$O/rep.txt") = 2 ]'
     first=$(grep "^run 1 of" "$O/rep.txt" | sed 's/.*moved h2d \([0-9]*\) B.*/\1/')
     while read -r line; do
         m=$(sed 's/.*moved h2d \([0-9]*\) B.*/\1/' <<<"$line")
@@ -35,8 +36,8 @@ check "where the model fits, run 2 moves nothing" 'grep -q "^run 2 of 3: .*moved
 check "llama --repeat 3: logits identical to one run" 'cmp -s "$O/l1.st" "$O/l3.st"'
 check "llama --repeat 3: run 2 moves no weight bytes" 'grep -q "^run 2 of 3: .*moved h2d 0 B" "$O/l3.txt"'
 # refusals
-"$T" run "$G" --device-mem 1MiB --inputs "$O/in.st" --out "$O/x.st" --repeat 0 >/dev/null 2>&1
-check "--repeat 0 is one run" '[ $? = 0 ]'
+"$T" run "$G" --device-mem 1MiB --inputs "$O/in.st" --out "$O/x.st" --repeat 0 >"$O/r0.txt" 2>&1
+check "--repeat 0 is one run" '[ $? = 0 ] && [ "$(grep -c "^run: " "$O/r0.txt")" = 1 ] && ! grep -q "^run [0-9]* of" "$O/r0.txt"'
 "$T" run "$G" --device-mem 1MiB --inputs "$O/in.st" --out "$O/x.st" --repeat -1 >/dev/null 2>"$O/err"
 check "--repeat -1 refused with exit 2" '[ $? = 2 ] && grep -q repeat "$O/err"'
 /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['vertices'][0]['resident']={'offset': 0}; json.dump(d, open(sys.argv[2], 'w'))" "$G" "$O/res.json"

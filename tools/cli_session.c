@@ -87,6 +87,7 @@ tp_status cli_session_runs(tp_graph *g, tp_memgraph **mg, const tp_plan_opts *po
     double best = 0;
     uint64_t resident = 0;
     for (long long rep = 0; rep < n && !s; rep++) {
+        int verified = 0; /* this run's plan made here and verified (run 1's: by the caller) */
         if (rep) {
             tp_exec_free(*x);
             *x = NULL;
@@ -94,7 +95,7 @@ tp_status cli_session_runs(tp_graph *g, tp_memgraph **mg, const tp_plan_opts *po
             if (!(s = tp_plan_carry_inputs(g, *mg, &resident, e)) && !(s = tp_plan(g, &o, &next, e))) {
                 tp_memgraph_free(*mg);
                 *mg = next;
-                if (check) s = cli_verify(*mg, g, e);
+                if (check) verified = !(s = cli_verify(*mg, g, e));
             }
         }
         if (!s) s = tp_exec_new_in(*sess, *mg, &ro, x, e);
@@ -103,9 +104,9 @@ tp_status cli_session_runs(tp_graph *g, tp_memgraph **mg, const tp_plan_opts *po
         if (s) break;
         best = rep == 0 || sum->makespan < best ? sum->makespan : best;
         printf("run %lld of %lld: makespan %.4f s; moved h2d %llu B, d2h %llu B; inputs resident at the start %llu B, "
-               "not resident %llu B\n",
+               "not resident %llu B%s\n",
                rep + 1, n, sum->makespan, (unsigned long long)moved(sum, "h2d"), (unsigned long long)moved(sum, "d2h"),
-               (unsigned long long)resident, (unsigned long long)(in_bytes - resident));
+               (unsigned long long)resident, (unsigned long long)(in_bytes - resident), verified ? "; plan verified" : "");
         fflush(stdout);
     }
     free(off1);
