@@ -1132,6 +1132,112 @@ TEST(exec_idle_run_burns_no_core)
  * one ends (cpu.c run_vertex), never earlier. Every reload of this plan is ready at the start
  * and queued two at a time (copy_depth 2), so a copy begun at its queue time instead would
  * overlap the one before: the run could not then take the bytes' time on the link. */
+
+/* Each copy's recorded duration (t1 - t0) in mg's vertex order (copies only, *n of them), run
+ * on a cpu backend whose link moves gbps GB/s, with copy jitter `jitter` and run seed `seed`. */
+static double *copy_durations(const tp_memgraph *mg, double gbps, double jitter, uint64_t seed, uint32_t *n)
+{
+    tp_error e;
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    ro.seed = seed;
+    tp_cpu_opts co;
+    tp_cpu_opts_init(&co);
+    co.link_gbps = gbps;
+    co.jitter = jitter;
+    tp_backend *be = NULL;
+    ASSERT_OK_ERR(tp_backend_cpu_new(&co, &be, &e), e);
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+    tp_run_summary sum;
+    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+    tp__run_record rr;
+    CHECK(tp__exec_record(x, &rr));
+    double *d = malloc((rr.n + 1) * sizeof *d);
+    *n = 0;
+    for (uint32_t i = 0; i < rr.n; i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind == TP_M_TRANSFER || v.kind == TP_M_OFFLOAD || v.kind == TP_M_RELOAD) d[(*n)++] = rr.v[i].t1 - rr.v[i].t0;
+    }
+    tp_exec_free(x);
+    tp_backend_free(be);
+    return d;
+}
+
+/* The cpu backend's copy jitter (tp_cpu_opts.jitter) stretches or shrinks each copy of a
+ * throttled link by exp(jitter x N(0,1)), seeded by the run's seed and the vertex. A copy of
+ * 1 MiB at 0.02 GB/s is modeled at m = 52 ms and, without jitter, never ends sooner (a loaded
+ * machine only makes it longer). With jitter 1 and seed 2 some copy must end well under m
+ * (seen: 3 of the 5, at 0.34-0.49 m; the factors are a function of the seed and the vertex), the
+ * same seed must shrink the same copies, and seed 1 must change some copy's time by more than
+ * 1.5x: the random orders of the other tests vary their copies only if this works. */
+TEST(exec_cpu_jitter_varies_copies_by_seed)
+{
+    tp_graph *g = mlp_chain(4, 1, 512); /* 1 MiB each: x and 4 weights reloaded */
+    tp_memgraph *mg = plan_at(g, 16ull << 20);
+    const double gbps = 0.02, m = (double)(1u << 20) / (gbps * 1e9);
+    uint32_t n0, na, nb, nc;
+    double *d0 = copy_durations(mg, gbps, 0, 2, &n0), *da = copy_durations(mg, gbps, 1.0, 2, &na);
+    double *db = copy_durations(mg, gbps, 1.0, 2, &nb), *dc = copy_durations(mg, gbps, 1.0, 1, &nc);
+    ASSERT_EQ(n0, 5);
+    ASSERT_EQ(na, n0);
+    ASSERT_EQ(nb, n0);
+    ASSERT_EQ(nc, n0);
+    int shrunk = 0, moved = 0;
+    for (uint32_t k = 0; k < n0; k++) {
+        CHECKF(d0[k] >= m * 0.999, "copy %u took %.4f s without jitter, modeled %.4f s", k, d0[k], m);
+        if (da[k] < 0.7 * m) {
+            shrunk++;
+            CHECKF(db[k] < 0.9 * m, "copy %u: %.4f s with seed 2, then %.4f s with seed 2 again", k, da[k], db[k]);
+        }
+        if (da[k] > 1.5 * dc[k] || dc[k] > 1.5 * da[k]) moved++;
+    }
+    CHECKF(shrunk > 0, "no copy under 0.7 x %.4f s with jitter 1 and seed 2", m);
+    CHECKF(moved > 0, "seeds 2 and 1 gave every copy the same time within 1.5x");
+    free(d0);
+    free(da);
+    free(db);
+    free(dc);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* Policy `random` draws its choice among the ready vertices from the run's seed: on the sim
+ * backend without jitter (times are then a function of the order alone) the same seed gives
+ * the same start times, and another seed other ones. Without this, the tests that compare
+ * "random orders" could be comparing one order with itself. */
+TEST(exec_random_order_follows_seed)
+{
+    tp_layered_opts lo;
+    tp_layered_opts_init(&lo);
+    lo.layers = 2;
+    tp_graph *g;
+    tp_error e;
+    ASSERT_OK_ERR(tp_model_layered(&lo, &g, &e), e);
+    tp_memgraph *mg = plan_at(g, 1ull << 30);
+    double *t0[3], *t1[3];
+    for (int r = 0; r < 3; r++) {
+        tp_run_opts ro;
+        tp_run_opts_init(&ro);
+        ro.policy = "random";
+        ro.seed = r < 2 ? 1 : 2;
+        ASSERT_OK_ERR(sim_run(mg, &ro, &t0[r], &t1[r], &e), e);
+    }
+    uint32_t n = tp_memgraph_size(mg), same12 = 0, diff13 = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        same12 += t0[0][i] == t0[1][i];
+        diff13 += t0[0][i] != t0[2][i];
+    }
+    ASSERT_EQ(same12, n);
+    CHECKF(diff13 > 0, "seeds 1 and 2 started all %u vertices at the same times", n);
+    for (int r = 0; r < 3; r++) {
+        free(t0[r]);
+        free(t1[r]);
+    }
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
 TEST(exec_throttled_link_moves_one_copy_at_a_time)
 {
     tp_graph *g = mlp_chain(4, 1, 256); /* 256 KiB weights */
