@@ -135,14 +135,17 @@ for cut in $(seq 0 37 "$size"); do
     [ $rc -ge 128 ] && crash=$((crash + 1)) && echo "crash on prefix $cut"
 done
 msize=$(wc -c <"$D/mg.json")
+flipped=0 # flips that changed exactly one byte (one may write the byte already there)
 for i in $(seq 1 60); do
     cp "$D/mg.json" "$D/flip.json"
     pos=$(((i * 7919) % msize))
-    printf '%s' "$(printf '\\x%02x' $(((i * 31) % 94 + 33)))" | dd of="$D/flip.json" bs=1 seek="$pos" conv=notrunc status=none
+    printf '%b' "\\x$(printf %02x $(((i * 31) % 94 + 33)))" | dd of="$D/flip.json" bs=1 seek="$pos" conv=notrunc status=none
+    [ "$(cmp -l "$D/mg.json" "$D/flip.json" | wc -l)" = 1 ] && flipped=$((flipped + 1))
     "$T" verify "$D/flip.json" --taskgraph "$EX" >/dev/null 2>&1
     rc=$?
     [ $rc -ge 128 ] && crash=$((crash + 1)) && echo "crash on flip at $pos"
 done
+[ $flipped -ge 50 ] || { echo "only $flipped of 60 flips changed one byte"; crash=$((crash + 1)); }
 if [ $crash -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 
 # backends: --version lists them; a missing cuda backend or GPU is a clear exit 2 before any work
