@@ -5,11 +5,15 @@
 #                               failure (CODE 2) must also be exactly one line on stderr
 #   check NAME CMD...           CMD succeeds
 #   absent PATH                 nothing there (a command that failed wrote no file)
-#   finish [NAME]               prints "N passed, M failed" and returns the verdict
+#   skip WHAT                   a part not run (a tool missing): finish then exits 77, which
+#                               CTest shows as skipped, unless a check failed
+#   finish [NAME]               prints "N passed, M failed" and returns the verdict: 1 on a
+#                               failure, else 77 when a part was skipped, else 0
 D=$(mktemp -d)
 trap 'rm -rf "$D"' EXIT
 pass=0
 fail=0
+skipped=""
 EXPECT_TIMEOUT=${EXPECT_TIMEOUT:-60}
 EXPECT_ONE_LINE=${EXPECT_ONE_LINE:-0}
 
@@ -45,7 +49,13 @@ absent() {
     fi
 }
 
+skip() {
+    echo "SKIPPED: $1"
+    skipped="$skipped${skipped:+; }$1"
+}
+
 finish() {
-    echo "${1:+$1: }$pass passed, $fail failed"
-    [ "$fail" -eq 0 ]
+    echo "${1:+$1: }$pass passed, $fail failed${skipped:+; skipped: $skipped}"
+    [ "$fail" -eq 0 ] || return 1
+    [ -z "$skipped" ] || return 77
 }

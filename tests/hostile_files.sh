@@ -38,6 +38,8 @@ if command -v gnuplot >/dev/null; then
     for f in "$D/$EVIL" "$D/p.png" "$D/m.png" "$D/n.png"; do
         if [ "$(head -c 4 "$f" 2>/dev/null | od -An -c | tr -d ' ')" = "211PNG" ]; then pass=$((pass + 1)); else echo "FAIL: no PNG at $f"; fail=$((fail + 1)); fi
     done
+else
+    skip "the PNG checks: no gnuplot (scripts/install-deps.sh installs gnuplot-nox)"
 fi
 if [ -z "$(ls -A "$TMPDIR")" ]; then pass=$((pass + 1)); else echo "FAIL: left in TMPDIR: $(ls "$TMPDIR")"; fail=$((fail + 1)); fi
 
