@@ -466,7 +466,7 @@ static void one_chain(uint32_t L, int q, int bb, int freeze)
         tp_offload_schedule *sc = NULL;
         tp_status st = tp_offload_plan(&o.c, (tp_offload_algo)a, &sc, &err);
         ms[a] = NAN;
-        if (st == TP_ERR_INFEASIBLE) continue;
+        if (st == TP_ERR_INFEASIBLE && q < 4) continue; /* a heuristic may fail under tight memory, never where all fits */
         ASSERT_OK_ERR(st, err);
         tp_offload_report rep;
         ASSERT_OK_ERR(tp_offload_check(&o.c, sc, &rep, &err), err);
