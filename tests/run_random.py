@@ -110,7 +110,10 @@ def build(seed):
 
 def min_cap(tg):
     byid = {v["id"]: v for v in tg["vertices"]}
-    size = lambda v: (2 if tg["vertices"][0]["dtype"] != "f32" else 4) * int(np.prod(byid[v]["shape"] if byid[v]["kind"] != "transfer" else byid[byid[v]["inputs"][0]]["shape"]))
+    def size(v):  # a transfer has its source's shape (a transfer's source may be a transfer)
+        while byid[v]["kind"] == "transfer":
+            v = byid[v]["inputs"][0]
+        return (2 if tg["vertices"][0]["dtype"] != "f32" else 4) * int(np.prod(byid[v]["shape"]))
     need = 0
     for v in tg["vertices"]:
         if v["kind"] == "input":
@@ -132,7 +135,12 @@ for seed in range(first, first + count):
     run(turnip, ["run", gp, "--device-mem", "64MiB", "--inputs", ip, "--out", base] + bflags)
     bvals, braws = read_st(base)
     # numpy agreement (16-bit: rounding differs in the last place along the way)
-    tol = ({"f32": 3e-2, "f16": 5e-2, "bf16": 1.2e-1} if fast else {"f32": 1e-4, "f16": 2e-2, "bf16": 1.2e-1})[dtype]
+    # the cpu backend's: about 10x the largest seen over 230 seeds (f32 2.1e-6, f16 3.4e-4, bf16
+    # 0: its reference rounds like the kernels; 2e-2 is five bf16 steps); cuda's as measured there
+    if backend == "cpu":
+        tol = {"f32": 2e-5, "f16": 3e-3, "bf16": 2e-2}[dtype]
+    else:
+        tol = ({"f32": 3e-2, "f16": 5e-2, "bf16": 1.2e-1} if fast else {"f32": 1e-4, "f16": 2e-2, "bf16": 1.2e-1})[dtype]
     for o, ref in refs.items():
         err = float(np.abs(bvals[o] - ref).max() / max(1.0, np.abs(ref).max()))
         worst[dtype] = max(worst.get(dtype, 0.0), err)

@@ -20,7 +20,10 @@ from tputil import store, write_st, read_st, run
 turnip, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 tmp = tempfile.mkdtemp(prefix="tp-si-")
 failures, grouped_runs, evicting_runs, total_runs, nondet_differ, infeasible, below = 0, 0, 0, 0, 0, 0, 0
-TOL = {"f32": 1e-4, "f16": 2e-2, "bf16": 1.2e-1}
+worst = {}  # the largest relative error against numpy per dtype, printed
+# against numpy; the largest seen over 100 seeds (1000-1099): f32 2.4e-7, f16 1.8e-3, bf16 2.1e-2
+# (sums in other orders, each partial rounded to the dtype)
+TOL = {"f32": 1e-5, "f16": 1e-2, "bf16": 1.2e-1}
 
 
 def build(seed):
@@ -149,6 +152,7 @@ for seed in range(first, first + count):
     tol = TOL[dtype]
     for o, ref in refs.items():
         err = float(np.abs(bvals[o] - ref).max() / max(1.0, np.abs(ref).max()))
+        worst[dtype] = max(worst.get(dtype, 0.0), err)
         if not err <= tol:
             print(f"FAIL seed {seed} ({dtype}): output {o} differs from numpy by {err:.2e} (relative, allowed {tol})")
             failures += 1
@@ -189,11 +193,14 @@ for seed in range(first, first + count):
             if not det:
                 nondet_differ += raws[o] != braws[o]
                 err = float(np.abs(vals[o] - ref).max() / max(1.0, np.abs(ref).max()))
+                worst[dtype] = max(worst.get(dtype, 0.0), err)
                 if not err <= tol:
                     print(f"FAIL seed {seed} ({dtype}): output {o} (order {order} seed {s}) differs from numpy by {err:.2e}")
                     failures += 1
     print(f"seed {seed}: {tg['devices']} devices, {len(tg['vertices'])} vertices, {dtype}, caps {cs[0]} B (below the "
           f"unlowered minimum) and {cs[1]} B (the unlowered minimum)")
+print("largest error against numpy (relative to the output's scale): " +
+      ", ".join(f"{k} {v:.2e}" for k, v in sorted(worst.items())))
 print(f"{total_runs} runs: {grouped_runs} with groups, {evicting_runs} of them evicting, {below} below the unlowered minimum "
       f"({infeasible} caps there infeasible); {nondet_differ} outputs of runs without --deterministic differ in the last bits "
       f"from the deterministic run")
