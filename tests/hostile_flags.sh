@@ -44,6 +44,8 @@ expect 2 "streams needs an integer in 1..64: 4294967297" "${RUN[@]}" --streams 4
 expect 2 "blocks needs an integer in 0..2147483647: 4294967297" "$T" llama --preset tiny --seq-len 4 --device-mem 1MiB --blocks 4294967297 --no-data
 expect 2 "mlp-chunks needs an integer in 0..2147483647: 4294967297" "$T" llama --preset tiny --seq-len 4 --device-mem 1MiB --mlp-chunks 4294967297 --no-data
 expect 2 "layers needs an integer in 1..2147483647: 2147483648" "$T" gen layered --layers 2147483648
+expect 2 "seed needs an integer >= 0: 99999999999999999999" "$T" llama --preset tiny --seq-len 8 --device-mem 1MiB --no-data --seed 99999999999999999999
+expect 2 "repeat needs an integer" "$T" run "$SRC/examples/mlp.json" --device-mem 1MiB --zero-inputs --repeat 99999999999999999999
 # --int-max: every value must fit an i32 input
 printf '{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": "ids", "kind": "input", "device": 0, "dtype": "i32", "shape": [64]}, {"id": "k", "kind": "kernel", "device": 0, "op": "copy", "inputs": ["ids"], "dtype": "i32", "shape": [64]}], "outputs": ["k"]}' >"$D/i32.json"
 expect 2 "int-max needs an integer in 1..2147483648: 4294967297" "$T" gen inputs "$D/i32.json" -o "$D/i32.st" --int-max 4294967297

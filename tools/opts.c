@@ -1,5 +1,6 @@
 /* opts.c - the table-driven option parser (see opts.h). */
 #include "opts.h"
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
@@ -92,8 +93,9 @@ static int store(const char *cmd, const cli_opt *o, const char *v, char *dst)
         return 0;
     }
     case CLI_INT: {
-        long long x = strtoll(v, &end, 10);
-        if (end == v || *end || x < o->min || x > o->max) return bad_value(cmd, o, v);
+        errno = 0;
+        long long x = strtoll(v, &end, 10); /* out of long long's range: ERANGE, x clamped */
+        if (end == v || *end || errno == ERANGE || x < o->min || x > o->max) return bad_value(cmd, o, v);
         *(long long *)d = x;
         return 0;
     }
