@@ -233,4 +233,16 @@ case "$backends" in
     expect 2 "cuda backend: not built in" "$T" run "$MLP" --device-mem 1MiB --inputs x --out y --backend cuda ;;
 esac
 
+# outputs that cannot be written, or have nothing to hold, are refused before any work (exit 2,
+# no file); --seq-len 0 names its range
+expect 2 "--out needs data: not with --backend sim" "$T" llama --preset tiny --seq-len 8 --backend sim --out "$D/l.st"
+expect 2 "--out needs data: not with --no-data" "$T" llama --preset tiny --seq-len 8 --device-mem 1MiB --no-data --out "$D/l.st"
+absent "$D/l.st"
+expect 2 "--out $D/no/l.st: cannot write into $D/no" "$T" llama --preset tiny --seq-len 8 --device-mem 1MiB --out "$D/no/l.st"
+expect 2 "--seq-len needs an integer >= 1: 0" "$T" llama --preset tiny --seq-len 0 --prompt-ids 1,2 --device-mem 1MiB
+expect 2 "--out $D/no/o.st: cannot write into $D/no" "$T" run "$SRC/examples/mlp.json" --device-mem 1MiB --zero-inputs --out "$D/no/o.st"
+expect 2 "--trace $D/no/t.json: cannot write into $D/no" "$T" run "$SRC/examples/mlp.json" --device-mem 1MiB --zero-inputs --trace "$D/no/t.json"
+expect 2 "--png $D/no/p.png: cannot write into $D/no" "$T" llama --preset tiny --backend sim --sweep-seq 8 --csv "$D/sweep_unwritten.csv" --png "$D/no/p.png"
+absent "$D/sweep_unwritten.csv"
+
 finish

@@ -22,7 +22,7 @@ static const cli_opt opts[] = {
               "config.json and model.safetensors (or shards with model.safetensors.index.json)"),
     CLI_O_STR("--preset", "NAME", flags, preset, "tiny, 7b, 13b, 65b, llama3-8b, llama2-70b: random weights made in-process"),
     CLI_O_STR("--prompt-ids", "1,2,3", flags, prompt_ids, "the prompt's token ids"),
-    CLI_O_INT("--seq-len", "N", flags, seq_len, 0, LLONG_MAX,
+    CLI_O_INT("--seq-len", "N", flags, seq_len, 1, LLONG_MAX,
               "a random prompt of N tokens, uniform over the vocabulary, a function of\n"
               "--seed and the position (tp_llama_random_prompt; --print-prompt shows it)"),
     CLI_O_INT("--seed", "S", flags, x.seed, 0, LLONG_MAX, "seed of the prompt, the preset's weights, the random order and the jitter"),
@@ -157,6 +157,9 @@ static int sweep(const flags *fl, const char *label)
 {
     if (!fl->b.name || strcmp(fl->b.name, "sim")) return cli_usage_error("llama", "--sweep-seq needs --backend sim", NULL);
     if (!fl->csv) return cli_usage_error("llama", "--sweep-seq needs --csv FILE", NULL);
+    int rc = cli_writable_dir("llama", "--csv", fl->csv, 0);
+    if (!rc && fl->png) rc = cli_writable_dir("llama", "--png", fl->png, 0);
+    if (rc) return rc;
     tp_error e;
     tp_llama_config c;
     tp_sim_profile prof;
@@ -189,7 +192,6 @@ static int sweep(const flags *fl, const char *label)
     xf.streams = 1; /* as ever: the sweep's runs use one stream */
     cli_run_opts(&xf, &so.run);
     cli_out csv; /* whole or not at all */
-    int rc;
     if ((rc = cli_out_open("llama", fl->csv, &csv))) {
         free(seqs);
         return rc;
@@ -278,6 +280,11 @@ static int run(int argc, char **argv)
     if (fl.sweep_seq) return sweep(&fl, label);
     if (!fl.prompt_ids == !fl.seq_len) return cli_usage_error("llama", "give one of --prompt-ids and --seq-len", NULL);
     int use_sim = fl.b.name && !strcmp(fl.b.name, "sim");
+    if (fl.out && (use_sim || fl.no_data))
+        return cli_usage_error("llama", use_sim ? "--out needs data: not with --backend sim" : "--out needs data: not with --no-data", NULL);
+    /* an output that cannot be written is refused before any work */
+    if ((fl.out && (rc = cli_writable_dir("llama", "--out", fl.out, 0))) || (fl.x.trace && (rc = cli_writable_dir("llama", "--trace", fl.x.trace, 0))))
+        return rc;
     tp_sim_profile prof;
     tp_error e;
     tp_status s = TP_OK;
