@@ -245,4 +245,6 @@ expect 2 "--trace $D/no/t.json: cannot write into $D/no" "$T" run "$SRC/examples
 expect 2 "--png $D/no/p.png: cannot write into $D/no" "$T" llama --preset tiny --backend sim --sweep-seq 8 --csv "$D/sweep_unwritten.csv" --png "$D/no/p.png"
 absent "$D/sweep_unwritten.csv"
 
+# a need and a capacity that round alike are given in bytes too
+expect 2 "needs 512.0 KiB (524288 B) of inputs and output on device 0, capacity is 512.0 KiB (524287 B)" "$T" plan "$SRC/examples/mlp.json" --device-mem 524287
 finish

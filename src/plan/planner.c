@@ -688,6 +688,23 @@ static void directed(planner *P, uint32_t t)
     }
 }
 
+/* A need and a capacity for a message (bn, bc: 48 bytes each): sizes as tp_format_size writes
+ * them, with the exact bytes beside both where the two would read alike (512.0 KiB against a
+ * capacity of 524,287 bytes). */
+static void need_cap(uint64_t want, uint64_t cap, char *bn, char *bc)
+{
+    char a[32], b[32];
+    tp_format_size(want, a, sizeof a);
+    tp_format_size(cap, b, sizeof b);
+    if (strcmp(a, b) || want == cap) {
+        snprintf(bn, 48, "%s", a);
+        snprintf(bc, 48, "%s", b);
+    } else {
+        snprintf(bn, 48, "%s (%llu B)", a, (unsigned long long)want);
+        snprintf(bc, 48, "%s (%llu B)", b, (unsigned long long)cap);
+    }
+}
+
 static tp_status precheck(planner *P)
 {
     uint64_t kept[TP_MAX_DEVICES] = {0}; /* kept outputs stay together at the end */
@@ -696,10 +713,10 @@ static tp_status precheck(planner *P)
             int d = V_(P, x)->device;
             kept[d] += V_(P, x)->bytes;
             if (kept[d] > P->dev[d].cap) {
-                char b1[32], b2[32];
+                char b1[48], b2[48];
+                need_cap(kept[d], P->dev[d].cap, b1, b2);
                 return tp__fail(P->err, TP_ERR_INFEASIBLE, "kept values on device %d need %s or more, capacity is %s (at '%s')", d,
-                                tp_format_size(kept[d], b1, sizeof b1), tp_format_size(P->dev[d].cap, b2, sizeof b2),
-                                V_(P, x)->id);
+                                b1, b2, V_(P, x)->id);
             }
         }
     for (uint32_t p = 0; p < P->npos; p++) {
@@ -708,7 +725,7 @@ static tp_status precheck(planner *P)
         int rd = tp_graph_read_device(P->g, t);
         uint64_t in;
         tp__vertex_need(P->g, t, P->vmark, distinct_begin(P), &in);
-        char b1[32], b2[32], b3[32];
+        char b1[48], b2[48], b3[32];
         uint64_t out = P->inpl[t] >= 0 ? 0 : v->bytes; /* in place: no new bytes */
         if (P->pinned[rd] || P->pinned[v->device]) { /* pinned inputs hold their bytes all along */
             uint64_t pin_in = 0, stamp = distinct_begin(P);
@@ -716,11 +733,12 @@ static tp_status precheck(planner *P)
                 if (first_time(P, v->inputs[k], (uint32_t)stamp) && P->pin[v->inputs[k]]) pin_in += V_(P, v->inputs[k])->bytes;
             uint64_t other = P->pinned[rd] - (pin_in < P->pinned[rd] ? pin_in : P->pinned[rd]);
             uint64_t want = (rd == v->device ? in + out : in) - pin_in;
-            if (other > P->dev[rd].cap || want > P->dev[rd].cap - other)
+            if (other > P->dev[rd].cap || want > P->dev[rd].cap - other) {
+                need_cap(want, P->dev[rd].cap, b1, b2);
                 return tp__fail(P->err, TP_ERR_INFEASIBLE,
                                 "vertex '%s': needs %s on device %d beside the %s of pinned resident inputs, capacity is %s", v->id,
-                                tp_format_size(want, b1, sizeof b1), rd, tp_format_size(other, b3, sizeof b3),
-                                tp_format_size(P->dev[rd].cap, b2, sizeof b2));
+                                b1, rd, tp_format_size(other, b3, sizeof b3), b2);
+            }
         }
         if (rd == v->device) {
             if (in + out > P->need_max[rd]) P->need_max[rd] = in + out;
@@ -729,22 +747,22 @@ static tp_status precheck(planner *P)
             if (v->bytes > P->need_max[v->device]) P->need_max[v->device] = v->bytes;
         }
         if (rd == v->device) {
-            if (in + out > P->dev[rd].cap)
-                return tp__fail(P->err, TP_ERR_INFEASIBLE,
-                                "vertex '%s': needs %s of inputs and output on device %d, capacity is %s",
-                                v->id, tp_format_size(in + out, b1, sizeof b1), rd,
-                                tp_format_size(P->dev[rd].cap, b2, sizeof b2));
+            if (in + out > P->dev[rd].cap) {
+                need_cap(in + out, P->dev[rd].cap, b1, b2);
+                return tp__fail(P->err, TP_ERR_INFEASIBLE, "vertex '%s': needs %s of inputs and output on device %d, capacity is %s",
+                                v->id, b1, rd, b2);
+            }
         } else {
-            if (in > P->dev[rd].cap)
-                return tp__fail(P->err, TP_ERR_INFEASIBLE,
-                                "vertex '%s': needs %s of input on device %d, capacity is %s", v->id,
-                                tp_format_size(in, b1, sizeof b1), rd,
-                                tp_format_size(P->dev[rd].cap, b2, sizeof b2));
-            if (v->bytes > P->dev[v->device].cap)
-                return tp__fail(P->err, TP_ERR_INFEASIBLE,
-                                "vertex '%s': needs %s of output on device %d, capacity is %s", v->id,
-                                tp_format_size(v->bytes, b1, sizeof b1), v->device,
-                                tp_format_size(P->dev[v->device].cap, b2, sizeof b2));
+            if (in > P->dev[rd].cap) {
+                need_cap(in, P->dev[rd].cap, b1, b2);
+                return tp__fail(P->err, TP_ERR_INFEASIBLE, "vertex '%s': needs %s of input on device %d, capacity is %s", v->id, b1,
+                                rd, b2);
+            }
+            if (v->bytes > P->dev[v->device].cap) {
+                need_cap(v->bytes, P->dev[v->device].cap, b1, b2);
+                return tp__fail(P->err, TP_ERR_INFEASIBLE, "vertex '%s': needs %s of output on device %d, capacity is %s", v->id,
+                                b1, v->device, b2);
+            }
         }
     }
     return TP_OK;
@@ -1142,9 +1160,9 @@ tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__
      * the offload arena after it, so its scans never pass the (possibly many) inputs. */
     uint64_t reserved = tp_graph_host_reserved(g);
     if (!P->st && reserved > P->host_cap) {
-        char b1[32], b2[32];
-        P->st = tp__fail(err, TP_ERR_INFEASIBLE, "the TaskGraph reserves %s of host memory, host capacity is %s",
-                         tp_format_size(reserved, b1, sizeof b1), tp_format_size(P->host_cap, b2, sizeof b2));
+        char b1[48], b2[48];
+        need_cap(reserved, P->host_cap, b1, b2);
+        P->st = tp__fail(err, TP_ERR_INFEASIBLE, "the TaskGraph reserves %s of host memory, host capacity is %s", b1, b2);
     }
     if (!P->st) {
         uint32_t nin = 0, nfix = 0;
@@ -1185,13 +1203,13 @@ tp_status tp__plan_graph(const tp_graph *g, const tp_plan_opts *opts, const tp__
         for (uint32_t i = 0; i < nin && !P->st; i++) {
             uint32_t x = ins[i].x;
             if (ins[i].bytes > P->host_cap - in_end) {
-                char b1[32], b2[32];
+                char b1[48], b2[48];
                 uint64_t total = 0;
                 for (uint32_t j = 0; j < nin; j++) total += ins[j].bytes;
+                need_cap(total, P->host_cap, b1, b2);
                 P->st = tp__fail(err, TP_ERR_INFEASIBLE,
                                  "vertex '%s': host memory too small for the inputs: they need %s, host capacity is %s",
-                                 V_(P, x)->id, tp_format_size(total, b1, sizeof b1),
-                                 tp_format_size(P->host_cap, b2, sizeof b2));
+                                 V_(P, x)->id, b1, b2);
                 break;
             }
             P->nscr = 0;
