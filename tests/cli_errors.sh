@@ -247,4 +247,10 @@ absent "$D/sweep_unwritten.csv"
 
 # a need and a capacity that round alike are given in bytes too
 expect 2 "needs 512.0 KiB (524288 B) of inputs and output on device 0, capacity is 512.0 KiB (524287 B)" "$T" plan "$SRC/examples/mlp.json" --device-mem 524287
+# a failed train removes the --out directory it made (not one that was there)
+expect 2 "below the smallest feasible cap" "$T" train --preset tiny --seq-len 8 --steps 1 --device-mem 1KiB --out "$D/lora_new"
+absent "$D/lora_new"
+mkdir "$D/lora_old"
+expect 2 "below the smallest feasible cap" "$T" train --preset tiny --seq-len 8 --steps 1 --device-mem 1KiB --out "$D/lora_old"
+check "a failed train keeps an --out directory that was there" test -d "$D/lora_old"
 finish

@@ -215,7 +215,9 @@ static int step_need(const flags *fl, const tp_llama_config *c, unsigned targets
     return s ? cli_fail("train", s, &e) : 0;
 }
 
-static int run(int argc, char **argv)
+/* made: the --out directory when this run created it (train removes it again, if still empty,
+ * when the run fails) */
+static int train(int argc, char **argv, const char **made)
 {
     flags fl = {.x = {.streams = 1, .fail_vertex = -1, .repeat = 1}, .devices = 1, .batch = 1, .rank = 16, .alpha = 32, .lr = 1e-4};
     int npos, rc = cli_parse("train", opts, &fl, argc, argv, 2, NULL, 0, &npos, NULL);
@@ -238,9 +240,12 @@ static int run(int argc, char **argv)
     if (fl.wdtype && fl.model) return cli_usage_error("train", "--weights-dtype is for --preset (a checkpoint's weights keep their dtype)", NULL);
     if ((s = cli_llama_config(fl.model, fl.preset, &c, &e))) return cli_fail("train", s, &e);
     if (fl.wdtype && tp_dtype_parse(fl.wdtype, &c.dtype)) return cli_usage_error("train", "--weights-dtype: f32, f16 or bf16", NULL);
+    struct stat sb;
+    int existed = fl.out && stat(fl.out, &sb) == 0;
     if ((fl.out && (rc = cli_writable_dir("train", "--out", fl.out, 1))) || (fl.dump && (rc = cli_writable_dir("train", "--dump-grads", fl.dump, 0))) ||
         (fl.taskgraph && (rc = cli_writable_dir("train", "--taskgraph-out", fl.taskgraph, 0))))
         return rc;
+    if (fl.out && !existed) *made = fl.out;
     tp_sim_profile prof;
     if (use_sim && (s = tp_sim_profile_read(fl.machine ? fl.machine : "a100x8", &prof, &e))) return cli_fail("train", s, &e);
     if (use_sim && fl.devices > prof.devices)
@@ -389,6 +394,14 @@ static int run(int argc, char **argv)
     tp_llama_weights_close(w);
     tp_backend_free(be);
     free(ids);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    const char *made = NULL;
+    int rc = train(argc, argv, &made);
+    if (rc && made) rmdir(made); /* a failed run leaves no empty --out directory of its own making */
     return rc;
 }
 
