@@ -253,4 +253,9 @@ absent "$D/lora_new"
 mkdir "$D/lora_old"
 expect 2 "below the smallest feasible cap" "$T" train --preset tiny --seq-len 8 --steps 1 --device-mem 1KiB --out "$D/lora_old"
 check "a failed train keeps an --out directory that was there" test -d "$D/lora_old"
+# verify and dot read JSON: a binary plan is named as one, with the command that converts it
+"$T" plan "$SRC/examples/mlp.json" --device-mem 1MiB --format binary -o "$D/mg.bin" >/dev/null
+expect 2 "mg.bin is a binary plan; .turnip convert" "$T" verify "$D/mg.bin" --taskgraph "$SRC/examples/mlp.json"
+expect 2 "mg.bin is a binary plan; .turnip convert" "$T" dot "$D/mg.bin" -o "$D/bin.gv"
+absent "$D/bin.gv"
 finish

@@ -453,3 +453,9 @@ int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is
                                                     : NULL;
     return why ? cli_errorf(cmd, 2, "%s %s: cannot write into %s: %s", flag, path, dir, why) : 0;
 }
+
+int cli_json_plan(const char *cmd, const char *path)
+{
+    if (!tp_memgraph_file_is_binary(path)) return 0;
+    return cli_errorf(cmd, 2, "%s is a binary plan; `turnip convert %s OUT.json` writes it as JSON", path, path);
+}

@@ -31,6 +31,7 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     if (!npos) return cli_usage_error("verify", "no MemGraph given", NULL);
     if (!fl.taskgraph) return cli_usage_error("verify", "--taskgraph is required", NULL);
+    if ((rc = cli_json_plan("verify", mgp))) return rc;
     tp_error e;
     tp_graph *g;
     tp_status s = tp_graph_read_file(fl.taskgraph, &g, &e);
