@@ -50,7 +50,9 @@ static const cli_opt opts[] = {
               "overlap its compute (one step more pinned); 0 (the default): only its own"),
     CLI_O_NUM("--temperature", "T", flags, temperature, 0, 100, "0 (the default): greedy; else sample from softmax(logits / T)"),
     CLI_O_INT("--top-k", "K", flags, top_k, 0, INT32_MAX, "sample among the K likeliest tokens (0: all; default 0)"),
-    CLI_O_SEED(flags, x),
+    CLI_O_INT("--seed", "N", flags, x.seed, 0, LLONG_MAX,
+              "seed of the sampling, the random prompt (--seq-len), a preset's weights, the random\n"
+              "order and the jitter (default 0)"),
     CLI_O_INT("--vocab-chunks", "C", flags, vocab_chunks, 1, 1 << 20,
               "lm_head in C row chunks, each a cache tensor (default: 1, or as many as keep\n"
               "a chunk within an eighth of the cap)"),

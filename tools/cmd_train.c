@@ -37,7 +37,9 @@ static const cli_opt opts[] = {
     CLI_O_INT("--seq-len", "T", flags, seq_len, 2, INT32_MAX, "tokens per sequence (required)"),
     CLI_O_INT("--batch", "B", flags, batch, 1, 1 << 20, "sequences per step (default 1)"),
     CLI_O_INT("--steps", "N", flags, steps, 1, 10000000, "optimizer steps (required)"),
-    CLI_O_SEED(flags, x),
+    CLI_O_INT("--seed", "N", flags, x.seed, 0, LLONG_MAX,
+              "seed of the initial adapters, the random data (without --data), a preset's weights,\n"
+              "the random order and the jitter (default 0)"),
     CLI_O_STR("--device-mem", "SIZE|P%", flags, device_mem,
               "each device's memory: a size, or a percentage of what a step needs with\n"
               "nothing evicted (printed) (required but with --backend sim: the machine's)"),
