@@ -7,7 +7,7 @@ typedef struct {
 } flags;
 
 static const cli_opt opts[] = {
-    CLI_O_STR("-o", "FILE", flags, out, "write the DOT there (default: standard output)"),
+    CLI_O_STR("-o|--output", "FILE", flags, out, "write the DOT there (default: standard output)"),
     CLI_O_END,
 };
 

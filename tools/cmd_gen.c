@@ -19,7 +19,7 @@ static const cli_opt layered_opts[] = {
     CLI_O_INT("--head-dim", "E", layered_flags, head_dim, 1, LLONG_MAX, "head dimension (default 64)"),
     CLI_O_INT("--dtype-bytes", "B", layered_flags, dtype_bytes, 1, INT_MAX, "bytes per element (default 2)"),
     CLI_O_SWITCH("--backward", layered_flags, backward, "training-shaped: then the layers in reverse, reading the\nactivations the forward pass saved"),
-    CLI_O_STR("-o", "FILE", layered_flags, out, "write the TaskGraph there (default: standard output)"),
+    CLI_O_STR("-o|--output", "FILE", layered_flags, out, "write the TaskGraph there (default: standard output)"),
     CLI_O_END,
 };
 
@@ -29,7 +29,7 @@ typedef struct {
 } inputs_flags;
 
 static const cli_opt inputs_opts[] = {
-    CLI_O_STR("-o", "FILE", inputs_flags, out, "the safetensors file to write (required)"),
+    CLI_O_STR("-o|--output", "FILE", inputs_flags, out, "the safetensors file to write (required)"),
     CLI_O_INT("--seed", "S", inputs_flags, seed, 0, LLONG_MAX, "seed (default 0)"),
     CLI_O_INT("--int-max", "N", inputs_flags, int_max, 1, 2147483648LL,
               "integers are uniform in [0, N) (default 10; at most 2^31, so every\nvalue fits an i32 input)"),
@@ -60,7 +60,7 @@ static const cli_opt llama_opts[] = {
     CLI_O_INT("--pos", "P", llama_flags, pos, 0, LLONG_MAX, "decode: position of the new token (default 0)"),
     CLI_O_INT("--max-len", "M", llama_flags, max_len, 1, LLONG_MAX, "decode: positions the KV cache holds (default P + 1)"),
     CLI_O_INT("--device", "N", llama_flags, device, 0, TP_MAX_DEVICES - 1, "decode: the device every vertex is on (default 0)"),
-    CLI_O_STR("-o", "FILE", llama_flags, out, "write the TaskGraph there (default: standard output)"),
+    CLI_O_STR("-o|--output", "FILE", llama_flags, out, "write the TaskGraph there (default: standard output)"),
     CLI_O_END,
 };
 
