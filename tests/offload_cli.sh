@@ -55,4 +55,6 @@ expect 0 "bound 7 s (proved optimal)" "$T" offload-plan "$D/good.json" --algo mi
 expect 0 "makespan/bound 1.285714" "$T" offload-plan "$D/good.json" --algo greedy-star --bound --time-limit 10
 expect 0 "makespan/bound 1.142857" "$T" offload-plan "$D/good.json" --algo milp --time-limit 10
 expect 2 "--time-limit" "$T" offload-plan "$D/good.json" --bound --time-limit 0
+# a bound stopped before any incumbent says so (not "incumbent inf s")
+expect 0 "incumbent none" "$T" offload-plan "$SRC/examples/chains/bert-144-b16.json" --algo greedy --bound --time-limit 0.01
 finish offload_cli

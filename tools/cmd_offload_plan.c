@@ -1,6 +1,7 @@
 /* cmd_offload_plan.c - turnip offload-plan: a weight-offload strategy for a training chain
  * (issue 14; docs/weight-offload.md): plans it, replays it through the independent checker
  * and prints what the checker measured. */
+#include <math.h>
 #include <string.h>
 #include "cli.h"
 
@@ -57,9 +58,11 @@ static void help(FILE *f)
 /* the bound's lines: bound, bound over the compute sum, the solver's incumbent, gap and time */
 static void print_bound(const tp_chain_bound_result *b, double compute)
 {
-    printf("bound %.9g s (%s)\nbound/compute %.6f\nincumbent %.9g s\ngap %.6f\nsolver %s, %.3f s\n", b->bound,
-           b->optimal ? "proved optimal" : "time limit: the solver's proven bound", compute > 0 ? b->bound / compute : 1.0,
-           b->incumbent, b->gap, b->solver, b->seconds);
+    printf("bound %.9g s (%s)\nbound/compute %.6f\n", b->bound, b->optimal ? "proved optimal" : "time limit: the solver's proven bound",
+           compute > 0 ? b->bound / compute : 1.0);
+    if (isfinite(b->incumbent)) printf("incumbent %.9g s\n", b->incumbent);
+    else printf("incumbent none (the solver found no schedule within the time limit)\n");
+    printf("gap %.6f\nsolver %s, %.3f s\n", b->gap, b->solver, b->seconds);
 }
 
 /* the schedule as turnip.offload-schedule/1 JSON */
