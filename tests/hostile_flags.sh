@@ -99,7 +99,8 @@ if [ -w /dev/full ]; then
     "$T" plan "$EX" --device-mem 4KiB -o "$D/mg.json" >/dev/null
     expect 2 "writing /dev/full failed: write error: No space left" "$T" plan "$EX" --device-mem 4KiB -o /dev/full
     expect 2 "writing /dev/full failed: write error: No space left" "$T" dot "$D/mg.json" -o /dev/full
-    expect 2 "writing /dev/full failed" "$T" gen layered -o /dev/full
+    expect 2 "writing /dev/full failed: write error: No space left" "$T" gen layered -o /dev/full
+    expect 2 "writing /dev/full failed: write error: No space left" "$T" plan "$SRC/examples/mlp.json" --device-mem 1MiB -o /dev/full
     expect 2 "/dev/full: write error: No space left" "$T" gen inputs "$EX" -o /dev/full
     expect 2 "/dev/full: write error: No space left" "${RUN[@]/$D\/o.st//dev/full}"
     expect 2 "/dev/full: write error: No space left" "${RUN[@]}" --trace /dev/full

@@ -717,6 +717,6 @@ tp_status tp_graph_write(const tp_graph *g, FILE *f, tp_error *err)
         putc(']', f);
     }
     fputs("}\n", f);
-    if (ferror(f)) return tp__fail(err, TP_ERR_IO, "write error");
+    if (ferror(f)) return tp__fail_write(err);
     return TP_OK;
 }

@@ -45,6 +45,12 @@ tp_status tp__fail(tp_error *err, tp_status code, const char *fmt, ...)
     return code;
 }
 
+tp_status tp__fail_write(tp_error *err)
+{
+    int en = errno;
+    return en ? tp__fail(err, TP_ERR_IO, "write error: %s", strerror(en)) : tp__fail(err, TP_ERR_IO, "write error");
+}
+
 int tp__grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap) return 1;

@@ -21,6 +21,9 @@
 
 /* Fills err (if non-NULL) and returns code. */
 tp_status tp__fail(tp_error *err, tp_status code, const char *fmt, ...) TP__PRINTF(3, 4);
+/* TP_ERR_IO "write error", with the reason errno holds after a stream's write failed ("write
+ * error: No space left on device"). */
+tp_status tp__fail_write(tp_error *err);
 
 /* Grows *arr (element size `elem`) so it holds at least `need` elements; doubles. 0 on OOM. */
 int tp__grow(void **arr, size_t *cap, size_t need, size_t elem);

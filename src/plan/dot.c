@@ -205,6 +205,6 @@ tp_status tp_dot_json(const char *text, size_t len, const char *name, FILE *out,
     free(c.eto);
     free(c.ekind);
     free(c.rd);
-    if (!s && ferror(out)) s = tp__fail(err, TP_ERR_IO, "write error");
+    if (!s && ferror(out)) s = tp__fail_write(err);
     return s;
 }

@@ -166,7 +166,7 @@ tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err)
         putc(']', f);
     }
     fputs("}\n", f);
-    if (ferror(f)) return tp__fail(err, TP_ERR_IO, "write error");
+    if (ferror(f)) return tp__fail_write(err);
     return TP_OK;
 }
 

@@ -135,7 +135,7 @@ tp_status tp_memgraph_write_binary(const tp_memgraph *mg, FILE *f, tp_error *err
     unsigned char c[8];
     put64(c, w.sum);
     fwrite(c, 1, 8, f);
-    if (ferror(f)) return tp__fail(err, TP_ERR_IO, "write error");
+    if (ferror(f)) return tp__fail_write(err);
     return TP_OK;
 }
 
