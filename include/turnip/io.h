@@ -28,7 +28,8 @@ char *tp_format_size(uint64_t bytes, char *buf, size_t len);
  * naming it) into a new NUL-terminated malloc'd buffer (*text, the caller's to free). */
 tp_status tp_read_text_file(const char *path, char **text, size_t *len, tp_error *err);
 /* Host memory this process can still use, bytes: MemAvailable of /proc/meminfo (else the
- * physical memory), lowered to the address-space limit (ulimit -v) when one is set. */
+ * physical memory), lowered to what is left of the address-space limit (ulimit -v) when one
+ * is set (the limit less the address space the process maps now). */
 uint64_t tp_host_mem_limit(void);
 /* Monotonic clock, seconds. */
 double tp_now_seconds(void);

@@ -28,6 +28,7 @@
  * launch the copies that overlap the "computation". */
 #include <errno.h>
 #include <stddef.h>
+#include <sys/resource.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -276,6 +277,12 @@ static void cpu_release(tp_backend *be)
 
 /* ---- memory: posix_memalign'ed blocks (tp__mem, backend/common.h) ---- */
 
+/* address space a device's threads may map under ulimit -v (cpu_fits): OpenBLAS's 128 MiB buffer
+ * of a thread in sgemm, and a malloc arena (64 MiB reserved) for its worker threads; one more
+ * for the executor's thread and OpenBLAS's own. Measured: 3 devices hung at a limit of 488 MiB,
+ * 1 device below 244 MiB (tiny LLaMA prefill, one run each, before this check). */
+#define TP__CPU_AS_PER_DEVICE (192ull << 20)
+
 /* whether the machine can back the arenas and the host block: an arena posix_memalign grants
  * but RAM cannot back meets the OOM killer while it is cleared */
 static tp_status cpu_fits(void *ctx, int nd, const uint64_t *cap, uint64_t host, const char *what, tp_error *err)
@@ -283,6 +290,22 @@ static tp_status cpu_fits(void *ctx, int nd, const uint64_t *cap, uint64_t host,
     (void)ctx;
     uint64_t need = host, avail = tp_host_mem_limit();
     for (int d = 0; d < nd; d++) need = need > UINT64_MAX - cap[d] ? UINT64_MAX : need + cap[d];
+    struct rlimit rl;
+    if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+        /* Under ulimit -v the threads' address space counts too: OpenBLAS maps a 128 MiB buffer
+         * for each thread in sgemm and, short of it, retries forever (a run that hangs), and
+         * each worker has its stack and a malloc arena. Room for them per device, or exit 2. */
+        uint64_t r = (uint64_t)(nd + 1) * TP__CPU_AS_PER_DEVICE;
+        if (need > UINT64_MAX - r || need + r > avail) {
+            char a[32], b[32], h[32], q[32];
+            return tp__fail(err, TP_ERR_DEVICE,
+                            "cpu backend: %s needs %s of device arenas and %s of host memory, and about %s of address space "
+                            "for its threads (OpenBLAS's buffers, stacks) under the address-space limit (ulimit -v), "
+                            "which leaves %s",
+                            what, tp_format_size(need - host, a, sizeof a), tp_format_size(host, h, sizeof h),
+                            tp_format_size(r, q, sizeof q), tp_format_size(avail, b, sizeof b));
+        }
+    }
     if (need <= avail) return TP_OK;
     char a[32], b[32], h[32];
     return tp__fail(err, TP_ERR_DEVICE,
