@@ -257,6 +257,7 @@ static int run(int argc, char **argv)
     /* without --vocab-chunks: the lm_head in chunks of at most an eighth of the cap, so a tight
      * cap is not refused for the head alone (the percentage stays of the unchunked need), and with
      * a plan per step no larger than the chunks its weights stream in */
+    int whole_head = 0; /* need.need counts the lm_head in one piece, the rest in chunks */
     if (!fl.vocab_chunks) {
         fl.vocab_chunks = tp_llama_generate_vocab_chunks(&c, cap, per_token ? need.split_bytes : 0);
         if (fl.vocab_chunks > 1) {
@@ -267,16 +268,18 @@ static int run(int argc, char **argv)
             }
             n2.need = need.need;
             need = n2;
+            whole_head = 1;
         }
     }
     char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32];
     printf("model: %s; %lld layers, hidden %lld, %lld heads (%lld KV), vocab %lld, %s weights; batch %lld, prompt %lld, %lld new tokens\n",
            fl.model ? fl.model : fl.preset, (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads,
            (long long)c.vocab, tp_dtype_name(c.dtype), (long long)B, (long long)T, fl.max_new);
-    printf("memory: weights %s, KV cache %s, step work %s; everything resident needs %s per device, a step at least %s; cap %s (%.0f%%)\n",
+    printf("memory: weights %s, KV cache %s, step work %s; everything resident needs %s per device%s, a step at least %s; cap %s (%.0f%%)\n",
            tp_format_size(need.model_bytes, b1, sizeof b1), tp_format_size(need.kv_bytes, b2, sizeof b2),
            tp_format_size(need.work_bytes, b3, sizeof b3), tp_format_size(need.need, b4, sizeof b4),
-           tp_format_size(need.min_cap, b5, sizeof b5), tp_format_size(cap, b6, sizeof b6), 100.0 * (double)cap / (double)need.need);
+           whole_head ? " (its step work with the lm_head in one piece)" : "", tp_format_size(need.min_cap, b5, sizeof b5),
+           tp_format_size(cap, b6, sizeof b6), 100.0 * (double)cap / (double)need.need);
     if (cap < need.min_cap) {
         free(ids);
         return cli_errorf("generate", 2, "--device-mem %s: below the %s a decode step needs (its tensors pinned and its work)",
