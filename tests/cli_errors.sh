@@ -258,4 +258,8 @@ check "a failed train keeps an --out directory that was there" test -d "$D/lora_
 expect 2 "mg.bin is a binary plan; .turnip convert" "$T" verify "$D/mg.bin" --taskgraph "$SRC/examples/mlp.json"
 expect 2 "mg.bin is a binary plan; .turnip convert" "$T" dot "$D/mg.bin" -o "$D/bin.gv"
 absent "$D/bin.gv"
+# an output named "-" is standard output, not a file named "-"
+(cd "$D" && "$T" plan "$SRC/examples/mlp.json" --device-mem 1MiB -o - >"$D/stdout.json")
+check "plan -o - writes standard output" grep -q '"format": "turnip.memgraph/1"' "$D/stdout.json"
+absent "$D/-"
 finish

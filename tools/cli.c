@@ -94,7 +94,10 @@ int cli_out_open(const char *cmd, const char *path, cli_out *o)
     o->path = path;
     o->of = NULL;
     o->f = stdout;
-    if (!path) return 0;
+    if (!path || !strcmp(path, "-")) { /* "-": standard output, as with no path */
+        o->path = NULL;
+        return 0;
+    }
     tp_error e;
     tp_status s = tp_outfile_open(path, &o->of, &e);
     if (s) return cli_fail(cmd, s, &e);

@@ -63,7 +63,8 @@ typedef struct cli_out {
     tp_outfile *of;
     FILE *f;
 } cli_out;
-/* 0, or 2 after printing "turnip CMD: PATH: cannot write: why". */
+/* 0, or 2 after printing "turnip CMD: PATH: cannot write: why". path NULL or "-": standard
+ * output. */
 int cli_out_open(const char *cmd, const char *path, cli_out *o);
 /* keep: commits the file (flush, sync, rename into place); returns 0, or 2 after printing
  * "turnip CMD: writing PATH failed: why" (a full disk). !keep: drops it (an existing file
