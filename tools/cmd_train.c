@@ -377,9 +377,14 @@ static int train(int argc, char **argv, const char **made)
                (unsigned long long)r.offloads, cli_bytes_str((double)r.offload_bytes, b1, sizeof b1), (unsigned long long)r.drops,
                (unsigned long long)r.reloads, r.sum_groups, r.sums_marked,
                r.sum_into_fallback ? " (infeasible with it: planned without)" : "");
-        printf("%s: %lld steps in %.3f s wall (%.3f s in runs): %.1f tokens/s (%.1f by run time); moved %s (%s per step)\n",
-               use_sim ? "simulated" : "trained", (long long)fl.steps, r.seconds, r.run_seconds, tok / r.seconds, tok / r.run_seconds,
-               cli_bytes_str((double)r.bytes_moved, b1, sizeof b1), cli_bytes_str((double)r.bytes_moved / (double)fl.steps, b2, sizeof b2));
+        if (use_sim) /* the runs' time is simulated; the wall time is the simulator's own */
+            printf("simulated: %lld steps, %.3f s of simulated runs: %.1f tokens/s (%.3f s wall); moved %s (%s per step)\n",
+                   (long long)fl.steps, r.run_seconds, tok / r.run_seconds, r.seconds, cli_bytes_str((double)r.bytes_moved, b1, sizeof b1),
+                   cli_bytes_str((double)r.bytes_moved / (double)fl.steps, b2, sizeof b2));
+        else
+            printf("trained: %lld steps in %.3f s wall (%.3f s in runs): %.1f tokens/s (%.1f by run time); moved %s (%s per step)\n",
+                   (long long)fl.steps, r.seconds, r.run_seconds, tok / r.seconds, tok / r.run_seconds,
+                   cli_bytes_str((double)r.bytes_moved, b1, sizeof b1), cli_bytes_str((double)r.bytes_moved / (double)fl.steps, b2, sizeof b2));
         if (use_sim) printf("simulated step time: %.4f s (mean of %lld)\n", r.run_seconds / (double)fl.steps, (long long)fl.steps);
         else printf("loss: first %.6f, last %.6f\n", r.loss[0], r.loss[fl.steps - 1]);
         if (fl.out) {
