@@ -1133,6 +1133,20 @@ TEST(exec_idle_run_burns_no_core)
  * and queued two at a time (copy_depth 2), so a copy begun at its queue time instead would
  * overlap the one before: the run could not then take the bytes' time on the link. */
 
+/* An executor of mg on be that has run once under ro: its run record in *rr (valid until the
+ * executor is freed; the caller frees it), its makespan in *makespan if asked. */
+static tp_exec *run_recorded(const tp_memgraph *mg, tp_backend *be, const tp_run_opts *ro, tp__run_record *rr, double *makespan)
+{
+    tp_error e;
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new(mg, be, ro, &x, &e), e);
+    tp_run_summary sum;
+    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
+    CHECK(tp__exec_record(x, rr));
+    if (makespan) *makespan = sum.makespan;
+    return x;
+}
+
 /* Each copy's recorded duration (t1 - t0) in mg's vertex order (copies only, *n of them), run
  * on a cpu backend whose link moves gbps GB/s, with copy jitter `jitter` and run seed `seed`. */
 static double *copy_durations(const tp_memgraph *mg, double gbps, double jitter, uint64_t seed, uint32_t *n)
@@ -1147,12 +1161,8 @@ static double *copy_durations(const tp_memgraph *mg, double gbps, double jitter,
     co.jitter = jitter;
     tp_backend *be = NULL;
     ASSERT_OK_ERR(tp_backend_cpu_new(&co, &be, &e), e);
-    tp_exec *x;
-    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
-    tp_run_summary sum;
-    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
     tp__run_record rr;
-    CHECK(tp__exec_record(x, &rr));
+    tp_exec *x = run_recorded(mg, be, &ro, &rr, NULL);
     double *d = malloc((rr.n + 1) * sizeof *d);
     *n = 0;
     for (uint32_t i = 0; i < rr.n; i++) {
@@ -1300,17 +1310,13 @@ static double run_two(const tp_memgraph *mg, tp_backend *be, const char *policy,
     tp_run_opts ro;
     tp_run_opts_init(&ro);
     ro.policy = policy;
-    tp_error e;
-    tp_exec *x;
-    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
-    tp_run_summary sum;
-    ASSERT_OK_ERR(tp_exec_run(x, &sum, &e), e);
     tp__run_record rr;
-    CHECK(tp__exec_record(x, &rr));
+    double makespan;
+    tp_exec *x = run_recorded(mg, be, &ro, &rr, &makespan);
     t0[0] = rr.v[a].t0 - rr.start, t1[0] = rr.v[a].t1 - rr.start;
     t0[1] = rr.v[b].t0 - rr.start, t1[1] = rr.v[b].t1 - rr.start;
     tp_exec_free(x);
-    return sum.makespan;
+    return makespan;
 }
 
 /* On the sim backend (its own cost model) the long chain's l1 starts first, at 0, and s1 when
