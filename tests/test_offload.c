@@ -179,6 +179,16 @@ TEST(offload_check_rules)
     s = base2();
     *find_op(s, TP_OFFOP_PREFETCH, 0, 1) = (tp_offload_op){TP_OFFOP_PREFETCH, 0, 0.5, 1.5};
     expect_reject(c, s, "prefetch link overlap");
+    /* overlap on the other direction: an upload of w_1 during the offload of w_0 */
+    s = base2();
+    s->ops = realloc(s->ops, (s->nops + 1) * sizeof *s->ops);
+    s->ops[s->nops++] = (tp_offload_op){TP_OFFOP_UPLOAD, 1, 2.5, 3.5};
+    expect_reject(c, s, "offload link overlap");
+    /* an upload during B of its own layer, which is changing the weight */
+    s = base2();
+    s->ops = realloc(s->ops, (s->nops + 1) * sizeof *s->ops);
+    s->ops[s->nops++] = (tp_offload_op){TP_OFFOP_UPLOAD, 1, 0.5, 1.5};
+    expect_reject(c, s, "overlaps B of layer 1");
     /* a wrong transfer time */
     s = base2();
     find_op(s, TP_OFFOP_OFFLOAD, 0, 0)->end = 2.5;
