@@ -229,6 +229,37 @@ TEST(sim_critical_path_counts_the_load_before_the_kernel)
     tp_graph_free(g);
 }
 
+/* A transfer between devices lies on the critical path too: load w onto device 0, kernel k1
+ * there, its output moved to device 1, kernel k2 there; each step waits for the one before,
+ * so the bound's critical path is their sum (the transfer at the peer links' rate, with the
+ * copy latency), and so is the makespan. */
+TEST(sim_critical_path_counts_a_transfer_between_devices)
+{
+    tp_sim_profile p = prof();
+    p.copy_latency_s = 2e-5;
+    uint64_t B = 1u << 20, T = 4u << 20;
+    tp_graph *g = tp_graph_new(2);
+    tp_error e;
+    uint32_t w, k1, t, k2;
+    ASSERT_OK_ERR(tp_graph_add_input(g, "w", 0, TP_DT_NONE, -1, NULL, B, &w, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "k1", 0, "opaque", 1, &w, TP_DT_NONE, -1, NULL, T, NULL, 1e9, &k1, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_transfer(g, "t", 1, k1, &t, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "k2", 1, "opaque", 1, &t, TP_DT_NONE, -1, NULL, 8, NULL, 1e9, &k2, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_output(g, k2, &e), e);
+    ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+    tp_run_summary s;
+    double mk = simulate(g, &p, 0, 1, &s);
+    double c = 1e9 / (p.peak_flops * p.efficiency);
+    double load = (double)B / p.h2d_bw + p.copy_latency_s, move = (double)T / p.peer_bw + p.copy_latency_s;
+    double m1 = (double)(B + T) / p.mem_bw, m2 = (double)(T + 8) / p.mem_bw;
+    double kern1 = p.launch_s + (c > m1 ? c : m1), kern2 = p.launch_s + (c > m2 ? c : m2);
+    double path = load + kern1 + move + kern2;
+    CHECKF(fabs(s.bound_critical_path - path) <= 1e-12 * path, "critical path %.15g, wanted %.15g (the transfer %.15g)",
+           s.bound_critical_path, path, move);
+    CHECKF(fabs(mk - path) <= 1e-12 * path, "makespan %.15g, wanted the chain's %.15g", mk, path);
+    tp_graph_free(g);
+}
+
 /* Property: the random graphs of every family, planned at the smallest caps (offloads forced),
  * on a machine with copy latency, a host bus and wake-ups, its links as slow as the test's
  * profile or 100x faster (kernels then dominate), with and without jitter, under every policy
