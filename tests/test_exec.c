@@ -102,6 +102,40 @@ static uint64_t out_bytes(const tp_memgraph *mg)
     return v.write.bytes;
 }
 
+/* mlp_chain's output computed naively in double (h = x; per layer h += silu(h w_l)) from the
+ * inputs run_once writes (the same draws, in the plan's order of its input vertices). */
+static double *mlp_reference(const tp_memgraph *mg, int layers, int n)
+{
+    const tp_graph *g = tp_memgraph_taskgraph(mg);
+    size_t nn = (size_t)n * (size_t)n;
+    double *in = calloc(nn * (size_t)(layers + 1), sizeof *in); /* x, then w0.. */
+    rs = 777;
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind != TP_M_INPUT) continue;
+        const char *id = tp_graph_vertex(g, v.task)->id;
+        int slot = id[0] == 'w' ? 1 + atoi(id + 1) : 0;
+        CHECK(v.write.bytes == nn * 4 && slot <= layers);
+        for (size_t k = 0; k < nn; k++) in[(size_t)slot * nn + k] = frand() * (id[0] == 'w' ? 0.3f : 1.0f);
+    }
+    double *h = malloc(nn * sizeof *h), *m = malloc(nn * sizeof *m);
+    memcpy(h, in, nn * sizeof *h);
+    for (int l = 0; l < layers; l++) {
+        const double *w = in + (size_t)(l + 1) * nn;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                double acc = 0;
+                for (int k = 0; k < n; k++) acc += h[i * n + k] * w[k * n + j];
+                m[i * n + j] = acc;
+            }
+        for (size_t k = 0; k < nn; k++) h[k] += m[k] / (1 + exp(-m[k]));
+    }
+    free(in);
+    free(m);
+    return h;
+}
+
 TEST(exec_same_result_every_policy)
 {
     tp_graph *g = mlp_chain(12, 3, 24);
@@ -114,6 +148,15 @@ TEST(exec_same_result_every_policy)
     tp_status st;
     uint8_t *ref = run_once(mg, &ro, &co, &st, &e);
     CHECK(st == TP_OK);
+    /* the first run against a naive reference (f32 kernels against double: 1e-4 relative) */
+    double *want = mlp_reference(mg, 12, 24), worst = 0;
+    const float *got = (const float *)ref;
+    for (int k = 0; k < 24 * 24; k++) {
+        double d = fabs(got[k] - want[k]) / (1 + fabs(want[k]));
+        worst = d > worst ? d : worst;
+    }
+    CHECKF(worst < 1e-4, "the run differs from the naive reference by %.3g (relative)", worst);
+    free(want);
     co.jitter = 1.0;
     co.link_latency_us = 30;
     for (int k = 0; k < 12; k++) {
