@@ -30,7 +30,7 @@ static const cli_opt opts[] = {
     CLI_O_DEVICE_MEM(flags, p, "device capacity (required, but for --backend sim: the machine's): one\nsize for all devices, or one per device"),
     CLI_O_HOST_MEM(flags, p),
     CLI_O_INT("--devices", "D", flags, devices, 1, TP_MAX_DEVICES, "devices the model is split over (default 1)"),
-    CLI_O_INT("--blocks", "B", flags, blocks, 0, INT_MAX, "query blocks (default: enough that one head's scores use ~1/16 of the cap)"),
+    CLI_O_INT("--blocks", "B", flags, blocks, 0, INT_MAX, "query blocks (default: enough that one head's scores use ~1/16 of the cap;\nmore than the prompt's tokens are cut to them)"),
     CLI_O_INT("--mlp-chunks", "C", flags, mlp_chunks, 0, INT_MAX,
               "column chunks of each device's MLP (default: enough that one weight chunk\nis at most 1/8 of the cap)"),
     CLI_O_INT("--vocab-chunks", "C", flags, vocab_chunks, 0, INT_MAX, "row chunks of each device's vocabulary (default: as --mlp-chunks)"),

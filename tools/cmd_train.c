@@ -54,9 +54,9 @@ static const cli_opt opts[] = {
     CLI_O_NUM("--lr", "LR", flags, lr, 0, 1e6, "AdamW's learning rate (default 1e-4)"),
     CLI_O_NUM("--weight-decay", "W", flags, weight_decay, 0, 1e6, "AdamW's decoupled weight decay (default 0)"),
     CLI_O_INT("--blocks", "N", flags, blocks, 1, INT32_MAX,
-              "attention query blocks per sequence (default: scores of a block at most 1/16\nof the cap)"),
+              "attention query blocks per sequence (default: scores of a block at most 1/16\nof the cap; more than --seq-len are cut to it)"),
     CLI_O_INT("--vocab-chunks", "C", flags, vocab_chunks, 1, 1 << 20,
-              "lm_head and embedding row chunks (default: a weight chunk at most 1/8 and\na logits chunk at most 1/16 of the cap)"),
+              "lm_head and embedding row chunks (default: a weight chunk at most 1/8 and\na logits chunk at most 1/16 of the cap; more than the vocabulary are cut to it)"),
     CLI_O_CHOICE("--resident", "MODE", flags, resident, resident_names,
                  "where adapters and moments live between steps: device (0), host, or auto\n"
                  "(the default: device when they take at most 1/4 of the cap and fit)"),
