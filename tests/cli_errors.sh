@@ -262,4 +262,7 @@ absent "$D/bin.gv"
 (cd "$D" && "$T" plan "$SRC/examples/mlp.json" --device-mem 1MiB -o - >"$D/stdout.json")
 check "plan -o - writes standard output" grep -q '"format": "turnip.memgraph/1"' "$D/stdout.json"
 absent "$D/-"
+# the prefill's embedding in vocabulary chunks sums in place: 2 MiB holds two [T, hidden]
+# tensors at T 1024 (it needed three, 3 MiB, with the 2 chunks chosen by default)
+expect 0 "next token" "$T" llama --preset tiny --seq-len 1024 --devices 2 --device-mem 2MiB
 finish

@@ -573,9 +573,10 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
             uint32_t ein[2] = {W(b, 0, "model.embed_tokens.weight", 'r', v0, v1, v1 - v0, H), ids};
             snprintf(attrs, sizeof attrs, "{\"id_offset\":%lld,\"masked\":true}", (long long)v0);
             uint32_t e1 = K(b, 0, nm(b, "embed.v%d", k), "embedding", 2, ein, S * T, H, attrs, 0);
-            if (k) {
+            if (k) { /* in place on the running sum: two [S T, H] tensors at once, not three */
                 uint32_t ad[2] = {emb, e1};
                 e1 = K(b, 0, nm(b, "embed.sum%d", k), "add", 2, ad, S * T, H, NULL, (double)(S * T) * H);
+                if (!b->st) b->st = tp_graph_set_inplace(b->g, e1, 0, err);
             }
             emb = e1;
         }
