@@ -1110,6 +1110,47 @@ TEST(exec_session_freed_before_its_executor)
     tp_graph_free(g);
 }
 
+/* One executor at a time on a backend: a second on the sim backend is refused and leaves the
+ * first able to run (sim_prepare freed the first's state, whose run then crashed); a region on
+ * a device the plan does not have, or in no space, is refused by read and write (it passed
+ * with 0 bytes and indexed past the arenas). */
+TEST(exec_second_executor_and_bad_regions_refused)
+{
+    tp_graph *g = mlp_chain(4, 2, 16);
+    tp_memgraph *mg = plan_at(g, 1u << 20);
+    tp_sim_profile p = slow_kernels();
+    tp_backend *be = NULL;
+    tp_error e;
+    ASSERT_OK_ERR(tp_backend_sim_new(&p, 0, &be, &e), e);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_exec *a, *b = NULL;
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &a, &e), e);
+    ASSERT_STATUS(tp_exec_new(mg, be, &ro, &b, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "already prepared"), "%s", e.msg);
+    tp_run_summary sum;
+    ASSERT_OK_ERR(tp_exec_run(a, &sum, &e), e);
+    tp_exec_free(a);
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &b, &e), e); /* free again: the next one is made */
+    tp_exec_free(b);
+    tp_backend_free(be);
+    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &a, &e), e);
+    float buf[4] = {0};
+    const tp_region bad[] = {{TP_SPACE_DEVICE, -1, 0, 0}, {TP_SPACE_DEVICE, 2, 0, 0}, {TP_SPACE_DEVICE, 100000000, 0, 0},
+                             {(tp_space)7, 0, 0, 4}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        ASSERT_STATUS(tp_exec_write(a, &bad[k], buf, &e), TP_ERR_ARG);
+        ASSERT_STATUS(tp_exec_read(a, &bad[k], buf, &e), TP_ERR_ARG);
+    }
+    tp_region ok = {TP_SPACE_DEVICE, 1, 0, 4};
+    ASSERT_OK_ERR(tp_exec_write(a, &ok, buf, &e), e);
+    tp_exec_free(a);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
 /* An executor of mg on a cpu backend (*be; the caller frees both) whose link moves gbps GB/s,
  * every input written as zeros. */
 static tp_exec *zero_exec_throttled(const tp_memgraph *mg, double gbps, tp_backend **be)

@@ -42,7 +42,11 @@ int tp__engines_gpu_like(const tp_run_opts *o, tp__engine *out)
 
 tp_status tp__mem_check(const tp__mem *m, const tp_region *r, tp_error *err)
 {
-    uint64_t lim = r->space == TP_SPACE_HOST ? m->host_bytes : (r->device >= 0 && r->device < m->nd ? m->cap[r->device] : 0);
+    if (r->space != TP_SPACE_HOST && r->space != TP_SPACE_DEVICE)
+        return tp__fail(err, TP_ERR_ARG, "region in space %d (host or device)", (int)r->space);
+    if (r->space == TP_SPACE_DEVICE && !(r->device >= 0 && r->device < m->nd))
+        return tp__fail(err, TP_ERR_ARG, "region on device %d of %d", r->device, m->nd);
+    uint64_t lim = r->space == TP_SPACE_HOST ? m->host_bytes : m->cap[r->device];
     if (r->offset > lim || r->bytes > lim - r->offset) return tp__fail(err, TP_ERR_ARG, "region outside its memory");
     return TP_OK;
 }

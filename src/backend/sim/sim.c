@@ -477,7 +477,8 @@ static tp_status fits_machine(const sim *s, int nd, const uint64_t *cap, const c
 static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *err)
 {
     sim *s = (sim *)be;
-    sim_release(be);
+    /* one executor at a time, as the cpu backend: a second prepare must not free the first's state */
+    if (s->eng || s->mem.plan) return tp__fail(err, TP_ERR_ARG, "sim backend: already prepared");
     tp__plan_ctx_set(&s->pc, pi);
     s->nd = s->pc.nd;
     uint64_t cap[TP_MAX_DEVICES];
@@ -490,7 +491,10 @@ static tp_status sim_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *
     }
     uint32_t nt = tp_graph_size(s->pc.g);
     s->vector_op = malloc(nt + 1);
-    if (!s->vector_op) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    if (!s->vector_op) {
+        sim_release(be);
+        return tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    }
     for (uint32_t t = 0; t < nt; t++) s->vector_op[t] = (uint8_t)vector_op(tp_graph_vertex(s->pc.g, t));
     s->nlinks = 3 * s->nd + 1;
     s->active = calloc((size_t)s->nlinks, sizeof *s->active);
