@@ -1,6 +1,7 @@
 /* test_exec.c - the executor and cpu backend: same results in every order, races visible when
  * a memory dependency is removed, faults that stop the run cleanly naming the vertex. */
 #include <math.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 #include "turnip/turnip.h"
@@ -1146,6 +1147,72 @@ TEST(exec_second_executor_and_bad_regions_refused)
     tp_region ok = {TP_SPACE_DEVICE, 1, 0, 4};
     ASSERT_OK_ERR(tp_exec_write(a, &ok, buf, &e), e);
     tp_exec_free(a);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
+/* Compute-stream stall on memory counts a kernel with no successor that waits at the start
+ * of the run: K reads only a resident input and must wait for the offload of A (the plan
+ * below, written by hand). It was counted only for vertices with successors, so this run
+ * reported 0 (and release() took the count below 0). */
+TEST(exec_stall_mem_counts_a_waiting_sink)
+{
+    static const char tg[] =
+        "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": [\n"
+        " {\"id\": \"x\", \"kind\": \"input\", \"device\": 0, \"bytes\": 1024, \"resident\": {\"offset\": 0}},\n"
+        " {\"id\": \"A\", \"kind\": \"kernel\", \"device\": 0, \"inputs\": [\"x\"], \"bytes\": 1048576, \"flops\": 1000},\n"
+        " {\"id\": \"B\", \"kind\": \"kernel\", \"device\": 0, \"inputs\": [\"x\"], \"bytes\": 4194304, \"flops\": 1000},\n"
+        " {\"id\": \"K\", \"kind\": \"kernel\", \"device\": 0, \"inputs\": [\"x\"], \"bytes\": 1024, \"flops\": 1000}\n"
+        "], \"outputs\": [\"A\", \"B\", \"K\"]}\n";
+    static const char mgj[] =
+        "{\"format\": \"turnip.memgraph/1\",\n"
+        " \"devices\": [{\"capacity\": 5243904}],\n"
+        " \"host_bytes\": 1049600,\n"
+        " \"vertices\": [\n"
+        "  {\"id\": 0, \"kind\": \"input\", \"task\": \"x\", \"writes\": {\"space\": \"host\", \"offset\": 0, \"bytes\": 1024}, \"reads\": [], \"deps\": []},\n"
+        "  {\"id\": 1, \"kind\": \"resident\", \"task\": \"x\", \"device\": 0, \"writes\": {\"space\": \"device\", \"device\": 0, \"offset\": 0, \"bytes\": 1024}, \"reads\": [], \"deps\": []},\n"
+        "  {\"id\": 2, \"kind\": \"kernel\", \"task\": \"A\", \"device\": 0, \"writes\": {\"space\": \"device\", \"device\": 0, \"offset\": 1024, \"bytes\": 1048576}, \"reads\": [{\"from\": 1, \"space\": \"device\", \"device\": 0, \"offset\": 0, \"bytes\": 1024}], \"deps\": [1]},\n"
+        "  {\"id\": 3, \"kind\": \"kernel\", \"task\": \"B\", \"device\": 0, \"writes\": {\"space\": \"device\", \"device\": 0, \"offset\": 1049600, \"bytes\": 4194304}, \"reads\": [{\"from\": 1, \"space\": \"device\", \"device\": 0, \"offset\": 0, \"bytes\": 1024}], \"deps\": [1]},\n"
+        "  {\"id\": 4, \"kind\": \"offload\", \"task\": \"A\", \"device\": 0, \"writes\": {\"space\": \"host\", \"offset\": 1024, \"bytes\": 1048576}, \"reads\": [{\"from\": 2, \"space\": \"device\", \"device\": 0, \"offset\": 1024, \"bytes\": 1048576}], \"deps\": [2]},\n"
+        "  {\"id\": 5, \"kind\": \"kernel\", \"task\": \"K\", \"device\": 0, \"writes\": {\"space\": \"device\", \"device\": 0, \"offset\": 1024, \"bytes\": 1024}, \"reads\": [{\"from\": 1, \"space\": \"device\", \"device\": 0, \"offset\": 0, \"bytes\": 1024}], \"deps\": [1, 4]}\n"
+        " ],\n"
+        " \"outputs\": [\n"
+        "  {\"task\": \"A\", \"from\": 4, \"space\": \"host\", \"offset\": 1024, \"bytes\": 1048576},\n"
+        "  {\"task\": \"B\", \"from\": 3, \"space\": \"device\", \"device\": 0, \"offset\": 1049600, \"bytes\": 4194304},\n"
+        "  {\"task\": \"K\", \"from\": 5, \"space\": \"device\", \"device\": 0, \"offset\": 1024, \"bytes\": 1024}]}\n";
+    char tp[] = "/tmp/tp_stall_tgXXXXXX", mp[] = "/tmp/tp_stall_mgXXXXXX";
+    int ft = mkstemp(tp), fm = mkstemp(mp);
+    CHECK(ft >= 0 && fm >= 0);
+    CHECK(write(ft, tg, sizeof tg - 1) == (ssize_t)(sizeof tg - 1) && write(fm, mgj, sizeof mgj - 1) == (ssize_t)(sizeof mgj - 1));
+    close(ft);
+    close(fm);
+    tp_graph *g;
+    tp_memgraph *mg;
+    tp_error e;
+    ASSERT_OK_ERR(tp_graph_read_file(tp, &g, &e), e);
+    ASSERT_OK_ERR(tp_memgraph_read_file(mp, g, &mg, NULL, &e), e);
+    unlink(tp);
+    unlink(mp);
+    tp_sim_profile p = test_sim_profile("fast-kernels", 4, 0.5, 1e11, 1e-6, 1e10, 1e10); /* kernels done long before the offload */
+    tp_backend *be = NULL;
+    ASSERT_OK_ERR(tp_backend_sim_new(&p, 0, &be, &e), e);
+    uint64_t cap = 1ull << 30;
+    tp_session *ss;
+    ASSERT_OK_ERR(tp_session_new(be, 1, &cap, 1ull << 30, &ss, &e), e);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new_in(ss, mg, &ro, &x, &e), e);
+    tp_run_summary s;
+    ASSERT_OK_ERR(tp_exec_run(x, &s, &e), e);
+    /* one stream: A, then B; A's offload starts when A ends and K when it ends, so the stream
+     * idles, K waiting on memory alone, from B's end to the offload's: offload - B */
+    double off = (double)(1u << 20) / p.d2h_bw, kb = p.launch_s + (double)(1024 + (4u << 20)) / p.mem_bw;
+    CHECKF(fabs(s.dev[0].stall_mem - (off - kb)) <= 1e-9 * off, "stall_mem %.9g s, wanted the offload less B, %.9g s",
+           s.dev[0].stall_mem, off - kb);
+    tp_exec_free(x);
+    tp_session_free(ss);
     tp_backend_free(be);
     tp_memgraph_free(mg);
     tp_graph_free(g);

@@ -618,7 +618,7 @@ static void phase_start(run *r)
         for (uint32_t i = 0; i < n; i++) {
             if (x->engine[i] == TP__NO_ENGINE || (x->succ_off[i + 1] == x->succ_off[i]) != pass) continue;
             if (!x->left[i]) ready(r, i);
-            else if (!pass && !x->dleft[i] && is_compute(x, i)) r->memblocked[x->device[i]]++;
+            else if (!x->dleft[i] && is_compute(x, i)) r->memblocked[x->device[i]]++; /* in either pass */
         }
 }
 
