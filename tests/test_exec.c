@@ -305,6 +305,53 @@ TEST(exec_fault_stops_cleanly_naming_the_vertex)
     tp_graph_free(g);
 }
 
+/* The trace of a failed run holds what ran: no slice or memory event for a vertex that never
+ * started (they were written at the run's start less its clock, a large negative time). */
+TEST(exec_trace_of_failed_run_only_what_ran)
+{
+    tp_graph *g = mlp_chain(8, 2, 16);
+    tp_memgraph *mg = plan_at(g, 4 * 16 * 16 * 4);
+    uint32_t f = 0, engine_vertices = 0;
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind != TP_M_INPUT) engine_vertices++;
+        if (!f && v.kind == TP_M_RELOAD) f = i; /* the first reload fails: little has run */
+    }
+    CHECK(f > 0);
+    tp_error e;
+    tp_backend *be = NULL;
+    ASSERT_OK_ERR(tp_backend_cpu_new(NULL, &be, &e), e);
+    tp_run_opts ro;
+    tp_run_opts_init(&ro);
+    ro.fail_vertex = f;
+    tp_exec *x;
+    ASSERT_OK_ERR(tp_exec_new(mg, be, &ro, &x, &e), e);
+    tp_run_summary sum;
+    CHECK(tp_exec_run(x, &sum, &e) != TP_OK);
+    char path[] = "/tmp/tp_failtraceXXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    ASSERT_OK_ERR(tp_exec_trace_write(x, path, &e), e);
+    FILE *fp = fopen(path, "r");
+    char line[1024];
+    uint32_t slices = 0;
+    int negative = 0;
+    while (fp && fgets(line, sizeof line, fp)) {
+        slices += strstr(line, "\"ph\": \"X\"") != NULL;
+        negative |= strstr(line, "\"ts\": -") != NULL;
+    }
+    if (fp) fclose(fp);
+    unlink(path);
+    CHECKF(!negative, "a failed run's trace has events before the run started");
+    CHECKF(slices > 0 && slices < engine_vertices, "%u slices of %u vertices, in a run that stopped early", slices, engine_vertices);
+    tp_exec_free(x);
+    tp_backend_free(be);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
 TEST(exec_random_opaque_graphs_complete)
 {
     /* the planner's random graphs (opaque kernels; sums of the accum family, lowered) run to

@@ -361,7 +361,7 @@ tp_status tp__exec_new(const tp_memgraph *mg, tp_backend *be, const tp_run_opts 
             goto fail;
         }
     }
-    for (uint32_t i = 0; i < n; i++) x->rec[i] = (tp__vrec){0, 0, 0, x->device[i], x->engine[i]};
+    for (uint32_t i = 0; i < n; i++) x->rec[i] = (tp__vrec){0, 0, 0, x->device[i], x->engine[i], 0};
     size_t units = 0;
     for (uint32_t q = 0; q < nq; q++) {
         x->units[q] = x->eng[q % (uint32_t)x->ne].units;
@@ -514,6 +514,7 @@ static void ready(run *r, uint32_t v)
     tp_exec *x = r->x;
     if (x->join[v]) {
         x->rec[v].t0 = x->rec[v].t1 = r->now;
+        x->rec[v].ran = 1;
         r->done++;
         release(r, v);
         return;
@@ -601,9 +602,10 @@ static void phase_start(run *r)
         x->dleft[i] = x->ndata[i];
     }
     for (uint32_t i = 0; i < n; i++) {
-        x->rec[i] = (tp__vrec){0, 0, 0, x->device[i], x->engine[i]};
+        x->rec[i] = (tp__vrec){0, 0, 0, x->device[i], x->engine[i], 0};
         if (x->engine[i] != TP__NO_ENGINE || (x->join[i] && x->ndeps[i])) continue;
         x->rec[i].t0 = x->rec[i].t1 = x->start;
+        x->rec[i].ran = 1;
         r->done++;
         for (uint32_t k = x->succ_off[i]; k < x->succ_off[i + 1]; k++) {
             uint32_t w = x->succ[k];
@@ -715,6 +717,7 @@ static void phase_complete(run *r, tp__done *c, size_t nc)
         r->done++;
         x->rec[v].t0 = c[i].t0;
         x->rec[v].t1 = c[i].t1;
+        x->rec[v].ran = 1;
         int d = x->device[v], e = x->engine[v];
         if (!x->eng[e].moves) {
             r->running[d]--;

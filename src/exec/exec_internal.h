@@ -12,6 +12,7 @@ typedef struct tp__vrec {
     int16_t unit;    /* unit of its engine it ran on */
     int16_t device;  /* device whose engine ran it */
     uint8_t engine;  /* index into the backend's engines, TP__NO_ENGINE for inputs */
+    uint8_t ran;     /* 1 once it ran (or was done at the start); a failed run leaves some at 0 */
 } tp__vrec;
 
 typedef struct tp__run_record {

@@ -71,6 +71,7 @@ tp_status tp_exec_trace_write(const tp_exec *x, const char *path, tp_error *err)
     for (uint32_t i = 0; i < n; i++) {
         tp_mvertex v;
         tp_memgraph_vertex(mg, i, &v);
+        if (!rec[i].ran) continue; /* a failed run's vertices that never started: no slice, no memory */
         for (uint32_t r = 0; r < v.nreads; r++)
             if (rec[i].t1 > lastread[v.reads[r]]) lastread[v.reads[r]] = rec[i].t1;
         if (rec[i].engine == TP__NO_ENGINE) continue;
@@ -86,7 +87,7 @@ tp_status tp_exec_trace_write(const tp_exec *x, const char *path, tp_error *err)
     for (uint32_t i = 0; i < n; i++) {
         tp_mvertex v;
         tp_memgraph_vertex(mg, i, &v);
-        if (v.write.space != TP_SPACE_DEVICE || v.kind == TP_M_ACCUMULATE) continue; /* a group's region: its init's, then its join's */
+        if (!rec[i].ran || v.write.space != TP_SPACE_DEVICE || v.kind == TP_M_ACCUMULATE) continue; /* a group's region: its init's, then its join's */
         ev[ne++] = (memev){rec[i].t0, (int64_t)v.write.bytes, v.write.device};
         if (!is_out[i]) ev[ne++] = (memev){lastread[i] > rec[i].t1 ? lastread[i] : rec[i].t1, -(int64_t)v.write.bytes, v.write.device};
     }
