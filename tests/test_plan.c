@@ -74,6 +74,41 @@ TEST(plan_unconstrained_has_no_memory_deps)
 
 #define HDR "{\"format\": \"turnip.taskgraph/1\", \"devices\": 1, \"vertices\": ["
 
+/* tp_plan_bounds counts a kernel the planner runs in place without output bytes: k2 (k1, b) in
+ * place on k1 needs k1 and b (2000 B), not 3000; the planner plans at the bound and refuses a
+ * byte less. When k1 is read again later, k2 cannot overwrite it: then 3000. */
+TEST(plan_bounds_in_place)
+{
+    for (int later = 0; later < 2; later++) {
+        tp_graph *g = tp_graph_new(1);
+        tp_error e;
+        uint32_t a, b, k1, k2, k3 = 0;
+        ASSERT_OK_ERR(tp_graph_add_input(g, "a", 0, TP_DT_NONE, -1, NULL, 1000, &a, &e), e);
+        ASSERT_OK_ERR(tp_graph_add_input(g, "b", 0, TP_DT_NONE, -1, NULL, 1000, &b, &e), e);
+        ASSERT_OK_ERR(tp_graph_add_kernel(g, "k1", 0, "opaque", 1, &a, TP_DT_NONE, -1, NULL, 1000, NULL, 0, &k1, &e), e);
+        uint32_t in2[2] = {k1, b};
+        ASSERT_OK_ERR(tp_graph_add_kernel(g, "k2", 0, "opaque", 2, in2, TP_DT_NONE, -1, NULL, 1000, NULL, 0, &k2, &e), e);
+        ASSERT_OK_ERR(tp_graph_set_inplace(g, k2, 0, &e), e);
+        if (later) {
+            uint32_t in3[2] = {k2, k1};
+            ASSERT_OK_ERR(tp_graph_add_kernel(g, "k3", 0, "opaque", 2, in3, TP_DT_NONE, -1, NULL, 8, NULL, 0, &k3, &e), e);
+        }
+        ASSERT_OK_ERR(tp_graph_add_output(g, later ? k3 : k2, &e), e);
+        ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+        uint64_t minf[TP_MAX_DEVICES];
+        ASSERT_OK_ERR(tp_plan_bounds(g, TP_ORDER_TOPO, minf, NULL, &e), e);
+        ASSERT_EQ(minf[0], later ? 3000 : 2000);
+        tp_plan_opts o;
+        tp_plan_opts_init(&o, 1, minf[0]);
+        o.order = TP_ORDER_TOPO;
+        tp_memgraph *mg = plan_verified(g, &o);
+        tp_memgraph_free(mg);
+        o.device_mem[0] = minf[0] - 1;
+        ASSERT_STATUS(tp_plan(g, &o, &mg, &e), TP_ERR_INFEASIBLE);
+        tp_graph_free(g);
+    }
+}
+
 TEST(plan_host_memory_limits)
 {
     tp_graph *g = load(HDR "{\"id\":\"a\",\"kind\":\"input\",\"device\":0,\"bytes\":1000},"

@@ -1,5 +1,6 @@
 /* bounds.c - what memory a TaskGraph needs: the smallest capacity any plan could use
- * (one vertex's distinct inputs plus output) and the unconstrained peak along an order. */
+ * (one vertex's distinct inputs plus output; no output for a kernel the planner runs in place)
+ * and the unconstrained peak along an order. */
 #include <stdlib.h>
 #include <string.h>
 #include "plan/plan_internal.h"
@@ -14,6 +15,20 @@ void tp__vertex_need(const tp_graph *g, uint32_t t, uint32_t *mark, uint32_t sta
         mark[x] = stamp;
         *in_bytes += tp_graph_vertex(g, x)->bytes;
     }
+}
+
+/* The input kernel t overwrites in place when it is t's last use along the order (left[x] ==
+ * 1 before t), read once by t, of t's bytes, neither an output nor kept unpinned: the planner's
+ * rule (planner.c, setup); -1 when t makes new bytes. */
+static int in_place(const tp_graph *g, uint32_t t, const uint32_t *left, const uint8_t *is_out)
+{
+    int k = tp_graph_inplace(g, t);
+    if (k < 0) return -1;
+    const tp_vertex *v = tp_graph_vertex(g, t);
+    uint32_t x = v->inputs[k], reads = 0;
+    for (uint32_t j = 0; j < v->ninputs; j++) reads += v->inputs[j] == x;
+    int pin = (tp_graph_resident_flags(g, x) & TP_RESIDENT_PIN) != 0, keep = tp_graph_keep(g, x) || pin;
+    return reads == 1 && !is_out[x] && (!keep || pin) && tp_graph_vertex(g, x)->bytes == v->bytes && left[x] == 1 ? k : -1;
 }
 
 tp_status tp_plan_bounds(const tp_graph *g, tp_order order, uint64_t *min_feasible, uint64_t *peak_live,
@@ -43,8 +58,10 @@ tp_status tp_plan_bounds(const tp_graph *g, tp_order order, uint64_t *min_feasib
         int rd = tp_graph_read_device(g, t);
         uint64_t inb;
         tp__vertex_need(g, t, mark, i + 1, &inb);
+        int ip = in_place(g, t, left, is_out);
+        uint64_t out = ip >= 0 ? 0 : v->bytes; /* in place: the output takes its input's bytes */
         if (rd == v->device) {
-            if (inb + v->bytes > minf[rd]) minf[rd] = inb + v->bytes;
+            if (inb + out > minf[rd]) minf[rd] = inb + out;
         } else {
             if (inb > minf[rd]) minf[rd] = inb;
             if (v->bytes > minf[v->device]) minf[v->device] = v->bytes;
@@ -58,7 +75,7 @@ tp_status tp_plan_bounds(const tp_graph *g, tp_order order, uint64_t *min_feasib
             }
         }
         live[t] = 1;
-        cur[v->device] += v->bytes;
+        cur[v->device] += out;
         for (int d = 0; d < nd; d++)
             if (cur[d] > peak[d]) peak[d] = cur[d];
         for (uint32_t k = 0; k < v->ninputs; k++) {
@@ -67,7 +84,7 @@ tp_status tp_plan_bounds(const tp_graph *g, tp_order order, uint64_t *min_feasib
             mark[x] = 0;
             if (--left[x] == 0 && live[x] == 1 && !is_out[x]) {
                 live[x] = 2;
-                cur[tp_graph_vertex(g, x)->device] -= tp_graph_vertex(g, x)->bytes;
+                if (ip < 0 || x != v->inputs[ip]) cur[tp_graph_vertex(g, x)->device] -= tp_graph_vertex(g, x)->bytes;
             }
         }
     }
