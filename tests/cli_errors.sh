@@ -265,4 +265,8 @@ absent "$D/-"
 # the prefill's embedding in vocabulary chunks sums in place: 2 MiB holds two [T, hidden]
 # tensors at T 1024 (it needed three, 3 MiB, with the 2 chunks chosen by default)
 expect 0 "next token" "$T" llama --preset tiny --seq-len 1024 --devices 2 --device-mem 2MiB
+# generate refuses a cap its prefill cannot plan under before it starts (the prefill failed
+# mid-run): batch 8 x 128 tokens of the tiny preset need 2 MiB on device 0 (the embedding's sum)
+expect 2 "generate: the prefill needs 2.0 MiB of device memory on device 0" "$T" generate --preset tiny --seq-len 128 --batch 8 --max-new-tokens 2 --device-mem 1900KiB --devices 2
+expect 0 "decode" "$T" generate --preset tiny --seq-len 128 --batch 8 --max-new-tokens 2 --device-mem 2MiB --devices 2
 finish

@@ -839,18 +839,44 @@ static tp_status run_token(gen *G, int64_t pos, int last, double *run_s, uint64_
 
 /* ---- prefill ----------------------------------------------------------------------------------- */
 
-static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
+/* the prefill's graph: the batch's prompts, K/V of every layer as outputs */
+static tp_status prefill_graph(gen *G, tp_graph **g)
 {
-    const tp_gen_opts *o = G->o;
     tp_llama_opts lo;
-    tp_llama_opts_default(&lo, G->c, G->D, o->prompt_len, o->device_mem);
+    tp_llama_opts_default(&lo, G->c, G->D, G->o->prompt_len, G->o->device_mem);
     lo.batch = G->B;
     lo.kv_out = 1;
     if (G->VC > lo.vocab_chunks) lo.vocab_chunks = G->VC;
+    return tp_llama_build(G->c, &lo, g, G->err);
+}
+
+/* Before anything is allocated: a cap the prefill cannot plan under (its largest kernel's
+ * inputs and output, tp_plan_bounds) is refused, as the decode step's is. */
+static tp_status prefill_fits(gen *G)
+{
+    tp_graph *g = NULL;
+    uint64_t minf[TP_MAX_DEVICES];
+    tp_status s = prefill_graph(G, &g);
+    if (!s) s = tp_plan_bounds(g, G->o->plan_order, minf, NULL, G->err);
+    for (int d = 0; d < G->D && !s; d++)
+        if (minf[d] > G->o->device_mem) {
+            char b1[32], b2[32];
+            s = tp__fail(G->err, TP_ERR_INFEASIBLE,
+                         "generate: the prefill needs %s of device memory on device %d (its largest kernel's inputs and "
+                         "output), the cap is %s",
+                         tp_format_size(minf[d], b1, sizeof b1), d, tp_format_size(G->o->device_mem, b2, sizeof b2));
+        }
+    tp_graph_free(g);
+    return s;
+}
+
+static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
+{
+    const tp_gen_opts *o = G->o;
     tp_graph *g = NULL;
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
-    tp_status s = tp_llama_build(G->c, &lo, &g, G->err);
+    tp_status s = prefill_graph(G, &g);
     if (!s) s = reserve_host(G, g);
     if (!s) s = place_prefill(G, g);
     if (!s) s = plan_exec(G, g, 0, 0, &mg, &x);
@@ -993,6 +1019,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
         return tp__fail(err, TP_ERR_INFEASIBLE, "generate: a decode step needs %s of device memory, the cap is %s",
                         tp_format_size(r->need.min_cap, b1, sizeof b1), tp_format_size(o->device_mem, b2, sizeof b2));
     }
+    if ((s = prefill_fits(G))) return s;
     G->split = o->per_token ? r->need.split_bytes : 0;
     r->tokens = calloc((size_t)(G->B * o->max_new), sizeof *r->tokens);
     G->x = calloc((size_t)(G->B * G->H), sizeof *G->x);
