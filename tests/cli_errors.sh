@@ -269,4 +269,7 @@ expect 0 "next token" "$T" llama --preset tiny --seq-len 1024 --devices 2 --devi
 # mid-run): batch 8 x 128 tokens of the tiny preset need 2 MiB on device 0 (the embedding's sum)
 expect 2 "generate: the prefill needs 2.0 MiB of device memory on device 0" "$T" generate --preset tiny --seq-len 128 --batch 8 --max-new-tokens 2 --device-mem 1900KiB --devices 2
 expect 0 "decode" "$T" generate --preset tiny --seq-len 128 --batch 8 --max-new-tokens 2 --device-mem 2MiB --devices 2
+# ... except where standard output carries the command's report
+expect 2 "--csv -: standard output carries this command's report" "$T" llama --preset tiny --backend sim --sweep-seq 8 --csv -
+expect 2 "--taskgraph-out -: standard output carries" "$T" train --preset tiny --seq-len 8 --steps 1 --device-mem 50% --taskgraph-out -
 finish

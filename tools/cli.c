@@ -462,3 +462,9 @@ int cli_json_plan(const char *cmd, const char *path)
     if (!tp_memgraph_file_is_binary(path)) return 0;
     return cli_errorf(cmd, 2, "%s is a binary plan; `turnip convert %s OUT.json` writes it as JSON", path, path);
 }
+
+int cli_file_only(const char *cmd, const char *flag, const char *path)
+{
+    if (!path || strcmp(path, "-")) return 0;
+    return cli_errorf(cmd, 2, "%s -: standard output carries this command's report; name a file", flag);
+}

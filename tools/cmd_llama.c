@@ -157,7 +157,8 @@ static int sweep(const flags *fl, const char *label)
 {
     if (!fl->b.name || strcmp(fl->b.name, "sim")) return cli_usage_error("llama", "--sweep-seq needs --backend sim", NULL);
     if (!fl->csv) return cli_usage_error("llama", "--sweep-seq needs --csv FILE", NULL);
-    int rc = cli_writable_dir("llama", "--csv", fl->csv, 0);
+    int rc = cli_file_only("llama", "--csv", fl->csv);
+    if (!rc) rc = cli_writable_dir("llama", "--csv", fl->csv, 0);
     if (!rc && fl->png) rc = cli_writable_dir("llama", "--png", fl->png, 0);
     if (rc) return rc;
     tp_error e;

@@ -40,6 +40,15 @@ static int mapped_now(uint64_t *bytes)
     return ok;
 }
 
+uint64_t tp__address_space_left(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) || rl.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    uint64_t lim = (uint64_t)rl.rlim_cur, used = 0;
+    if (mapped_now(&used)) lim = lim > used ? lim - used : 0;
+    return lim;
+}
+
 uint64_t tp_host_mem_limit(void)
 {
     uint64_t avail = 0;
@@ -47,11 +56,6 @@ uint64_t tp_host_mem_limit(void)
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         avail = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
     }
-    struct rlimit rl;
-    if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY) {
-        uint64_t lim = (uint64_t)rl.rlim_cur, used = 0;
-        if (mapped_now(&used)) lim = lim > used ? lim - used : 0; /* what is left of the limit */
-        if (lim < avail) avail = lim;
-    }
-    return avail;
+    uint64_t as = tp__address_space_left();
+    return as < avail ? as : avail;
 }

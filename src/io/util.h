@@ -21,6 +21,9 @@
 
 /* Fills err (if non-NULL) and returns code. */
 tp_status tp__fail(tp_error *err, tp_status code, const char *fmt, ...) TP__PRINTF(3, 4);
+/* What is left of the address-space limit (ulimit -v) less what the process maps now;
+ * UINT64_MAX without a limit (io/sysmem.c). */
+uint64_t tp__address_space_left(void);
 /* TP_ERR_IO "write error", with the reason errno holds after a stream's write failed ("write
  * error: No space left on device"). */
 tp_status tp__fail_write(tp_error *err);

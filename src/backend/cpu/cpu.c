@@ -28,7 +28,6 @@
  * launch the copies that overlap the "computation". */
 #include <errno.h>
 #include <stddef.h>
-#include <sys/resource.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -290,20 +289,21 @@ static tp_status cpu_fits(void *ctx, int nd, const uint64_t *cap, uint64_t host,
     (void)ctx;
     uint64_t need = host, avail = tp_host_mem_limit();
     for (int d = 0; d < nd; d++) need = need > UINT64_MAX - cap[d] ? UINT64_MAX : need + cap[d];
-    struct rlimit rl;
-    if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+    uint64_t as = tp__address_space_left();
+    if (as != UINT64_MAX) {
         /* Under ulimit -v the threads' address space counts too: OpenBLAS maps a 128 MiB buffer
          * for each thread in sgemm and, short of it, retries forever (a run that hangs), and
-         * each worker has its stack and a malloc arena. Room for them per device, or exit 2. */
+         * each worker has its stack and a malloc arena. Room for them per device, or exit 2;
+         * memory itself (MemAvailable) is checked below with its own message. */
         uint64_t r = (uint64_t)(nd + 1) * TP__CPU_AS_PER_DEVICE;
-        if (need > UINT64_MAX - r || need + r > avail) {
+        if (need > UINT64_MAX - r || need + r > as) {
             char a[32], b[32], h[32], q[32];
             return tp__fail(err, TP_ERR_DEVICE,
                             "cpu backend: %s needs %s of device arenas and %s of host memory, and about %s of address space "
                             "for its threads (OpenBLAS's buffers, stacks) under the address-space limit (ulimit -v), "
                             "which leaves %s",
                             what, tp_format_size(need - host, a, sizeof a), tp_format_size(host, h, sizeof h),
-                            tp_format_size(r, q, sizeof q), tp_format_size(avail, b, sizeof b));
+                            tp_format_size(r, q, sizeof q), tp_format_size(as, b, sizeof b));
         }
     }
     if (need <= avail) return TP_OK;
