@@ -107,6 +107,7 @@ typedef struct gen {
                              (tp_plan_opts.pack_below): the largest step tensor / GEN_SMALL_DIV */
     uint64_t split;       /* a plan per step: its streamed 2-D weights in row chunks of at most
                              this many bytes (tp_gen_need.split_bytes) */
+    tp_graph *pre;        /* the prefill's graph, built once by prefill_fits for prefill (owned) */
     tp_graph *rg;         /* a plan per step: the last step's graph and plan, kept for the next */
     tp_memgraph *rmg;     /*   step, which reuses the plan where its graph is the same (plan_exec) */
     int check_reuse;      /* TURNIP_CHECK_PLAN_REUSE=1: plan every reused step anyway and compare */
@@ -851,13 +852,13 @@ static tp_status prefill_graph(gen *G, tp_graph **g)
 }
 
 /* Before anything is allocated: a cap the prefill cannot plan under (its largest kernel's
- * inputs and output, tp_plan_bounds) is refused, as the decode step's is. */
+ * inputs and output, tp_plan_bounds) is refused, as the decode step's is. The graph stays in
+ * G->pre for prefill. */
 static tp_status prefill_fits(gen *G)
 {
-    tp_graph *g = NULL;
     uint64_t minf[TP_MAX_DEVICES];
-    tp_status s = prefill_graph(G, &g);
-    if (!s) s = tp_plan_bounds(g, G->o->plan_order, minf, NULL, G->err);
+    tp_status s = prefill_graph(G, &G->pre);
+    if (!s) s = tp_plan_bounds(G->pre, G->o->plan_order, minf, NULL, G->err);
     for (int d = 0; d < G->D && !s; d++)
         if (minf[d] > G->o->device_mem) {
             char b1[32], b2[32];
@@ -866,17 +867,17 @@ static tp_status prefill_fits(gen *G)
                          "output), the cap is %s",
                          tp_format_size(minf[d], b1, sizeof b1), d, tp_format_size(G->o->device_mem, b2, sizeof b2));
         }
-    tp_graph_free(g);
     return s;
 }
 
 static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
 {
     const tp_gen_opts *o = G->o;
-    tp_graph *g = NULL;
+    tp_graph *g = G->pre; /* built by prefill_fits; ours now */
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
-    tp_status s = prefill_graph(G, &g);
+    G->pre = NULL;
+    tp_status s = g ? TP_OK : prefill_graph(G, &g);
     if (!s) s = reserve_host(G, g);
     if (!s) s = place_prefill(G, g);
     if (!s) s = plan_exec(G, g, 0, 0, &mg, &x);
@@ -1019,7 +1020,10 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
         return tp__fail(err, TP_ERR_INFEASIBLE, "generate: a decode step needs %s of device memory, the cap is %s",
                         tp_format_size(r->need.min_cap, b1, sizeof b1), tp_format_size(o->device_mem, b2, sizeof b2));
     }
-    if ((s = prefill_fits(G))) return s;
+    if ((s = prefill_fits(G))) {
+        tp_graph_free(G->pre);
+        return s;
+    }
     G->split = o->per_token ? r->need.split_bytes : 0;
     r->tokens = calloc((size_t)(G->B * o->max_new), sizeof *r->tokens);
     G->x = calloc((size_t)(G->B * G->H), sizeof *G->x);
@@ -1133,6 +1137,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     tp_session_free(G->sess);
     tp_memgraph_free(G->rmg);
     tp_graph_free(G->rg);
+    tp_graph_free(G->pre); /* when the prefill never ran */
     free_steps(G);
     free(G->x);
     free(G->logits);
