@@ -457,6 +457,19 @@ int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is
     return why ? cli_errorf(cmd, 2, "%s %s: cannot write into %s: %s", flag, path, dir, why) : 0;
 }
 
+int cli_writable_files(const char *cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    int rc = 0;
+    for (const char *flag; !rc && (flag = va_arg(ap, const char *));) {
+        const char *path = va_arg(ap, const char *);
+        if (path) rc = cli_writable_dir(cmd, flag, path, 0);
+    }
+    va_end(ap);
+    return rc;
+}
+
 int cli_json_plan(const char *cmd, const char *path)
 {
     if (!tp_memgraph_file_is_binary(path)) return 0;

@@ -216,9 +216,7 @@ static int run(int argc, char **argv)
         return cli_errorf("generate", 2, "prompt plus new tokens exceed 2^31-1 positions");
     }
     /* fail before the work, not after it: the directories the outputs go into */
-    if ((fl.out && (rc = cli_writable_dir("generate", "--out", fl.out, 0))) ||
-        (fl.x.trace && (rc = cli_writable_dir("generate", "--trace", fl.x.trace, 0))) ||
-        (fl.plan_out && (rc = cli_writable_dir("generate", "--plan-out", fl.plan_out, 0)))) {
+    if ((rc = cli_writable_files("generate", "--out", fl.out, "--trace", fl.x.trace, "--plan-out", fl.plan_out, (char *)NULL))) {
         free(ids);
         return rc;
     }

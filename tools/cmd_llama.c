@@ -158,8 +158,7 @@ static int sweep(const flags *fl, const char *label)
     if (!fl->b.name || strcmp(fl->b.name, "sim")) return cli_usage_error("llama", "--sweep-seq needs --backend sim", NULL);
     if (!fl->csv) return cli_usage_error("llama", "--sweep-seq needs --csv FILE", NULL);
     int rc = cli_file_only("llama", "--csv", fl->csv);
-    if (!rc) rc = cli_writable_dir("llama", "--csv", fl->csv, 0);
-    if (!rc && fl->png) rc = cli_writable_dir("llama", "--png", fl->png, 0);
+    if (!rc) rc = cli_writable_files("llama", "--csv", fl->csv, "--png", fl->png, (char *)NULL);
     if (rc) return rc;
     tp_error e;
     tp_llama_config c;
@@ -282,10 +281,10 @@ static int run(int argc, char **argv)
     if (!fl.prompt_ids == !fl.seq_len) return cli_usage_error("llama", "give one of --prompt-ids and --seq-len", NULL);
     int use_sim = fl.b.name && !strcmp(fl.b.name, "sim");
     if (fl.out && (use_sim || fl.no_data))
-        return cli_usage_error("llama", use_sim ? "--out needs data: not with --backend sim" : "--out needs data: not with --no-data", NULL);
+        return cli_usage_error("llama", use_sim ? "--out needs data: not with --backend sim" : "--out needs data: not with --no-data",
+                               NULL);
     /* an output that cannot be written is refused before any work */
-    if ((fl.out && (rc = cli_writable_dir("llama", "--out", fl.out, 0))) || (fl.x.trace && (rc = cli_writable_dir("llama", "--trace", fl.x.trace, 0))))
-        return rc;
+    if ((rc = cli_writable_files("llama", "--out", fl.out, "--trace", fl.x.trace, (char *)NULL))) return rc;
     tp_sim_profile prof;
     tp_error e;
     tp_status s = TP_OK;

@@ -157,8 +157,7 @@ static int run(int argc, char **argv)
     if (fl.plan && fl.p.weight_offload)
         return cli_usage_error("run", "--weight-offload plans; --plan runs a plan as it is (plan with turnip plan --weight-offload)", NULL);
     /* an output that cannot be written is refused before any work */
-    if ((fl.out && (rc = cli_writable_dir("run", "--out", fl.out, 0))) || (fl.x.trace && (rc = cli_writable_dir("run", "--trace", fl.x.trace, 0))))
-        return rc;
+    if ((rc = cli_writable_files("run", "--out", fl.out, "--trace", fl.x.trace, (char *)NULL))) return rc;
     tp_backend *be = cli_backend("run", &fl.b, &rc); /* first: a missing GPU is reported before any work */
     if (!be) return rc;
     tp_error e;

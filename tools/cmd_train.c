@@ -245,8 +245,8 @@ static int train(int argc, char **argv, const char **made)
     if ((rc = cli_file_only("train", "--taskgraph-out", fl.taskgraph))) return rc;
     struct stat sb;
     int existed = fl.out && stat(fl.out, &sb) == 0;
-    if ((fl.out && (rc = cli_writable_dir("train", "--out", fl.out, 1))) || (fl.dump && (rc = cli_writable_dir("train", "--dump-grads", fl.dump, 0))) ||
-        (fl.taskgraph && (rc = cli_writable_dir("train", "--taskgraph-out", fl.taskgraph, 0))))
+    if ((fl.out && (rc = cli_writable_dir("train", "--out", fl.out, 1))) ||
+        (rc = cli_writable_files("train", "--dump-grads", fl.dump, "--taskgraph-out", fl.taskgraph, (char *)NULL)))
         return rc;
     if (fl.out && !existed) *made = fl.out;
     tp_sim_profile prof;
