@@ -148,9 +148,10 @@ const uint32_t *tp_memgraph_order(const tp_memgraph *mg);
 
 /* Memory bounds of g along an order, per device (arrays of tp_graph_devices entries):
  * min_feasible[d], the largest distinct-inputs-plus-output need of one vertex, with no output
- * bytes for a kernel the planner runs in place along that order (no smaller capacity can plan); peak_live[d], the most bytes live at once when values are loaded at
- * first use and freed after last use (no capacity at or above it needs an eviction, up to
- * fragmentation). Either pointer may be NULL. */
+ * bytes for a kernel the planner runs in place along that order (no smaller capacity can
+ * plan); peak_live[d], the most bytes live at once when values are loaded at first use and
+ * freed after last use (no capacity at or above it needs an eviction, up to fragmentation).
+ * Either pointer may be NULL. */
 tp_status tp_plan_bounds(const tp_graph *g, tp_order order, uint64_t *min_feasible, uint64_t *peak_live,
                          tp_error *err);
 

@@ -87,7 +87,8 @@ tp_status tp_exec_trace_write(const tp_exec *x, const char *path, tp_error *err)
     for (uint32_t i = 0; i < n; i++) {
         tp_mvertex v;
         tp_memgraph_vertex(mg, i, &v);
-        if (!rec[i].ran || v.write.space != TP_SPACE_DEVICE || v.kind == TP_M_ACCUMULATE) continue; /* a group's region: its init's, then its join's */
+        /* not run (a failed run); a group's region counts as its init's, then its join's */
+        if (!rec[i].ran || v.write.space != TP_SPACE_DEVICE || v.kind == TP_M_ACCUMULATE) continue;
         ev[ne++] = (memev){rec[i].t0, (int64_t)v.write.bytes, v.write.device};
         if (!is_out[i]) ev[ne++] = (memev){lastread[i] > rec[i].t1 ? lastread[i] : rec[i].t1, -(int64_t)v.write.bytes, v.write.device};
     }

@@ -19,7 +19,8 @@ void tp__vertex_need(const tp_graph *g, uint32_t t, uint32_t *mark, uint32_t sta
 
 /* The input kernel t overwrites in place when it is t's last use along the order (left[x] ==
  * 1 before t), read once by t, of t's bytes, neither an output nor kept unpinned: the planner's
- * rule (planner.c, setup); -1 when t makes new bytes. */
+ * rule (planner.c, setup, where its reasons also name a pinned input it cannot update; change
+ * both); -1 when t makes new bytes. */
 static int in_place(const tp_graph *g, uint32_t t, const uint32_t *left, const uint8_t *is_out)
 {
     int k = tp_graph_inplace(g, t);

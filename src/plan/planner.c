@@ -957,6 +957,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         const tp_vertex *v = V_(P, t);
         uint32_t x = v->inputs[k], reads = 0;
         for (uint32_t j = 0; j < v->ninputs; j++) reads += v->inputs[j] == x;
+        /* the rule tp_plan_bounds repeats (bounds.c, in_place): change both */
         if (reads == 1 && !P->is_out[x] && (!P->keep[x] || P->pin[x]) && V_(P, x)->bytes == v->bytes &&
             P->use_pos[cons_off[x + 1] - 1] == P->pos[t]) {
             P->inpl[t] = k;
