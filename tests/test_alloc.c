@@ -433,6 +433,13 @@ TEST(alloc_indexed_matches_naive)
                 int fb = tp__alloc_find_window_keyed(&a, size, horizon, budget, score_horizon, NULL, &wa, wv, &nvw);
                 if (fb == 2) {
                     CHECK(nvw >= budget);
+                    /* the first is the furthest next use of all the victims there are (Belady's) */
+                    uint64_t far = 0;
+                    for (uint32_t q = 0; q < nlive; q++) {
+                        tp__victim_score sq = score_horizon(NULL, a.b[live[q]].owner);
+                        if (!sq.pinned && sq.next_use > far) far = sq.next_use;
+                    }
+                    ASSERT_EQ(score_horizon(NULL, wv[0]).next_use, far);
                     for (uint32_t q = 0; q < nvw; q++) {
                         tp__victim_score sq = score_horizon(NULL, wv[q]);
                         CHECK(!sq.pinned);

@@ -109,6 +109,67 @@ TEST(plan_bounds_in_place)
     }
 }
 
+/* Whether value x (a TaskGraph vertex) is offloaded anywhere in mg. */
+static int offloaded(const tp_memgraph *mg, uint32_t x)
+{
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind == TP_M_OFFLOAD && v.task == x) return 1;
+    }
+    return 0;
+}
+
+/* The bounded eviction search's fallback evicts the furthest next use first (Belady).
+ * x1..x5 (4 KiB each) fill the device in address order after a 256-byte input; y reads x2
+ * (so x2 cannot move) and needs an 8 KiB window. The values are read next in the order x3,
+ * x4, x5, x1. The best window is x4 and x5 (the largest smallest next use); x1, the furthest,
+ * lies alone between the input's 256 bytes and x2. With a budget of 2 the keyed search takes
+ * in x1 and x5, finds no window, and the planner evicts x1 before searching again (then x4 and
+ * x5); the exact search never evicts x1. Evicting the second of the two (x5) would give the
+ * exact plan, and so would not pass. */
+TEST(plan_belady_fallback_evicts_furthest)
+{
+    const uint64_t S = 4096, A = 256;
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    uint32_t a, x[6], y, r3, r4, r5, r1;
+    ASSERT_OK_ERR(tp_graph_add_input(g, "a", 0, TP_DT_NONE, -1, NULL, A, &a, &e), e);
+    for (int i = 1; i <= 5; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "x%d", i);
+        ASSERT_OK_ERR(tp_graph_add_kernel(g, name, 0, "opaque", 1, &a, TP_DT_NONE, -1, NULL, S, NULL, 0, &x[i], &e), e);
+    }
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "y", 0, "opaque", 1, &x[2], TP_DT_NONE, -1, NULL, 2 * S, NULL, 0, &y, &e), e);
+    uint32_t i3[2] = {x[3], y}, i4[2], i5[2], i1[2];
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "r3", 0, "opaque", 2, i3, TP_DT_NONE, -1, NULL, A, NULL, 0, &r3, &e), e);
+    i4[0] = x[4], i4[1] = r3;
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "r4", 0, "opaque", 2, i4, TP_DT_NONE, -1, NULL, A, NULL, 0, &r4, &e), e);
+    i5[0] = x[5], i5[1] = r4;
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "r5", 0, "opaque", 2, i5, TP_DT_NONE, -1, NULL, A, NULL, 0, &r5, &e), e);
+    i1[0] = x[1], i1[1] = r5;
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "r1", 0, "opaque", 2, i1, TP_DT_NONE, -1, NULL, A, NULL, 0, &r1, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_output(g, r1, &e), e);
+    ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+    for (int exact = 0; exact < 2; exact++) {
+        tp_plan_opts o;
+        tp_plan_opts_init(&o, 1, A + 5 * S);
+        o.order = TP_ORDER_TOPO;
+        o.evict_budget = exact ? TP_EVICT_EXACT : 2;
+        tp_memgraph *mg = plan_verified(g, &o);
+        tp_plan_stats st;
+        tp_memgraph_stats(mg, &st);
+        CHECKF(st.dev[0].window_belady == (exact ? 0u : 1u), "exact %d: %llu Belady evictions", exact,
+               (unsigned long long)st.dev[0].window_belady);
+        ASSERT_EQ(offloaded(mg, x[1]), !exact);
+        ASSERT_EQ(offloaded(mg, x[4]), 1);
+        ASSERT_EQ(offloaded(mg, x[5]), 1);
+        ASSERT_EQ(offloaded(mg, x[3]), 0);
+        tp_memgraph_free(mg);
+    }
+    tp_graph_free(g);
+}
+
 TEST(plan_host_memory_limits)
 {
     tp_graph *g = load(HDR "{\"id\":\"a\",\"kind\":\"input\",\"device\":0,\"bytes\":1000},"
