@@ -283,9 +283,11 @@ static int run(int argc, char **argv)
         return cli_errorf("generate", 2, "--device-mem %s: below the %s a decode step needs (its tensors pinned and its work)",
                           tp_format_size(cap, b1, sizeof b1), tp_format_size(need.min_cap, b2, sizeof b2));
     }
-    /* host memory: the cache's host copies and the session's host block hold the model twice;
-     * the embedding table; the tokens, and every step's logits for --out */
-    double host_need = 2.0 * (double)(need.model_bytes + need.kv_bytes) + (double)c.vocab * (double)c.hidden * 4.0 +
+    /* host memory, at least: the session's host block holds the host copies of the weights and
+     * the KV cache and the embedding table (and the plans' own host memory, which the session
+     * counts when it is made, from the prefill's plan); the tokens, and every step's logits for
+     * --out */
+    double host_need = (double)(need.model_bytes + need.kv_bytes) + (double)c.vocab * (double)c.hidden * (double)tp_dtype_size(c.dtype) +
                        (double)B * (double)fl.max_new * 4.0 * (1.0 + (fl.out ? (double)c.vocab : 0.0));
     if (!use_sim && host_need > (double)tp_host_mem_limit()) {
         free(ids);
@@ -378,6 +380,9 @@ static int run(int argc, char **argv)
                cli_bytes_str((double)r.cache.bytes_loaded, b1, sizeof b1), (unsigned long long)r.cache.evictions,
                cli_bytes_str((double)r.cache.bytes_evicted, b2, sizeof b2), (unsigned long long)r.cache.prefetches,
                (unsigned long long)r.cache.prefetch_used, (unsigned long long)r.cache.prefetch_wasted);
+        if (!use_sim)
+            printf("host memory: %s (the host copies of the weights and the KV cache, the embedding table, the plans' own)\n",
+                   tp_format_size(r.host_bytes, b1, sizeof b1));
         if (fl.out) {
             s = write_out(fl.out, &rp, r.tokens, &e);
             if (!s) printf("wrote %s\n", fl.out);

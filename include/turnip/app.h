@@ -140,6 +140,8 @@ typedef struct tp_gen_result {
     uint64_t decode_plans;         /* a plan per step: the plans made, and the steps that reused the */
     uint64_t decode_plans_reused;  /*   last step's (its graph the same but for kernel attributes) */
     tp_cache_counters cache;
+    uint64_t host_bytes;           /* the session's host block: the cache's host copies, the embedding
+                                      table, the plans' own host memory (the prefill's as planned) */
 } tp_gen_result;
 
 /* Prefill, then max_new - 1 decode steps (design: src/app/generate.c). TP_ERR_INFEASIBLE when

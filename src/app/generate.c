@@ -110,10 +110,15 @@ typedef struct gen {
     tp_graph *pre;        /* the prefill's graph, built once by prefill_fits for prefill (owned) */
     tp_graph *rg;         /* a plan per step: the last step's graph and plan, kept for the next */
     tp_memgraph *rmg;     /*   step, which reuses the plan where its graph is the same (plan_exec) */
-    int check_reuse;      /* TURNIP_CHECK_PLAN_REUSE=1: plan every reused step anyway and compare */
+    int check_reuse;      /* TURNIP_CHECK_PLAN_REUSE=1: plan every reused step anyway and compare;
+                             and the prefill's plan must use exactly the host memory prefill_host
+                             counted (without it: at most that) */
+    uint64_t pre_host;    /* prefill_host's count: the prefill's host memory past hres */
     float *x;             /* [B, H] residual stream */
     float *logits;        /* [B, V] */
-    void *embed;          /* the embedding table, host (its dtype) */
+    void *embed;          /* the embedding table, host (its dtype): at embed_at in the session's host
+                             block (after the cache's host copies) with data, else NULL */
+    uint64_t embed_at, eb; /* its offset there and its bytes */
     tp_gen_result *r;
 } gen;
 
@@ -574,42 +579,103 @@ static tp_status place_host(gen *G, tp_graph *g, uint32_t v, tp_cache_id id)
     return place_host_at(G, g, v, id, 0);
 }
 
-/* Which cache tensor input v reads, and from which byte of it: v's id names the tensor ("name",
- * with an "@..." device suffix or not) or rows A..Z-1 of it ("name#rA:Z"), and v's bytes are
- * exactly those. 1 with *id and the offset *at; 0 otherwise (no such tensor, a column slice,
- * bytes that do not match). */
+/* ---- where plans read the host copies --------------------------------------------------- */
+
+/* Whether input v is rows a..z-1 of a tensor of tb bytes, exactly its bytes: 1 with the rows'
+ * byte offset in the tensor. */
+static int rows_at(const tp_vertex *v, uint64_t tb, int64_t a, int64_t z, uint64_t *off)
+{
+    if (!(0 <= a && a < z)) return 0;
+    uint64_t rb = v->bytes / (uint64_t)(z - a);
+    if (!rb || (uint64_t)a > tb / rb) return 0; /* no row bytes, or rows past the tensor (no overflow below) */
+    *off = (uint64_t)a * rb;
+    return rb * (uint64_t)(z - a) == v->bytes && *off <= tb && v->bytes <= tb - *off;
+}
+
+/* Which cache tensor a decode plan's input v streams, and from which byte of it: v's id names
+ * the tensor ("name", with an "@..." device suffix or not) or rows A..Z-1 of it ("name#rA:Z"),
+ * and v's bytes are exactly those. 1 with *id and the offset *at; 0 otherwise (no such tensor,
+ * a column slice, bytes that do not match). */
 static int cache_rows(const gen *G, const tp_vertex *v, tp_cache_id *id, uint64_t *at)
 {
     char name[TP_LLAMA_ID_MAX], kind;
     int64_t a, z;
-    if (!tp_llama_parse_input(v->id, name, sizeof name, &kind, &a, &z) || kind == 'c') return 0;
-    int rows = kind == 'r';
-    if ((rows && !(0 <= a && a < z)) || !(*id = tensor_named(G, name))) return 0;
-    uint64_t tb = tp_cache_bytes(G->cache, *id), rb = rows ? v->bytes / (uint64_t)(z - a) : 0;
-    if (rows && (!rb || (uint64_t)a > tb / rb)) return 0; /* no row bytes, or rows past the tensor (no overflow below) */
-    *at = rows ? (uint64_t)a * rb : 0;
-    return rows ? rb * (uint64_t)(z - a) == v->bytes && *at <= tb && v->bytes <= tb - *at : v->bytes == tb;
+    if (!tp_llama_parse_input(v->id, name, sizeof name, &kind, &a, &z) || kind == 'c' || !(*id = tensor_named(G, name)))
+        return 0;
+    uint64_t tb = tp_cache_bytes(G->cache, *id);
+    *at = 0;
+    return kind == 'r' ? rows_at(v, tb, a, z, at) : v->bytes == tb;
 }
 
-/* The prefill's weight inputs that are a cache tensor's host copy or contiguous rows of one
- * ("name" or "name#rA:Z", on any device) are read where the cache keeps them; the rest (column
- * slices, the embedding table, a second device's copy of bytes already placed) are copied in as
- * before. */
-static tp_status place_prefill(gen *G, tp_graph *g)
+/* ---- where the prefill reads its weights ------------------------------------------------ */
+
+#define GEN_EMBED "model.embed_tokens.weight"
+
+/* A host copy a prefill input may be read from in place, by name (a step tensor's whole name, or
+ * the embedding table's): its bytes and its offset in the session's host block. 1 if found. */
+typedef int (*copy_look)(const gen *G, const void *ctx, const char *name, uint64_t *bytes, uint64_t *at);
+
+/* After the cache exists: the cache's host copies and the embedding table. */
+static int cache_look(const gen *G, const void *ctx, const char *name, uint64_t *bytes, uint64_t *at)
 {
-    if (!G->harena) return TP_OK;
+    (void)ctx;
+    if (!strcmp(name, GEN_EMBED)) {
+        *bytes = G->eb;
+        *at = G->embed_at;
+        return G->embed != NULL;
+    }
+    tp_cache_id id = tensor_named(G, name);
+    const uint8_t *h = id ? tp_cache_host(G->cache, id) : NULL;
+    if (!h) return 0;
+    *bytes = tp_cache_bytes(G->cache, id);
+    *at = (uint64_t)(h - G->harena);
+    return 1;
+}
+
+/* Where input v's bytes lie among the host copies: a host copy's whole name ("name", or a chunk
+ * such as lm_head's "name#rA:Z", with or without an "@..." device suffix), rows A..Z-1 of a
+ * tensor ("name#rA:Z"), or all the columns of one ("name#c0:C", the whole tensor). 1 with *at;
+ * 0 otherwise (no such copy, a column slice, bytes that do not match). */
+static int input_at(const gen *G, copy_look look, const void *ctx, const tp_vertex *v, uint64_t *at)
+{
+    char key[TP_LLAMA_ID_MAX], name[TP_LLAMA_ID_MAX], kind;
+    int64_t a, z;
+    uint64_t tb, base;
+    size_t n = strcspn(v->id, "@");
+    if (n >= sizeof key) return 0;
+    memcpy(key, v->id, n);
+    key[n] = 0;
+    if (look(G, ctx, key, &tb, &base)) {
+        *at = base;
+        return tb == v->bytes;
+    }
+    if (!tp_llama_parse_input(v->id, name, sizeof name, &kind, &a, &z) || !kind || !look(G, ctx, name, &tb, &base)) return 0;
+    *at = base;
+    if (kind == 'c') return a == 0 && v->bytes == tb; /* columns 0..C-1 of a [R, C] tensor: all of it */
+    uint64_t off;
+    if (!rows_at(v, tb, a, z, &off)) return 0;
+    *at = base + off;
+    return 1;
+}
+
+/* The prefill's inputs that input_at finds are read where the host copies lie; the rest (column
+ * slices, input_ids, a second device's copy of bytes already placed, a copy at an offset the
+ * planner cannot place it at) are copied in. set: declares the placements in g (reserve_host
+ * done); *copied: the bytes of the inputs copied in. The same rule before the session (the
+ * host need, prefill_host) and after it (place_prefill). */
+static tp_status prefill_spans(gen *G, tp_graph *g, copy_look look, const void *ctx, int set, uint64_t *copied)
+{
     tp_status s = TP_OK;
     tp__span *sp = malloc(((size_t)tp_graph_size(g) + 1) * sizeof *sp);
     if (!sp) return oom(G);
     uint32_t n = 0;
-    for (uint32_t i = 0; i < tp_graph_size(g) && !s; i++) {
+    uint64_t all = 0, placed = 0;
+    for (uint32_t i = 0; i < tp_graph_size(g); i++) {
         const tp_vertex *v = tp_graph_vertex(g, i);
-        tp_cache_id id;
         uint64_t at;
-        if (v->kind != TP_V_INPUT || !v->bytes || !cache_rows(G, v, &id, &at)) continue;
-        const uint8_t *h = tp_cache_host(G->cache, id);
-        if (!h) continue;
-        at += (uint64_t)(h - G->harena);
+        if (v->kind != TP_V_INPUT) continue;
+        all += v->bytes;
+        if (!v->bytes || !input_at(G, look, ctx, v, &at)) continue;
         if (at % tp__align_of(v->bytes)) continue; /* not where the planner could place it */
         sp[n++] = (tp__span){-1, at, at + v->bytes, i};
     }
@@ -617,10 +683,123 @@ static tp_status place_prefill(gen *G, tp_graph *g)
     uint64_t end = 0;
     for (uint32_t q = 0; q < n && !s; q++)
         if (!q || sp[q].a >= end) { /* bytes placed once; an overlapping input is copied */
-            s = tp_graph_set_host(g, sp[q].v, sp[q].a, G->err);
+            if (set) s = tp_graph_set_host(g, sp[q].v, sp[q].a, G->err);
+            placed += sp[q].b - sp[q].a;
             end = sp[q].b;
         }
     free(sp);
+    if (copied) *copied = all - placed;
+    return s;
+}
+
+static tp_status place_prefill(gen *G, tp_graph *g)
+{
+    return G->harena ? prefill_spans(G, g, cache_look, NULL, 1, NULL) : TP_OK;
+}
+
+/* Before the session: the host copies as the cache will lay them out, from the steps' graphs
+ * (their inputs but "x", step by step, each at an offset rounded up to TP_CACHE_ALIGN_DEFAULT,
+ * which keeps every offset's alignment), then the embedding table at G->embed_at. */
+typedef struct dry_copies {
+    tp__strmap m;
+    char **names;
+    uint64_t *bytes, *at;
+    uint32_t n, cap;
+} dry_copies;
+
+static int dry_look(const gen *G, const void *ctx, const char *name, uint64_t *bytes, uint64_t *at)
+{
+    const dry_copies *d = ctx;
+    uint32_t k;
+    if (!strcmp(name, GEN_EMBED)) {
+        *bytes = G->eb;
+        *at = G->embed_at;
+        return 1;
+    }
+    if (!tp__strmap_get(&d->m, name, &k)) return 0;
+    *bytes = d->bytes[k];
+    *at = d->at[k];
+    return 1;
+}
+
+static void dry_free(dry_copies *d)
+{
+    for (uint32_t k = 0; k < d->n; k++) free(d->names[k]);
+    free(d->names);
+    free(d->bytes);
+    free(d->at);
+    tp__strmap_free(&d->m);
+}
+
+static tp_status dry_build(gen *G, dry_copies *d)
+{
+    tp_status s = TP_OK;
+    uint64_t at = 0;
+    if (!tp__strmap_init(&d->m, 64)) return oom(G);
+    for (uint32_t si = 0; si < G->nsteps && !s; si++) {
+        tp_graph *g = NULL;
+        s = build_step(G, si, 0, 0, 0, 1, &g);
+        for (uint32_t i = 0; !s && i < tp_graph_size(g); i++) {
+            const tp_vertex *v = tp_graph_vertex(g, i);
+            if (v->kind != TP_V_INPUT || !strcmp(v->id, "x")) continue;
+            if (d->n == d->cap) {
+                uint32_t c = d->cap ? 2 * d->cap : 64;
+                char **nn = realloc(d->names, c * sizeof *nn);
+                if (nn) d->names = nn;
+                uint64_t *nb = realloc(d->bytes, c * sizeof *nb);
+                if (nb) d->bytes = nb;
+                uint64_t *na = realloc(d->at, c * sizeof *na);
+                if (na) d->at = na;
+                if (!nn || !nb || !na) {
+                    s = oom(G);
+                    break;
+                }
+                d->cap = c;
+            }
+            if (!(d->names[d->n] = strdup(v->id))) {
+                s = oom(G);
+                break;
+            }
+            d->bytes[d->n] = v->bytes;
+            d->at[d->n] = at;
+            at += (v->bytes + TP_CACHE_ALIGN_DEFAULT - 1) & ~(uint64_t)(TP_CACHE_ALIGN_DEFAULT - 1);
+            if (tp__strmap_put(&d->m, d->names[d->n], d->n, NULL) < 0) s = oom(G);
+            d->n++;
+        }
+        tp_graph_free(g);
+    }
+    return s;
+}
+
+/* The host memory the prefill's plan needs past the reserved bytes G->hres (the host copies
+ * and the embedding table): the alignment after them, the inputs it copies in (prefill_spans)
+ * and the high-water mark of what it offloads, from planning its graph (G->pre) now, unplaced
+ * (where its inputs lie does not change what it offloads). */
+static tp_status prefill_host(gen *G, uint64_t *extra)
+{
+    dry_copies d = {0};
+    uint64_t copied = 0, in_end = 0;
+    tp_memgraph *mg = NULL;
+    tp_status s = dry_build(G, &d);
+    if (!s) s = prefill_spans(G, G->pre, dry_look, &d, 0, &copied);
+    dry_free(&d);
+    if (!s) s = tp_graph_set_host_reserved(G->pre, G->hres, G->err);
+    if (!s) {
+        tp_plan_opts po;
+        tp_plan_opts_init(&po, G->D, G->o->device_mem);
+        po.order = G->o->plan_order;
+        s = tp_plan(G->pre, &po, &mg, G->err);
+    }
+    uint64_t pad = (TP__MAX_ALIGN - G->hres % TP__MAX_ALIGN) % TP__MAX_ALIGN;
+    in_end = G->hres + pad;
+    for (uint32_t i = 0; mg && i < tp_memgraph_size(mg); i++) { /* the inputs' end: the offload arena's start */
+        tp_mvertex mv;
+        tp_memgraph_vertex(mg, i, &mv);
+        if (mv.kind == TP_M_INPUT && mv.write.space == TP_SPACE_HOST && mv.write.offset + mv.write.bytes > in_end)
+            in_end = mv.write.offset + mv.write.bytes;
+    }
+    if (!s) *extra = G->pre_host = pad + copied + (tp_memgraph_host_bytes(mg) - in_end);
+    tp_memgraph_free(mg);
     return s;
 }
 
@@ -881,6 +1060,12 @@ static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
     if (!s) s = reserve_host(G, g);
     if (!s) s = place_prefill(G, g);
     if (!s) s = plan_exec(G, g, 0, 0, &mg, &x);
+    if (!s && G->harena) { /* what sized the session's host block */
+        uint64_t used = tp_memgraph_host_bytes(mg) > G->hres ? tp_memgraph_host_bytes(mg) - G->hres : 0;
+        if (used > G->pre_host || (G->check_reuse && used != G->pre_host))
+            s = tp__fail(G->err, TP_ERR_CHECK, "generate: the prefill's plan uses %llu bytes of host memory past the host copies, "
+                         "counted %llu", (unsigned long long)used, (unsigned long long)G->pre_host);
+    }
     for (uint32_t i = 0; i < (mg ? tp_memgraph_size(mg) : 0) && !s && o->data; i++) {
         tp_mvertex mv;
         tp_memgraph_vertex(mg, i, &mv);
@@ -1031,19 +1216,23 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     G->nsteps = (uint32_t)G->L + 1;
     G->steps = calloc(G->nsteps, sizeof *G->steps);
     if (!r->tokens || !G->x || !G->logits || !G->steps) s = oom(G);
-    /* the cache's host copies: at the bottom of the session's host block. need's model and KV
-     * bytes count every step input with 256 bytes of slack, at least what the cache takes of
-     * each (its size rounded up to TP_CACHE_ALIGN_DEFAULT) */
+    /* the session's host block: at its bottom the cache's host copies (need's model and KV bytes
+     * count every step input with 256 bytes of slack, at least what the cache takes of each: its
+     * size rounded up to TP_CACHE_ALIGN_DEFAULT), then the embedding table; past them the plans'
+     * own host memory: a decode plan's, and the prefill's as planned now (prefill_host). Without
+     * data, a copy of the model's bytes for the plans' inputs and as much for the prefill's. */
     _Static_assert(TP_CACHE_ALIGN_DEFAULT <= 256, "need's slack covers the cache's rounding");
-    uint64_t hres = o->data ? r->need.model_bytes + r->need.kv_bytes : 0;
-    /* the session: the caps, and host memory for the largest plan's inputs and offloads */
-    /* (the decode plans' inputs: the cache's host copies, read in place; without data, a copy of
-     * the model's bytes for them) */
-    uint64_t cap[TP_MAX_DEVICES], host = (hres ? hres : r->need.model_bytes) + r->need.kv_bytes + 4 * r->need.work_bytes;
-    {
-        uint64_t w = (uint64_t)G->B * (uint64_t)o->prompt_len * (uint64_t)G->V * 4;
-        host += w + r->need.model_bytes; /* the prefill's inputs and what it may offload */
+    uint64_t hcache = o->data ? r->need.model_bytes + r->need.kv_bytes : 0, extra = 0;
+    G->eb = (uint64_t)G->V * (uint64_t)G->H * tp_dtype_size(c->dtype);
+    if (o->data) {
+        G->embed_at = (hcache + TP__MAX_ALIGN - 1) & ~(uint64_t)(TP__MAX_ALIGN - 1);
+        G->hres = G->embed_at + G->eb;
+        if (!s) s = prefill_host(G, &extra);
+    } else {
+        extra = (uint64_t)G->B * (uint64_t)o->prompt_len * (uint64_t)G->V * 4 + 2 * r->need.model_bytes;
     }
+    uint64_t cap[TP_MAX_DEVICES], host = G->hres + r->need.kv_bytes + 4 * r->need.work_bytes + extra;
+    r->host_bytes = host;
     for (int d = 0; d < G->D; d++) cap[d] = o->device_mem;
     if (!s) s = tp_session_new(o->backend, G->D, cap, host, &G->sess, err);
     tp_cache_opts co;
@@ -1055,7 +1244,8 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     G->harena = o->data && !s ? tp_session_host(G->sess, NULL) : NULL;
     if (G->harena) {
         co.host_arena = G->harena;
-        co.host_arena_bytes = G->hres = hres;
+        co.host_arena_bytes = hcache;
+        G->embed = G->harena + G->embed_at;
     }
     /* the bottom of each device stays the plans': room for the activations of the largest layer
      * (or head) plan and a streamed tensor (with a plan per step, on a device whose tensors do
@@ -1085,9 +1275,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     if (!s && o->per_token) spread_pins(G);
     if (!s && !(G->kvrow = malloc((uint64_t)G->B * (uint64_t)G->KVH * (uint64_t)G->hd * 4 + 1))) s = oom(G);
 
-    uint64_t eb = (uint64_t)G->V * (uint64_t)G->H * tp_dtype_size(c->dtype);
-    if (!s && o->data && !(G->embed = malloc(eb))) s = oom(G);
-    if (!s && o->data) s = tp_llama_weights_read(o->weights, "model.embed_tokens.weight", c->dtype, eb, G->embed, err);
+    if (!s && o->data) s = tp_llama_weights_read(o->weights, GEN_EMBED, c->dtype, G->eb, G->embed, err);
     /* prefill */
     double t0 = tp__now(), run_s = 0;
     uint64_t bytes = 0;
@@ -1141,7 +1329,6 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     free_steps(G);
     free(G->x);
     free(G->logits);
-    free(G->embed);
     if (s) {
         free(r->tokens);
         r->tokens = NULL;
