@@ -41,8 +41,8 @@ def write(p, b):
         f.write(b)
 
 
-def fnv(b):
-    h = 1469598103934665603
+def fnv(b, h=14695981039346656037):
+    """FNV-1a-64 (docs/formats.md), its standard offset basis by default"""
     for c in b:
         h = ((h ^ c) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
     return h
@@ -148,6 +148,14 @@ for _ in range(60):
     b[i] ^= 1 << rnd.randrange(8)
     write(bad, bytes(b))
     refused_or_ok(("convert", bad, outj), f"binary bit flip at {i}", False)
+# the checksum is the standard FNV-1a-64 of every byte before it (recomputed here), and a file
+# checksummed with the basis of files written before 2026-11-24 (a digit short) is still read
+check(struct.unpack("<Q", good[-8:])[0] == fnv(good[:-8]), "binary checksum: not the standard FNV-1a-64")
+write(bad, good[:-8] + struct.pack("<Q", fnv(good[:-8], 1469598103934665603)))
+rc, out = run("convert", bad, outj)
+check(rc == 0, f"binary with the legacy checksum: exit {rc}: {out[-300:]}")
+write(bad, good[:-8] + struct.pack("<Q", fnv(good[:-8], 1469598103934665602)))
+refused_or_ok(("convert", bad, outj), "binary with another basis's checksum", False)
 # changes behind a good checksum: the header's counts, then any byte
 accepted = 0
 for k in range(400):

@@ -464,7 +464,11 @@ int cli_writable_files(const char *cmd, ...)
     int rc = 0;
     for (const char *flag; !rc && (flag = va_arg(ap, const char *));) {
         const char *path = va_arg(ap, const char *);
-        if (path) rc = cli_writable_dir(cmd, flag, path, 0);
+        struct stat sb;
+        if (!path) continue;
+        rc = cli_file_only(cmd, flag, path); /* these commands print their report on standard output */
+        if (!rc && !stat(path, &sb) && S_ISDIR(sb.st_mode)) rc = cli_errorf(cmd, 2, "%s %s: cannot write: is a directory", flag, path);
+        if (!rc) rc = cli_writable_dir(cmd, flag, path, 0);
     }
     va_end(ap);
     return rc;

@@ -45,7 +45,8 @@ int cli_errorf(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4)
  * is_dir, made if missing) must be a writable directory; 0, or exit code 2 after one line. */
 int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is_dir);
 /* cli_writable_dir for output files given as (flag, path) pairs, a NULL flag last; a NULL path
- * (the flag not given) is skipped. */
+ * (the flag not given) is skipped. Also refuses "-" (cli_file_only: the commands that call it
+ * print their report on standard output) and a path that is a directory, before any work. */
 int cli_writable_files(const char *cmd, ...);
 /* An output of a command whose report goes to standard output: 0, or exit code 2 after one line
  * when path is "-" (the data would be mixed into the report). */

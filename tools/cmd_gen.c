@@ -149,6 +149,7 @@ static int gen_inputs(int argc, char **argv)
     int npos, rc = cli_parse("gen", inputs_opts, &fl, argc, argv, 3, &tgp, 1, &npos, "TaskGraph");
     if (rc) return rc;
     if (!npos || !fl.out) return cli_usage_error("gen", "gen inputs needs a TaskGraph and -o FILE", NULL);
+    if (!strcmp(fl.out, "-")) return cli_errorf("gen", 2, "-o -: gen inputs writes a safetensors file, not standard output; name a file");
     tp_error e;
     tp_graph *g;
     tp_status s = tp_graph_read_file(tgp, &g, &e);

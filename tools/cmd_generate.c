@@ -52,7 +52,7 @@ static const cli_opt opts[] = {
     CLI_O_INT("--top-k", "K", flags, top_k, 0, INT32_MAX, "sample among the K likeliest tokens (0: all; default 0)"),
     CLI_O_INT("--seed", "N", flags, x.seed, 0, LLONG_MAX,
               "seed of the sampling, the random prompt (--seq-len), a preset's weights, the random\n"
-              "order and the jitter (default 0)"),
+              "order (--order random) (default 0)"),
     CLI_O_INT("--vocab-chunks", "C", flags, vocab_chunks, 1, 1 << 20,
               "lm_head in C row chunks, each a cache tensor (default: 1, or as many as keep\n"
               "a chunk within an eighth of the cap)"),

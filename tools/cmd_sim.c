@@ -52,6 +52,7 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     if (!npos) return cli_usage_error("sim", "no TaskGraph given", NULL);
     if (!fl.machine) return cli_usage_error("sim", "--machine is required", NULL);
+    if ((rc = cli_writable_files("sim", "--trace", fl.x.trace, (char *)NULL))) return rc;
     tp_error e;
     tp_sim_profile prof;
     tp_status s = tp_sim_profile_read(fl.machine, &prof, &e);

@@ -29,7 +29,7 @@ static const cli_opt opts[] = {
     CLI_O_STR("--model", "DIR", flags, model, "a Hugging Face checkpoint: config.json and model.safetensors (or shards)"),
     CLI_O_STR("--preset", "NAME", flags, preset, "tiny, 7b, 13b, 65b, llama3-8b, llama2-70b: random weights made in-process"),
     CLI_O_CHOICE("--weights-dtype", "f32|f16|bf16", flags, wdtype, wdtype_names,
-                 "--preset: the frozen weights' storage dtype (default the preset's, f16; the paper trains with f32)"),
+                 "--preset: the frozen weights' storage dtype (default the preset's: f32 for tiny, f16 for the\nothers; the paper trains with f32)"),
     CLI_O_STR("--data", "FILE", flags, data,
               "token ids (decimal, separated by whitespace or commas), cut into sequences of\n"
               "--seq-len consecutive ids; step k trains on sequences kB..kB+B-1 (modulo\n"

@@ -2,13 +2,16 @@
  * overall --help and --version. Thin: commands parse flags (opts.h), call the library and map
  * statuses to exit codes (cli.h): 0 ok, 1 failed check, 2 unusable input or infeasible plan,
  * 3 internal failure. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
 
-/* SIGINT, SIGTERM, SIGHUP: the temporary files of outputs being written are removed (their
- * targets are untouched: tp_outfile), then the signal ends the process as it would have. */
+/* SIGINT, SIGTERM, SIGHUP, SIGPIPE (a report piped into `head`): the temporary files of outputs
+ * being written are removed (their targets are untouched: tp_outfile), then the signal ends the
+ * process as it would have. SIGXFSZ (ulimit -f) is ignored, so the write fails with EFBIG and
+ * the command says which file could not be written, and removes its temporary file. */
 static void on_signal(int sig)
 {
     tp_outfile_cleanup_signal();
@@ -18,7 +21,7 @@ static void on_signal(int sig)
 
 static void catch_signals(void)
 {
-    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
     for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) {
         struct sigaction sa, old;
         memset(&sa, 0, sizeof sa);
@@ -27,6 +30,7 @@ static void catch_signals(void)
         if (sigaction(sigs[k], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue; /* nohup: stays ignored */
         sigaction(sigs[k], &sa, NULL);
     }
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 /* the commands, in the order `turnip --help` lists them */
@@ -91,7 +95,14 @@ int main(int argc, char **argv)
                 return 0;
             }
             catch_signals();
-            return commands[k]->run(argc, argv);
+            int rc = commands[k]->run(argc, argv);
+            /* a report (or tokens) lost on the way out is a failure, not exit 0 */
+            errno = 0;
+            if (fflush(stdout) || ferror(stdout)) {
+                if (!rc) fprintf(stderr, "%s %s: writing standard output failed%s%s\n", cli_prog, c, errno ? ": " : "", errno ? strerror(errno) : "");
+                if (!rc) rc = 2;
+            }
+            return rc;
         }
     fprintf(stderr, "%s: unknown command '%s'\n", cli_prog, c);
     usage_main(stderr);

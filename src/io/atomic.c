@@ -7,8 +7,10 @@
  * the new one, never a truncated one, and a failing or interrupted run leaves the old file
  * untouched. Any failure removes the temporary file. A symlink is resolved first, so the
  * file it names is replaced and the link stays. Outputs that are not regular files
- * (/dev/stdout, /dev/null, /dev/full, a FIFO) cannot be renamed over: they are written in
- * place, and every write error is still reported when the file is committed.
+ * (/dev/null, /dev/full, a FIFO, a terminal) cannot be renamed over: they are written in
+ * place, and every write error is still reported when the file is committed. The regular file
+ * standard output or error is redirected to (`-o /dev/stdout > log`) is written through that
+ * stream, not replaced; an existing file the user may not write (mode 0444) is refused.
  *
  * Signals: the names of the temporary files being written sit in a fixed table of slots
  * claimed with atomics, so a signal handler (the turnip command's, on SIGINT/SIGTERM/SIGHUP)
@@ -104,6 +106,26 @@ tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err)
         }
         *out = o;
         return TP_OK;
+    }
+    /* the file standard output or error is redirected to (/dev/stdout, /proc/self/fd/2): written
+     * through that stream, where it stands, as "-" is; replacing it would drop what the file holds
+     * and what is written to the stream after */
+    for (int fd = 1; exists && fd <= 2; fd++) {
+        struct stat fs;
+        if (fstat(fd, &fs) || fs.st_dev != st.st_dev || fs.st_ino != st.st_ino) continue;
+        int d = dup(fd);
+        if (d < 0 || !(o->f = fdopen(d, "wb"))) {
+            int en = errno;
+            if (d >= 0) close(d);
+            out_free(o);
+            return tp__fail(err, TP_ERR_IO, "%s: cannot write: %s", path, strerror(en));
+        }
+        *out = o;
+        return TP_OK;
+    }
+    if (exists && access(path, W_OK) && errno == EACCES) { /* a read-only file is not replaced behind its mode */
+        out_free(o);
+        return tp__fail(err, TP_ERR_IO, "%s: cannot write: %s (the file is read-only)", path, strerror(EACCES));
     }
     /* the file a symlink names is the one replaced */
     if (exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) o->final = realpath(path, NULL);

@@ -12,7 +12,9 @@
 
 #define HEADER_BYTES 80u
 #define VREC_BYTES 40u
-#define FNV_OFFSET 1469598103934665603ull
+#define FNV_OFFSET 14695981039346656037ull /* FNV-1a-64's offset basis */
+/* Files written before 2026-11-24 used this basis (a digit short); the reader still takes them. */
+#define FNV_OFFSET_LEGACY 1469598103934665603ull
 #define FNV_PRIME 1099511628211ull
 
 static void put16(unsigned char *p, uint16_t v)
@@ -145,7 +147,7 @@ typedef struct {
     int fd;
     unsigned char *buf;
     size_t pos, len;
-    uint64_t sum;
+    uint64_t sum, legacy; /* the checksum so far, and with FNV_OFFSET_LEGACY */
     const char *name;
     tp_error *err;
 } br;
@@ -167,6 +169,7 @@ static tp_status rd(br *b, void *dst, size_t n)
         size_t k = b->len - b->pos < n ? b->len - b->pos : n;
         memcpy(d, b->buf + b->pos, k);
         b->sum = fnv(b->sum, b->buf + b->pos, k);
+        b->legacy = fnv(b->legacy, b->buf + b->pos, k);
         b->pos += k;
         d += k;
         n -= k;
@@ -193,7 +196,7 @@ tp_status tp__mg_read_binary(int fd, uint64_t size, const char *name, const tp_g
                              tp_graph **names_out, tp_error *err)
 {
     if (lseek(fd, 0, SEEK_SET) != 0) return tp__fail(err, TP_ERR_IO, "%s: cannot seek: %s", name, strerror(errno));
-    br b = {fd, malloc(1u << 20), 0, 0, FNV_OFFSET, name, err};
+    br b = {fd, malloc(1u << 20), 0, 0, FNV_OFFSET, FNV_OFFSET_LEGACY, name, err};
     if (!b.buf) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     tp_memgraph *mg = NULL;
     char *nbuf = NULL, **names = NULL;
@@ -330,10 +333,10 @@ tp_status tp__mg_read_binary(int fd, uint64_t size, const char *name, const tp_g
     for (uint32_t k = 0; k < nk; k++)
         if ((s = rd32(&b, &mg->kept[k]))) goto done;
     mg->nkept = nk;
-    uint64_t sum = b.sum;
+    uint64_t sum = b.sum, legacy = b.legacy;
     unsigned char c[8];
     if ((s = rd(&b, c, 8))) goto done;
-    if (get64(c) != sum) {
+    if (get64(c) != sum && get64(c) != legacy) {
         s = tp__fail(err, TP_ERR_PARSE, "%s: binary MemGraph: checksum mismatch (damaged file)", name);
         goto done;
     }

@@ -120,13 +120,13 @@ tp_status tp_chain_read_file(const char *path, tp_chain **out, tp_error *err)
 {
     *out = NULL;
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        FILE *f = fopen(path, "rb");
-        if (!f) return tp__fail(err, TP_ERR_IO, "%s: cannot open", path);
-        fclose(f);
-        return tp__fail(err, TP_ERR_PARSE, "%s: line %d: not JSON: %s", path, je.line, je.text);
-    }
+    char *text;
+    size_t len;
+    tp_status rs = tp__read_file(path, &text, &len, err); /* a regular file only: a FIFO is refused, never waited on */
+    if (rs) return rs;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    if (!root) return tp__fail(err, TP_ERR_PARSE, "%s: line %d: not JSON: %s", path, je.line, je.text);
     tp_status s = TP_OK;
     tp_chain *c = NULL;
     char field[64];

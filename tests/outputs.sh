@@ -1,0 +1,96 @@
+#!/bin/bash
+# Outputs a user can lose (docs/reliability.md "Outputs"), each against what the shell sees:
+# 1. -o /dev/stdout with standard output redirected to a file appends to it (the file's earlier
+#    lines stay, and the MemGraph follows them), as -o - does; it used to replace the file.
+# 2. plan -o - --stats: the MemGraph alone on standard output (JSON), the statistics on stderr.
+# 3. ulimit -f: the write fails with "File too large", exit 2, the old file intact and no
+#    temporary file left (SIGXFSZ used to kill the process and leave one).
+# 4. "-" where standard output carries the report (run --out/--trace, sim --trace) and for
+#    gen inputs: exit 2 before any work, no file named "-".
+# 5. an output that is a directory: exit 2 before the run, the other output untouched.
+# 6. a report lost on the way out (> /dev/full): exit 2, not 0.
+# 7. offload-plan on a FIFO: refused at once (it used to wait for a writer).
+# 8. a read-only existing output (mode 0444) is not replaced (as a user other than root).
+# usage: outputs.sh TURNIP SOURCE_DIR
+set -euo pipefail
+T=$(realpath "$1")
+S=$(realpath "$2")
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+cd "$D"
+fail() { echo "FAIL: $*"; exit 1; }
+"$T" gen layered --layers 4 -o g.json
+# 1
+printf 'earlier line\n' > log.txt
+"$T" plan g.json --device-mem 64MiB -o /dev/stdout >> log.txt
+[ "$(head -1 log.txt)" = "earlier line" ] || fail "-o /dev/stdout replaced the file stdout goes to"
+tail -n +2 log.txt | /usr/bin/python3 -c 'import json,sys; assert json.load(sys.stdin)["format"] == "turnip.memgraph/1"' \
+    || fail "-o /dev/stdout: no MemGraph after the earlier line"
+# 2
+"$T" plan g.json --device-mem 64MiB -o - --stats > p.out 2> p.err
+/usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1]))' p.out || fail "plan -o - --stats: standard output is not the MemGraph alone"
+grep -q "peak" p.err || fail "plan -o - --stats: no statistics on standard error"
+# 3
+"$T" gen layered --layers 64 -o big.json
+cp big.json big.orig
+set +e
+(ulimit -f 16; "$T" plan big.json --device-mem 64MiB -o big.json) > f.out 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "ulimit -f: exit $rc, wanted 2: $(cat f.out)"
+grep -q "File too large" f.out || fail "ulimit -f: no reason given: $(cat f.out)"
+cmp -s big.json big.orig || fail "ulimit -f: the old file changed"
+if ls -a | grep -q '\.tmp-'; then fail "ulimit -f: a temporary file was left: $(ls -a)"; fi
+# 4
+"$T" gen inputs "$S/examples/mlp.json" -o in.st
+expect2() { # what, then the command
+    local what=$1
+    shift
+    set +e
+    "$@" > e.out 2>&1
+    local rc=$?
+    set -e
+    [ "$rc" = 2 ] || fail "$what: exit $rc, wanted 2: $(cat e.out)"
+}
+expect2 "run --out -" "$T" run "$S/examples/mlp.json" --device-mem 1MiB --inputs in.st --out -
+expect2 "run --trace -" "$T" run "$S/examples/mlp.json" --device-mem 1MiB --inputs in.st --trace -
+expect2 "sim --trace -" "$T" sim g.json --device-mem 64MiB --machine a100x8 --trace -
+expect2 "gen inputs -o -" "$T" gen inputs "$S/examples/mlp.json" -o -
+[ ! -e ./- ] || fail "a file named - was written"
+grep -q "name a file" e.out || fail "gen inputs -o -: $(cat e.out)"
+# 5
+mkdir adir
+echo keep > tr.json
+expect2 "run --out DIR" "$T" run "$S/examples/mlp.json" --device-mem 1MiB --inputs in.st --out adir --trace tr.json
+grep -q "is a directory" e.out || fail "run --out DIR: $(cat e.out)"
+[ "$(cat tr.json)" = keep ] || fail "run --out DIR: the trace was written before the refusal"
+# 6
+set +e
+"$T" verify g.json > /dev/full 2> v.err
+rc=$?
+set -e
+[ "$rc" != 0 ] || fail "verify > /dev/full: exit 0 with its report lost"
+# 7
+mkfifo chain.fifo
+set +e
+timeout 10 "$T" offload-plan chain.fifo > o.out 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "offload-plan FIFO: exit $rc, wanted 2: $(cat o.out)"
+grep -q "not a regular file" o.out || fail "offload-plan FIFO: $(cat o.out)"
+# 8
+if [ "$(id -u)" = 0 ] && command -v runuser > /dev/null; then
+    chmod 777 "$D"
+    echo PRECIOUS > ro.json
+    chmod 444 ro.json
+    set +e
+    runuser -u nobody -- "$T" gen layered --layers 2 -o "$D/ro.json" > r.out 2>&1
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] || fail "read-only output: exit $rc: $(cat r.out)"
+    [ "$(cat ro.json)" = PRECIOUS ] || fail "read-only output replaced"
+    grep -q "read-only" r.out || fail "read-only output: $(cat r.out)"
+else
+    echo "read-only output: not checked (needs root and runuser to act as another user)"
+fi
+echo ok
