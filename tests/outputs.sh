@@ -11,6 +11,8 @@
 # 6. a report lost on the way out (> /dev/full): exit 2, not 0.
 # 7. offload-plan on a FIFO: refused at once (it used to wait for a writer).
 # 8. a read-only existing output (mode 0444) is not replaced (as a user other than root).
+# 9. train --out replaces its two files together: when adapter_config.json cannot be written,
+#    adapter_model.safetensors is not replaced either (it used to be, beside the old config).
 # usage: outputs.sh TURNIP SOURCE_DIR
 set -euo pipefail
 T=$(realpath "$1")
@@ -93,4 +95,12 @@ if [ "$(id -u)" = 0 ] && command -v runuser > /dev/null && runuser -u nobody -- 
 else
     echo "read-only output: not checked (needs root, runuser, and a build the user nobody can run)"
 fi
+# 9
+"$T" train --preset tiny --seq-len 16 --steps 1 --device-mem 100% --out ad --lora-rank 4 --quiet > /dev/null
+cp ad/adapter_model.safetensors old.st
+rm ad/adapter_config.json
+mkdir ad/adapter_config.json
+expect2 "train --out, config unwritable" "$T" train --preset tiny --seq-len 16 --steps 1 --device-mem 100% --out ad --lora-rank 8 --quiet
+cmp -s old.st ad/adapter_model.safetensors || fail "train --out: the weights were replaced though the config could not be"
+if ls -a ad | grep -q '\.tmp-'; then fail "train --out: a temporary file was left: $(ls -a ad)"; fi
 echo ok

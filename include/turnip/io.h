@@ -47,6 +47,11 @@ FILE *tp_outfile_stream(tp_outfile *o);
 /* Flushes, syncs and renames into place; frees o. On any write error (a full disk) removes the
  * temporary file and returns TP_ERR_IO naming PATH. NULL: TP_OK. */
 tp_status tp_outfile_commit(tp_outfile *o, tp_error *err);
+/* Flushes and syncs what was written, without renaming: a write error (a full disk) shows now,
+ * so outputs that belong together can all be synced before any is committed (the renames, which
+ * need no space, then follow one another). TP_ERR_IO naming PATH; o stays the caller's to
+ * commit or abort. */
+tp_status tp_outfile_sync(tp_outfile *o, tp_error *err);
 /* Closes and removes the temporary file, leaving PATH as it was; frees o. NULL: nothing. */
 void tp_outfile_abort(tp_outfile *o);
 /* Removes every temporary file being written now; async-signal-safe, for a signal handler

@@ -13,6 +13,8 @@
 #include "turnip/dtype.h"
 #include "turnip/error.h"
 
+typedef struct tp_outfile tp_outfile; /* turnip/io.h */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -37,6 +39,9 @@ const tp_st_tensor *tp_st_get(const tp_st *st, size_t i);
 const tp_st_tensor *tp_st_find(const tp_st *st, const char *name); /* NULL if absent */
 /* Writes n tensors (data copied from each .data) to path. */
 tp_status tp_st_write(const char *path, size_t n, const tp_st_tensor *t, tp_error *err);
+/* tp_st_write without the commit: *of (the caller's to sync, commit or abort) holds the file,
+ * for files that are replaced together. */
+tp_status tp_st_write_open(const char *path, size_t n, const tp_st_tensor *t, tp_outfile **of, tp_error *err);
 
 #ifdef __cplusplus
 }

@@ -494,17 +494,10 @@ void tp_train_result_free(tp_train_result *r)
 tp_status tp_lora_write_peft(const char *dir, const tp_train_result *r, const float *values, const tp_train_opts *o, const char *base,
                              tp_error *err)
 {
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir) >= sizeof path)
+    char path[4096], cpath[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir) >= sizeof path ||
+        (size_t)snprintf(cpath, sizeof cpath, "%s/adapter_config.json", dir) >= sizeof cpath)
         return tp__fail(err, TP_ERR_IO, "%s: the directory name is too long", dir);
-    tp_st_tensor *t = calloc((size_t)r->n + 1, sizeof *t);
-    if (!t) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
-    for (int64_t i = 0; i < r->n; i++)
-        t[i] = (tp_st_tensor){r->t[i].name, TP_DT_F32, 2, {r->t[i].shape[0], r->t[i].shape[1]},
-                              (uint64_t)(r->t[i].shape[0] * r->t[i].shape[1]) * 4, values + r->t[i].offset};
-    tp_status s = tp_st_write(path, (size_t)r->n, t, err);
-    free(t);
-    if (s) return s;
     json_t *j = json_object(), *tm = json_array(); /* every json_object_set_new takes its value, also when it fails */
     int ok = j && !json_object_set_new(j, "target_modules", tm);
     if (!j) json_decref(tm);
@@ -521,14 +514,33 @@ tp_status tp_lora_write_peft(const char *dir, const tp_train_result *r, const fl
     char *text = ok ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
     json_decref(j);
     if (!text) return tp__fail(err, TP_ERR_NOMEM, "out of memory (or a base model name that is not UTF-8)");
-    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
-    tp_outfile *of = NULL;
-    s = tp_outfile_open(path, &of, err);
+    /* the two files are replaced together: both written and synced (a full disk shows here,
+     * with neither replaced), then renamed one after the other */
+    tp_outfile *cf = NULL, *sf = NULL;
+    tp_status s = tp_outfile_open(cpath, &cf, err);
     if (!s) {
-        fputs(text, tp_outfile_stream(of));
-        fputc('\n', tp_outfile_stream(of));
-        s = tp_outfile_commit(of, err);
+        fputs(text, tp_outfile_stream(cf));
+        fputc('\n', tp_outfile_stream(cf));
+        s = tp_outfile_sync(cf, err);
     }
     free(text);
+    tp_st_tensor *t = s ? NULL : calloc((size_t)r->n + 1, sizeof *t);
+    if (!s && !t) s = tp__fail(err, TP_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; !s && i < r->n; i++)
+        t[i] = (tp_st_tensor){r->t[i].name, TP_DT_F32, 2, {r->t[i].shape[0], r->t[i].shape[1]},
+                              (uint64_t)(r->t[i].shape[0] * r->t[i].shape[1]) * 4, values + r->t[i].offset};
+    if (!s) s = tp_st_write_open(path, (size_t)r->n, t, &sf, err);
+    free(t);
+    if (!s) s = tp_outfile_sync(sf, err);
+    if (!s) {
+        s = tp_outfile_commit(sf, err);
+        sf = NULL;
+    }
+    if (!s) {
+        s = tp_outfile_commit(cf, err);
+        cf = NULL;
+    }
+    tp_outfile_abort(sf);
+    tp_outfile_abort(cf);
     return s;
 }

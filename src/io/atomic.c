@@ -178,6 +178,15 @@ void tp_outfile_abort(tp_outfile *o)
     out_free(o);
 }
 
+tp_status tp_outfile_sync(tp_outfile *o, tp_error *err)
+{
+    int en = 0;
+    errno = 0;
+    if (fflush(o->f) || ferror(o->f)) en = errno ? errno : EIO;
+    if (!en && o->tmp && fsync(fileno(o->f))) en = errno;
+    return en ? tp__fail(err, TP_ERR_IO, "%s: write error: %s", o->path, strerror(en)) : TP_OK;
+}
+
 tp_status tp_outfile_commit(tp_outfile *o, tp_error *err)
 {
     if (!o) return TP_OK;

@@ -228,6 +228,14 @@ const tp_st_tensor *tp_st_find(const tp_st *st, const char *name)
 
 tp_status tp_st_write(const char *path, size_t n, const tp_st_tensor *t, tp_error *err)
 {
+    tp_outfile *of;
+    tp_status s = tp_st_write_open(path, n, t, &of, err);
+    return s ? s : tp_outfile_commit(of, err);
+}
+
+tp_status tp_st_write_open(const char *path, size_t n, const tp_st_tensor *t, tp_outfile **out, tp_error *err)
+{
+    *out = NULL;
     json_t *h = json_object();
     uint64_t off = 0;
     for (size_t i = 0; i < n && h; i++) {
@@ -266,5 +274,6 @@ tp_status tp_st_write(const char *path, size_t n, const tp_st_tensor *t, tp_erro
     for (size_t i = 0; i < pad; i++) fputc(' ', f);
     free(text);
     for (size_t i = 0; i < n; i++) fwrite(t[i].data, 1, t[i].bytes, f);
-    return tp_outfile_commit(of, err);
+    *out = of;
+    return TP_OK;
 }
