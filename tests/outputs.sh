@@ -13,6 +13,8 @@
 # 8. a read-only existing output (mode 0444) is not replaced (as a user other than root).
 # 9. train --out replaces its two files together: when adapter_config.json cannot be written,
 #    adapter_model.safetensors is not replaced either (it used to be, beside the old config).
+# 10. train --out NEW interrupted (SIGINT while it trains) leaves no NEW directory: it is made
+#    when the adapters are written (it used to be made at the start, and left empty).
 # usage: outputs.sh TURNIP SOURCE_DIR
 set -euo pipefail
 T=$(realpath "$1")
@@ -103,4 +105,9 @@ mkdir ad/adapter_config.json
 expect2 "train --out, config unwritable" "$T" train --preset tiny --seq-len 16 --steps 1 --device-mem 100% --out ad --lora-rank 8 --quiet
 cmp -s old.st ad/adapter_model.safetensors || fail "train --out: the weights were replaced though the config could not be"
 if ls -a ad | grep -q '\.tmp-'; then fail "train --out: a temporary file was left: $(ls -a ad)"; fi
+# 10
+set +e
+timeout -s INT 0.5 "$T" train --preset tiny --seq-len 64 --steps 200 --device-mem 100% --out newdir --quiet > /dev/null 2>&1
+set -e
+[ ! -e newdir ] || fail "train --out NEW, interrupted: NEW was left: $(ls -a newdir)"
 echo ok

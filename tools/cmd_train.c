@@ -218,7 +218,8 @@ static int step_need(const flags *fl, const tp_llama_config *c, unsigned targets
 }
 
 /* made: the --out directory when this run created it (train removes it again, if still empty,
- * when the run fails) */
+ * when writing into it fails). A missing --out directory is made only when the adapters are
+ * written, after the training: an interrupted or failed run leaves none behind. */
 static int train(int argc, char **argv, const char **made)
 {
     flags fl = {.x = {.streams = 1, .fail_vertex = -1, .repeat = 1}, .devices = 1, .batch = 1, .rank = 16, .alpha = 32, .lr = 1e-4};
@@ -245,10 +246,9 @@ static int train(int argc, char **argv, const char **made)
     if ((rc = cli_file_only("train", "--taskgraph-out", fl.taskgraph))) return rc;
     struct stat sb;
     int existed = fl.out && stat(fl.out, &sb) == 0;
-    if ((fl.out && (rc = cli_writable_dir("train", "--out", fl.out, 1))) ||
+    if ((fl.out && (rc = cli_writable_dir("train", "--out", fl.out, existed))) || /* missing: its parent */
         (rc = cli_writable_files("train", "--dump-grads", fl.dump, "--taskgraph-out", fl.taskgraph, (char *)NULL)))
         return rc;
-    if (fl.out && !existed) *made = fl.out;
     tp_sim_profile prof;
     if (use_sim && (s = tp_sim_profile_read(fl.machine ? fl.machine : "a100x8", &prof, &e))) return cli_fail("train", s, &e);
     if (use_sim && fl.devices > prof.devices)
@@ -388,11 +388,15 @@ static int train(int argc, char **argv, const char **made)
                    cli_bytes_str((double)r.bytes_moved, b1, sizeof b1), cli_bytes_str((double)r.bytes_moved / (double)fl.steps, b2, sizeof b2));
         if (use_sim) printf("simulated step time: %.4f s (mean of %lld)\n", r.run_seconds / (double)fl.steps, (long long)fl.steps);
         else printf("loss: first %.6f, last %.6f\n", r.loss[0], r.loss[fl.steps - 1]);
-        if (fl.out) {
+        if (fl.out && !existed) {
+            if (mkdir(fl.out, 0777) && errno != EEXIST) rc = cli_errorf("train", 2, "--out %s: cannot create it: %s", fl.out, strerror(errno));
+            else *made = fl.out;
+        }
+        if (fl.out && !rc) {
             s = tp_lora_write_peft(fl.out, &r, r.adapters, &go, fl.model ? fl.model : fl.preset, &e);
             if (!s) printf("wrote %s/adapter_model.safetensors and %s/adapter_config.json\n", fl.out, fl.out);
         }
-        if (!s && fl.dump) {
+        if (!s && !rc && fl.dump) {
             s = dump(fl.dump, &r, fl.steps, &e);
             if (!s) printf("wrote %s\n", fl.dump);
         }
