@@ -15,6 +15,8 @@
 #    adapter_model.safetensors is not replaced either (it used to be, beside the old config).
 # 10. train --out NEW interrupted (SIGINT while it trains) leaves no NEW directory: it is made
 #    when the adapters are written (it used to be made at the start, and left empty).
+# 11. a sweep ended by SIGTERM while gnuplot runs (a stand-in gnuplot that sleeps, first on PATH)
+#    leaves no scratch directory in TMPDIR (it left turnip-plot-XXXXXX with data.csv).
 # usage: outputs.sh TURNIP SOURCE_DIR
 set -euo pipefail
 T=$(realpath "$1")
@@ -110,4 +112,17 @@ set +e
 timeout -s INT 0.5 "$T" train --preset tiny --seq-len 64 --steps 200 --device-mem 100% --out newdir --quiet > /dev/null 2>&1
 set -e
 [ ! -e newdir ] || fail "train --out NEW, interrupted: NEW was left: $(ls -a newdir)"
+# 11
+mkdir fakebin tmpd
+printf '#!/bin/sh\necho $$ > "%s/gp.pid"\nexec sleep 30\n' "$D" > fakebin/gnuplot
+chmod +x fakebin/gnuplot
+PATH="$D/fakebin:$PATH" TMPDIR="$D/tmpd" "$T" llama --preset tiny --backend sim --sweep-seq 64,128 \
+    --csv sw.csv --png sw.png > /dev/null 2>&1 &
+tp=$!
+for _ in $(seq 600); do [ -s gp.pid ] && break; sleep 0.1; done # gnuplot started: the scratch exists
+[ -s gp.pid ] || fail "sweep: the stand-in gnuplot never ran"
+kill -TERM "$tp" # (SIGINT: ignored by a background job of a script)
+wait "$tp" || true
+kill "$(cat gp.pid)" 2> /dev/null || true
+[ -z "$(ls -A tmpd)" ] || fail "sweep interrupted in gnuplot: scratch left in TMPDIR: $(ls -A tmpd)"
 echo ok

@@ -138,6 +138,8 @@ tp_status tp_sweep_plot(const tp_sweep_opts *o, const char *csv_path, const char
     if (!mkdtemp(dir)) return tp__fail(err, TP_ERR_IO, "%s: cannot make a temporary directory for gnuplot: %s", dir, strerror(errno));
     snprintf(data, sizeof data, "%s/data.csv", dir);
     snprintf(png, sizeof png, "%s/plot.png", dir);
+    /* removed by the command's signal handler if it is interrupted here */
+    int sd = tp__scratch_claim(dir, 1), sdata = tp__scratch_claim(data, 0), spng = tp__scratch_claim(png, 0);
     tp_status s = TP_OK;
     if (!gp_quote(qdata, sizeof qdata, data) || !gp_quote(qpng, sizeof qpng, png))
         s = tp__fail(err, TP_ERR_IO, "%s: a temporary directory gnuplot cannot be given", dir);
@@ -168,5 +170,8 @@ tp_status tp_sweep_plot(const tp_sweep_opts *o, const char *csv_path, const char
     unlink(png);
     unlink(data);
     rmdir(dir);
+    tp__scratch_release(spng);
+    tp__scratch_release(sdata);
+    tp__scratch_release(sd);
     return s;
 }

@@ -16,7 +16,8 @@
  * claimed with atomics, so a signal handler (the turnip command's, on SIGINT/SIGTERM/SIGHUP)
  * can remove them with tp_outfile_cleanup_signal, which only reads the table and calls
  * unlink (async-signal-safe). More outputs open at once than slots: still atomic, only not
- * removed on a signal. */
+ * removed on a signal. Scratch files and directories (a sweep's gnuplot directory) take slots
+ * too (tp__scratch_claim): the handler removes the files first, then the directories. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,7 @@
 /* state: 0 free, 1 being filled or emptied, 2 holds a temporary file's name */
 static atomic_int slot_state[NSLOTS];
 static char slot_name[NSLOTS][PATHMAX];
+static int slot_dir[NSLOTS]; /* the name is a scratch directory (rmdir), else a file (unlink) */
 static atomic_uint counter;
 
 struct tp_outfile {
@@ -45,13 +47,14 @@ struct tp_outfile {
     int slot;    /* -1: none */
 };
 
-static int claim_slot(const char *name)
+static int claim(const char *name, int dir)
 {
     if (strlen(name) >= PATHMAX) return -1;
     for (int i = 0; i < NSLOTS; i++) {
         int want = 0;
         if (atomic_compare_exchange_strong(&slot_state[i], &want, 1)) {
             memcpy(slot_name[i], name, strlen(name) + 1);
+            slot_dir[i] = dir;
             atomic_store(&slot_state[i], 2);
             return i;
         }
@@ -66,12 +69,30 @@ static void release_slot(int i)
     if (atomic_compare_exchange_strong(&slot_state[i], &want, 1)) atomic_store(&slot_state[i], 0);
 }
 
+static int claim_slot(const char *name)
+{
+    return claim(name, 0);
+}
+
+int tp__scratch_claim(const char *path, int dir)
+{
+    return claim(path, dir);
+}
+
+void tp__scratch_release(int slot)
+{
+    release_slot(slot);
+}
+
 void tp_outfile_cleanup_signal(void)
 {
-    for (int i = 0; i < NSLOTS; i++) {
-        int want = 2;
-        if (atomic_compare_exchange_strong(&slot_state[i], &want, 1)) unlink(slot_name[i]);
-    }
+    for (int pass = 0; pass < 2; pass++) /* files, then the scratch directories they were in */
+        for (int i = 0; i < NSLOTS; i++) {
+            int want = 2;
+            if (slot_dir[i] != pass || !atomic_compare_exchange_strong(&slot_state[i], &want, 1)) continue;
+            if (pass) rmdir(slot_name[i]);
+            else unlink(slot_name[i]);
+        }
 }
 
 static void out_free(tp_outfile *o)

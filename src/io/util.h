@@ -58,6 +58,11 @@ tp_status tp__open_regular(const char *path, int *fd, uint64_t *size, tp_error *
  * buffer (*text, the caller's); *len (if non-NULL) gets the bytes read. */
 tp_status tp__read_file(const char *path, char **text, size_t *len, tp_error *err);
 
+/* A scratch file or (dir) directory that tp_outfile_cleanup_signal removes if a signal ends the
+ * process before tp__scratch_release (atomic.c's slots; -1: no slot free, not removed then). */
+int tp__scratch_claim(const char *path, int dir);
+void tp__scratch_release(int slot);
+
 /* Counter-based randomness (rng.c): a 64-bit mix (splitmix64's finalizer) and a standard
  * normal draw, both pure functions of their key. */
 uint64_t tp__mix64(uint64_t z);
