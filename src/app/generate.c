@@ -77,6 +77,7 @@ typedef struct step_t {
     uint8_t *spill;       /* [n] a plan per step streams it by choice (spread_pins), unless the
                              cache already holds it */
     int armed;            /* its tensors are pinned (pin_step ran, unpin_step not yet) */
+    tp_graph *g;          /* its graph at position 0, from build_steps until make_step took it */
 } step_t;
 
 typedef struct gen {
@@ -278,13 +279,14 @@ tp_status tp_llama_generate_need(const tp_llama_config *c, int devices, int64_t 
 
 static void free_steps(gen *G)
 {
-    for (uint32_t s = 0; s < G->nsteps; s++) {
+    for (uint32_t s = 0; G->steps && s < G->nsteps; s++) {
         for (uint32_t j = 0; j < G->steps[s].n; j++) free(G->steps[s].names[j]);
         free(G->steps[s].names);
         free(G->steps[s].ids);
         free(G->steps[s].tick);
         free(G->steps[s].streamed);
         free(G->steps[s].spill);
+        tp_graph_free(G->steps[s].g);
     }
     free(G->steps);
     tp__strmap_free(&G->byname);
@@ -699,12 +701,16 @@ static tp_status place_prefill(gen *G, tp_graph *g)
 
 /* Before the session: the host copies as the cache will lay them out, from the steps' graphs
  * (their inputs but "x", step by step, each at an offset rounded up to TP_CACHE_ALIGN_DEFAULT,
- * which keeps every offset's alignment), then the embedding table at G->embed_at. */
+ * which keeps every offset's alignment), then the embedding table at G->embed_at. Names are
+ * borrowed from the graphs (build_steps). */
+typedef struct dry_copy {
+    uint64_t bytes, at;
+} dry_copy;
+
 typedef struct dry_copies {
-    tp__strmap m;
-    char **names;
-    uint64_t *bytes, *at;
-    uint32_t n, cap;
+    tp__strmap m; /* name -> index into c */
+    dry_copy *c;
+    size_t n, cap;
 } dry_copies;
 
 static int dry_look(const gen *G, const void *ctx, const char *name, uint64_t *bytes, uint64_t *at)
@@ -717,58 +723,26 @@ static int dry_look(const gen *G, const void *ctx, const char *name, uint64_t *b
         return 1;
     }
     if (!tp__strmap_get(&d->m, name, &k)) return 0;
-    *bytes = d->bytes[k];
-    *at = d->at[k];
+    *bytes = d->c[k].bytes;
+    *at = d->c[k].at;
     return 1;
-}
-
-static void dry_free(dry_copies *d)
-{
-    for (uint32_t k = 0; k < d->n; k++) free(d->names[k]);
-    free(d->names);
-    free(d->bytes);
-    free(d->at);
-    tp__strmap_free(&d->m);
 }
 
 static tp_status dry_build(gen *G, dry_copies *d)
 {
-    tp_status s = TP_OK;
     uint64_t at = 0;
     if (!tp__strmap_init(&d->m, 64)) return oom(G);
-    for (uint32_t si = 0; si < G->nsteps && !s; si++) {
-        tp_graph *g = NULL;
-        s = build_step(G, si, 0, 0, 0, 1, &g);
-        for (uint32_t i = 0; !s && i < tp_graph_size(g); i++) {
+    for (uint32_t si = 0; si < G->nsteps; si++) {
+        const tp_graph *g = G->steps[si].g;
+        for (uint32_t i = 0; i < tp_graph_size(g); i++) {
             const tp_vertex *v = tp_graph_vertex(g, i);
             if (v->kind != TP_V_INPUT || !strcmp(v->id, "x")) continue;
-            if (d->n == d->cap) {
-                uint32_t c = d->cap ? 2 * d->cap : 64;
-                char **nn = realloc(d->names, c * sizeof *nn);
-                if (nn) d->names = nn;
-                uint64_t *nb = realloc(d->bytes, c * sizeof *nb);
-                if (nb) d->bytes = nb;
-                uint64_t *na = realloc(d->at, c * sizeof *na);
-                if (na) d->at = na;
-                if (!nn || !nb || !na) {
-                    s = oom(G);
-                    break;
-                }
-                d->cap = c;
-            }
-            if (!(d->names[d->n] = strdup(v->id))) {
-                s = oom(G);
-                break;
-            }
-            d->bytes[d->n] = v->bytes;
-            d->at[d->n] = at;
+            if (!TP__GROW(d->c, d->cap, d->n + 1) || tp__strmap_put(&d->m, v->id, (uint32_t)d->n, NULL) < 0) return oom(G);
+            d->c[d->n++] = (dry_copy){v->bytes, at};
             at += (v->bytes + TP_CACHE_ALIGN_DEFAULT - 1) & ~(uint64_t)(TP_CACHE_ALIGN_DEFAULT - 1);
-            if (tp__strmap_put(&d->m, d->names[d->n], d->n, NULL) < 0) s = oom(G);
-            d->n++;
         }
-        tp_graph_free(g);
     }
-    return s;
+    return TP_OK;
 }
 
 /* The host memory the prefill's plan needs past the reserved bytes G->hres (the host copies
@@ -782,7 +756,8 @@ static tp_status prefill_host(gen *G, uint64_t *extra)
     tp_memgraph *mg = NULL;
     tp_status s = dry_build(G, &d);
     if (!s) s = prefill_spans(G, G->pre, dry_look, &d, 0, &copied);
-    dry_free(&d);
+    free(d.c);
+    tp__strmap_free(&d.m);
     if (!s) s = tp_graph_set_host_reserved(G->pre, G->hres, G->err);
     if (!s) {
         tp_plan_opts po;
@@ -1216,6 +1191,7 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     G->nsteps = (uint32_t)G->L + 1;
     G->steps = calloc(G->nsteps, sizeof *G->steps);
     if (!r->tokens || !G->x || !G->logits || !G->steps) s = oom(G);
+    for (uint32_t si = 0; si < G->nsteps && !s; si++) s = build_step(G, si, 0, 0, 0, 1, &G->steps[si].g); /* each step's graph, once */
     /* the session's host block: at its bottom the cache's host copies (need's model and KV bytes
      * count every step input with 256 bytes of slack, at least what the cache takes of each: its
      * size rounded up to TP_CACHE_ALIGN_DEFAULT), then the embedding table; past them the plans'
@@ -1264,11 +1240,10 @@ tp_status tp_llama_generate(const tp_gen_opts *o, tp_gen_result *r, tp_error *er
     if (!s) s = tp_cache_new(NULL, &co, &G->cache, err);
     /* cache tensors, step by step, and the embedding table on the host */
     for (uint32_t si = 0; si < G->nsteps && !s; si++) {
-        tp_graph *g = NULL;
-        s = build_step(G, si, 0, 0, 0, 1, &g);
         G->steps[si].dev = layer_dev(G, si);
-        if (!s) s = make_step(G, &G->steps[si], g);
-        tp_graph_free(g);
+        s = make_step(G, &G->steps[si], G->steps[si].g);
+        tp_graph_free(G->steps[si].g);
+        G->steps[si].g = NULL;
         G->gets_per_token += G->steps[si].n;
     }
     if (!s) s = index_steps(G);
