@@ -13,7 +13,7 @@
  * stream, not replaced; an existing file the user may not write (mode 0444) is refused.
  *
  * Signals: the names of the temporary files being written sit in a fixed table of slots
- * claimed with atomics, so a signal handler (the turnip command's, on SIGINT/SIGTERM/SIGHUP)
+ * claimed with atomics, so a signal handler (the turnip command's, on SIGINT/SIGTERM/SIGHUP/SIGPIPE)
  * can remove them with tp_outfile_cleanup_signal, which only reads the table and calls
  * unlink (async-signal-safe). More outputs open at once than slots: still atomic, only not
  * removed on a signal. Scratch files and directories (a sweep's gnuplot directory) take slots
@@ -47,7 +47,7 @@ struct tp_outfile {
     int slot;    /* -1: none */
 };
 
-static int claim(const char *name, int dir)
+int tp__scratch_claim(const char *name, int dir)
 {
     if (strlen(name) >= PATHMAX) return -1;
     for (int i = 0; i < NSLOTS; i++) {
@@ -62,26 +62,11 @@ static int claim(const char *name, int dir)
     return -1;
 }
 
-static void release_slot(int i)
+void tp__scratch_release(int i)
 {
     if (i < 0) return;
     int want = 2;
     if (atomic_compare_exchange_strong(&slot_state[i], &want, 1)) atomic_store(&slot_state[i], 0);
-}
-
-static int claim_slot(const char *name)
-{
-    return claim(name, 0);
-}
-
-int tp__scratch_claim(const char *path, int dir)
-{
-    return claim(path, dir);
-}
-
-void tp__scratch_release(int slot)
-{
-    release_slot(slot);
 }
 
 void tp_outfile_cleanup_signal(void)
@@ -174,7 +159,7 @@ tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err)
         out_free(o);
         return tp__fail(err, TP_ERR_IO, "%s: cannot write: %s", path, strerror(en));
     }
-    o->slot = claim_slot(o->tmp);
+    o->slot = tp__scratch_claim(o->tmp, 0);
     if (exists) (void)fchmod(fd, st.st_mode & 07777); /* the replaced file's mode */
     if (!(o->f = fdopen(fd, "wb"))) {
         close(fd);
@@ -195,26 +180,28 @@ void tp_outfile_abort(tp_outfile *o)
     if (!o) return;
     if (o->f) fclose(o->f);
     if (o->tmp) unlink(o->tmp);
-    release_slot(o->slot);
+    tp__scratch_release(o->slot);
     out_free(o);
+}
+
+/* flushes o's stream and syncs its temporary file: 0, or the errno of the first failure */
+static int flush_sync(tp_outfile *o)
+{
+    errno = 0;
+    if (fflush(o->f) || ferror(o->f)) return errno ? errno : EIO;
+    return o->tmp && fsync(fileno(o->f)) ? errno : 0;
 }
 
 tp_status tp_outfile_sync(tp_outfile *o, tp_error *err)
 {
-    int en = 0;
-    errno = 0;
-    if (fflush(o->f) || ferror(o->f)) en = errno ? errno : EIO;
-    if (!en && o->tmp && fsync(fileno(o->f))) en = errno;
+    int en = flush_sync(o);
     return en ? tp__fail(err, TP_ERR_IO, "%s: write error: %s", o->path, strerror(en)) : TP_OK;
 }
 
 tp_status tp_outfile_commit(tp_outfile *o, tp_error *err)
 {
     if (!o) return TP_OK;
-    int en = 0;
-    errno = 0;
-    if (fflush(o->f) || ferror(o->f)) en = errno ? errno : EIO;
-    if (!en && o->tmp && fsync(fileno(o->f))) en = errno;
+    int en = flush_sync(o);
     if (fclose(o->f) && !en) en = errno ? errno : EIO;
     o->f = NULL;
     if (!en && o->tmp && rename(o->tmp, o->final)) en = errno;
@@ -223,7 +210,7 @@ tp_status tp_outfile_commit(tp_outfile *o, tp_error *err)
         tp_outfile_abort(o);
         return s;
     }
-    release_slot(o->slot);
+    tp__scratch_release(o->slot);
     out_free(o);
     return TP_OK;
 }
