@@ -147,7 +147,7 @@ typedef struct {
     int fd;
     unsigned char *buf;
     size_t pos, len;
-    uint64_t sum, legacy; /* the checksum so far, and with FNV_OFFSET_LEGACY */
+    uint64_t sum, done; /* the checksum so far, and of how many bytes */
     const char *name;
     tp_error *err;
 } br;
@@ -169,7 +169,7 @@ static tp_status rd(br *b, void *dst, size_t n)
         size_t k = b->len - b->pos < n ? b->len - b->pos : n;
         memcpy(d, b->buf + b->pos, k);
         b->sum = fnv(b->sum, b->buf + b->pos, k);
-        b->legacy = fnv(b->legacy, b->buf + b->pos, k);
+        b->done += k;
         b->pos += k;
         d += k;
         n -= k;
@@ -185,6 +185,23 @@ static tp_status rd32(br *b, uint32_t *v)
     return s;
 }
 
+/* The checksum of fd's first n bytes with FNV_OFFSET_LEGACY (buf: 1 MiB of scratch): read again
+ * only when the standard checksum does not match. 0 when they cannot be read. */
+static int legacy_sum(int fd, uint64_t n, unsigned char *buf, uint64_t *sum)
+{
+    uint64_t h = FNV_OFFSET_LEGACY;
+    if (lseek(fd, 0, SEEK_SET) != 0) return 0;
+    while (n) {
+        ssize_t got = read(fd, buf, n < (1u << 20) ? (size_t)n : (size_t)1 << 20);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return 0;
+        h = fnv(h, buf, (size_t)got);
+        n -= (uint64_t)got;
+    }
+    *sum = h;
+    return 1;
+}
+
 /* a + b * c into *acc, 0 on overflow */
 static int addmul(uint64_t *acc, uint64_t b, uint64_t c)
 {
@@ -196,7 +213,7 @@ tp_status tp__mg_read_binary(int fd, uint64_t size, const char *name, const tp_g
                              tp_graph **names_out, tp_error *err)
 {
     if (lseek(fd, 0, SEEK_SET) != 0) return tp__fail(err, TP_ERR_IO, "%s: cannot seek: %s", name, strerror(errno));
-    br b = {fd, malloc(1u << 20), 0, 0, FNV_OFFSET, FNV_OFFSET_LEGACY, name, err};
+    br b = {fd, malloc(1u << 20), 0, 0, FNV_OFFSET, 0, name, err};
     if (!b.buf) return tp__fail(err, TP_ERR_NOMEM, "out of memory");
     tp_memgraph *mg = NULL;
     char *nbuf = NULL, **names = NULL;
@@ -333,10 +350,10 @@ tp_status tp__mg_read_binary(int fd, uint64_t size, const char *name, const tp_g
     for (uint32_t k = 0; k < nk; k++)
         if ((s = rd32(&b, &mg->kept[k]))) goto done;
     mg->nkept = nk;
-    uint64_t sum = b.sum, legacy = b.legacy;
+    uint64_t sum = b.sum, n = b.done, legacy;
     unsigned char c[8];
     if ((s = rd(&b, c, 8))) goto done;
-    if (get64(c) != sum && get64(c) != legacy) {
+    if (get64(c) != sum && (!legacy_sum(fd, n, b.buf, &legacy) || get64(c) != legacy)) {
         s = tp__fail(err, TP_ERR_PARSE, "%s: binary MemGraph: checksum mismatch (damaged file)", name);
         goto done;
     }
