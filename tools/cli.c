@@ -439,10 +439,11 @@ int cli_write_graph(const char *cmd, tp_graph *g, const char *path)
 int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is_dir)
 {
     char dir[4096];
+    struct stat sb;
     if (is_dir) {
-        if (mkdir(path, 0777) && errno != EEXIST) return cli_errorf(cmd, 2, "%s %s: cannot create it: %s", flag, path, strerror(errno));
         snprintf(dir, sizeof dir, "%s", path);
     } else {
+        if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) return cli_errorf(cmd, 2, "%s %s: cannot write: is a directory", flag, path);
         const char *slash = strrchr(path, '/');
         size_t n = slash ? (size_t)(slash - path) : 1;
         if (n >= sizeof dir) n = sizeof dir - 1;
@@ -450,11 +451,18 @@ int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is
         dir[n] = 0;
         if (slash && n == 0) snprintf(dir, sizeof dir, "/");
     }
-    struct stat sb;
     const char *why = stat(dir, &sb) ? strerror(errno) : !S_ISDIR(sb.st_mode) ? "not a directory"
                     : access(dir, W_OK | X_OK)      ? strerror(errno)
                                                     : NULL;
     return why ? cli_errorf(cmd, 2, "%s %s: cannot write into %s: %s", flag, path, dir, why) : 0;
+}
+
+/* "-" for an output of a command whose report goes to standard output: exit code 2 after one
+ * line (the data would be mixed into the report); else 0 */
+static int cli_file_only(const char *cmd, const char *flag, const char *path)
+{
+    if (!path || strcmp(path, "-")) return 0;
+    return cli_errorf(cmd, 2, "%s -: standard output carries this command's report; name a file", flag);
 }
 
 int cli_writable_files(const char *cmd, ...)
@@ -464,10 +472,8 @@ int cli_writable_files(const char *cmd, ...)
     int rc = 0;
     for (const char *flag; !rc && (flag = va_arg(ap, const char *));) {
         const char *path = va_arg(ap, const char *);
-        struct stat sb;
         if (!path) continue;
         rc = cli_file_only(cmd, flag, path); /* these commands print their report on standard output */
-        if (!rc && !stat(path, &sb) && S_ISDIR(sb.st_mode)) rc = cli_errorf(cmd, 2, "%s %s: cannot write: is a directory", flag, path);
         if (!rc) rc = cli_writable_dir(cmd, flag, path, 0);
     }
     va_end(ap);
@@ -480,8 +486,3 @@ int cli_json_plan(const char *cmd, const char *path)
     return cli_errorf(cmd, 2, "%s is a binary plan; `turnip convert %s OUT.json` writes it as JSON", path, path);
 }
 
-int cli_file_only(const char *cmd, const char *flag, const char *path)
-{
-    if (!path || strcmp(path, "-")) return 0;
-    return cli_errorf(cmd, 2, "%s -: standard output carries this command's report; name a file", flag);
-}

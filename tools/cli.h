@@ -41,16 +41,14 @@ void cli_put_escaped(FILE *f, const char *s);
 int cli_usage_error(const char *cmd, const char *msg, const char *arg);
 /* Prints "turnip CMD: " ("turnip: " when cmd is NULL) and the formatted line; returns code. */
 int cli_errorf(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
-/* Before the work: the directory an output named by `flag` goes into (the path itself with
- * is_dir, made if missing) must be a writable directory; 0, or exit code 2 after one line. */
+/* Before the work: the directory an output named by `flag` goes into must be a writable
+ * directory (is_dir: the path itself, which exists; else its parent, and the path must not be
+ * a directory); 0, or exit code 2 after one line. */
 int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is_dir);
 /* cli_writable_dir for output files given as (flag, path) pairs, a NULL flag last; a NULL path
  * (the flag not given) is skipped. Also refuses "-" (cli_file_only: the commands that call it
- * print their report on standard output) and a path that is a directory, before any work. */
+ * print their report on standard output, so "-" would mix data into the report). */
 int cli_writable_files(const char *cmd, ...);
-/* An output of a command whose report goes to standard output: 0, or exit code 2 after one line
- * when path is "-" (the data would be mixed into the report). */
-int cli_file_only(const char *cmd, const char *flag, const char *path);
 /* A command that reads a MemGraph as JSON only: 0, or exit code 2 after one line when path is
  * a binary plan (naming `turnip convert`, which gives its JSON). */
 int cli_json_plan(const char *cmd, const char *path);

@@ -157,8 +157,7 @@ static int sweep(const flags *fl, const char *label)
 {
     if (!fl->b.name || strcmp(fl->b.name, "sim")) return cli_usage_error("llama", "--sweep-seq needs --backend sim", NULL);
     if (!fl->csv) return cli_usage_error("llama", "--sweep-seq needs --csv FILE", NULL);
-    int rc = cli_file_only("llama", "--csv", fl->csv);
-    if (!rc) rc = cli_writable_files("llama", "--csv", fl->csv, "--png", fl->png, (char *)NULL);
+    int rc = cli_writable_files("llama", "--csv", fl->csv, "--png", fl->png, (char *)NULL);
     if (rc) return rc;
     tp_error e;
     tp_llama_config c;

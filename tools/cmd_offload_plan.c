@@ -108,9 +108,8 @@ static int run(int argc, char **argv)
     int npos, rc = cli_parse("offload-plan", opts, &fl, argc, argv, 2, &path, 1, &npos, "chain");
     if (rc) return rc;
     if (!npos) return cli_usage_error("offload-plan", "no chain given", NULL);
-    if ((rc = cli_file_only("offload-plan", "--schedule", fl.schedule)) ||
-        (rc = cli_file_only("offload-plan", "--taskgraph", fl.taskgraph)) ||
-        (rc = cli_file_only("offload-plan", "--sim-profile", fl.profile)))
+    if ((rc = cli_writable_files("offload-plan", "--schedule", fl.schedule, "--taskgraph", fl.taskgraph, "--sim-profile", fl.profile,
+                                 (char *)NULL)))
         return rc;
     if (fl.flops && !fl.taskgraph && !fl.profile)
         return cli_usage_error("offload-plan", "--flops is for --taskgraph and --sim-profile", NULL);

@@ -243,7 +243,6 @@ static int train(int argc, char **argv, const char **made)
     if (fl.wdtype && fl.model) return cli_usage_error("train", "--weights-dtype is for --preset (a checkpoint's weights keep their dtype)", NULL);
     if ((s = cli_llama_config(fl.model, fl.preset, &c, &e))) return cli_fail("train", s, &e);
     if (fl.wdtype && tp_dtype_parse(fl.wdtype, &c.dtype)) return cli_usage_error("train", "--weights-dtype: f32, f16 or bf16", NULL);
-    if ((rc = cli_file_only("train", "--taskgraph-out", fl.taskgraph))) return rc;
     struct stat sb;
     int existed = fl.out && stat(fl.out, &sb) == 0;
     if ((fl.out && (rc = cli_writable_dir("train", "--out", fl.out, existed))) || /* missing: its parent */

@@ -98,9 +98,9 @@ int main(int argc, char **argv)
             int rc = commands[k]->run(argc, argv);
             /* a report (or tokens) lost on the way out is a failure, not exit 0 */
             errno = 0;
-            if (fflush(stdout) || ferror(stdout)) {
-                if (!rc) fprintf(stderr, "%s %s: writing standard output failed%s%s\n", cli_prog, c, errno ? ": " : "", errno ? strerror(errno) : "");
-                if (!rc) rc = 2;
+            if ((fflush(stdout) || ferror(stdout)) && !rc) {
+                fprintf(stderr, "%s %s: writing standard output failed%s%s\n", cli_prog, c, errno ? ": " : "", errno ? strerror(errno) : "");
+                rc = 2;
             }
             return rc;
         }
