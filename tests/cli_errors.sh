@@ -103,8 +103,11 @@ expect 2 "devices needs an integer in 1..64: 0" "$T" llama --preset tiny --seq-l
 expect 2 "devices needs an integer in 1..64: 0" "$T" gen layered --devices 0
 expect 2 "name a model: layered" "$T" gen --layers 1
 expect 2 "unknown argument: stacked" "$T" gen stacked
-expect 2 "token 1 is not an id in \[0, 1000)" "$T" llama --preset tiny --prompt-ids 1,1000 --device-mem 1MiB
-expect 2 "comma-separated list of token counts" "$T" llama --preset tiny --backend sim --sweep-seq 32,x --csv "$D/x.csv"
+expect 2 "item 2, '1000', is not a token id in \[0, 1000)" "$T" llama --preset tiny --prompt-ids 1,1000 --device-mem 1MiB
+expect 2 "item 2, 'x', is not a token count" "$T" llama --preset tiny --backend sim --sweep-seq 32,x --csv "$D/x.csv"
+expect 2 "--csv needs --sweep-seq" "$T" llama --preset tiny --seq-len 8 --device-mem 1GiB --csv "$D/x.csv"
+expect 2 "--png needs --sweep-seq" "$T" llama --preset tiny --seq-len 8 --device-mem 1GiB --png "$D/x.png"
+expect 2 "--sweep-mem needs --sweep-seq" "$T" llama --preset tiny --seq-len 8 --device-mem 1GiB --sweep-mem 1GiB
 expect 2 "sweep-seq needs --backend sim" "$T" llama --preset tiny --sweep-seq 32 --csv "$D/x.csv"
 expect 2 "cannot write" "$T" plan "$EX" --device-mem 4KiB,4KiB,4KiB -o "$D/no/such/dir.json"
 # write errors are I/O errors: exit 2, as the library's status says
@@ -168,8 +171,8 @@ expect 2 "a size or a percentage" "$T" generate --preset tiny --seq-len 4 --max-
 expect 2 "--device-mem: a size" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 12XB
 expect 2 "below the .* a decode step needs" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 1KiB
 expect 2 "the prompts differ in length" "$T" generate --preset tiny --prompt-ids "1,2;3" --max-new-tokens 2 --device-mem 50%
-expect 2 "is not a token id" "$T" generate --preset tiny --prompt-ids "1,x" --max-new-tokens 2 --device-mem 50%
-expect 2 "is not a token id" "$T" generate --preset tiny --prompt-ids "1,99999999" --max-new-tokens 2 --device-mem 50%
+expect 2 "item 2, 'x', is not a token id" "$T" generate --preset tiny --prompt-ids "1,x" --max-new-tokens 2 --device-mem 50%
+expect 2 "item 2, '99999999', is not a token id" "$T" generate --preset tiny --prompt-ids "1,99999999" --max-new-tokens 2 --device-mem 50%
 expect 2 "--batch 2, but 3 prompts" "$T" generate --preset tiny --prompt-ids "1;2;3" --batch 2 --max-new-tokens 2 --device-mem 50%
 expect 2 "--policy: one of" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --policy mru
 expect 2 "layers and a head" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --devices 64

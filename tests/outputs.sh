@@ -17,6 +17,14 @@
 #    when the adapters are written (it used to be made at the start, and left empty).
 # 11. a sweep ended by SIGTERM while gnuplot runs (a stand-in gnuplot that sleeps, first on PATH)
 #    leaves no scratch directory in TMPDIR (it left turnip-plot-XXXXXX with data.csv).
+# 12. an output name of 250 bytes is written (its temporary name, the name plus a suffix, used to
+#    pass NAME_MAX and fail with "File name too long").
+# 13. an output that is a symlink to nothing: exit 2, the link stays and nothing is made where it
+#    points (the link used to be replaced by a regular file).
+# 14. an output that is the command's own input (plan g.json -o g.json, run --trace on --inputs,
+#    convert P P, gen inputs onto its TaskGraph, llama --out onto the checkpoint's weights, a
+#    symlink to the input): exit 2 before any work, the input unchanged (plan used to replace
+#    the TaskGraph with its MemGraph).
 # usage: outputs.sh TURNIP SOURCE_DIR
 set -euo pipefail
 T=$(realpath "$1")
@@ -38,14 +46,14 @@ tail -n +2 log.txt | /usr/bin/python3 -c 'import json,sys; assert json.load(sys.
 grep -q "peak" p.err || fail "plan -o - --stats: no statistics on standard error"
 # 3
 "$T" gen layered --layers 64 -o big.json
-cp big.json big.orig
+cp big.json big.out
 set +e
-(ulimit -f 16; "$T" plan big.json --device-mem 64MiB -o big.json) > f.out 2>&1
+(ulimit -f 16; "$T" plan big.json --device-mem 64MiB -o big.out) > f.out 2>&1
 rc=$?
 set -e
 [ "$rc" = 2 ] || fail "ulimit -f: exit $rc, wanted 2: $(cat f.out)"
 grep -q "File too large" f.out || fail "ulimit -f: no reason given: $(cat f.out)"
-cmp -s big.json big.orig || fail "ulimit -f: the old file changed"
+cmp -s big.json big.out || fail "ulimit -f: the old file changed"
 if ls -a | grep -q '\.tmp-'; then fail "ulimit -f: a temporary file was left: $(ls -a)"; fi
 # 4
 "$T" gen inputs "$S/examples/mlp.json" -o in.st
@@ -125,4 +133,39 @@ kill -TERM "$tp" # (SIGINT: ignored by a background job of a script)
 wait "$tp" || true
 kill "$(cat gp.pid)" 2> /dev/null || true
 [ -z "$(ls -A tmpd)" ] || fail "sweep interrupted in gnuplot: scratch left in TMPDIR: $(ls -A tmpd)"
+# 12
+long=$(printf 'p%.0s' $(seq 245)).json
+"$T" plan g.json --device-mem 64MiB -o "$long" > l.out 2>&1 || fail "a 250-byte output name: $(cat l.out)"
+/usr/bin/python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["format"] == "turnip.memgraph/1"' "$long" \
+    || fail "a 250-byte output name: no MemGraph written"
+# 13
+ln -s nowhere/target.json dangling.json
+expect2 "a symlink to nothing" "$T" plan g.json --device-mem 64MiB -o dangling.json
+grep -q "symbolic link to a file that does not exist" e.out || fail "a symlink to nothing: no reason given: $(cat e.out)"
+[ -L dangling.json ] || fail "a symlink to nothing was replaced"
+[ ! -e nowhere ] || fail "a symlink to nothing was followed"
+# 14
+cp g.json g.orig
+"$T" plan g.json --device-mem 64MiB -o p14.json
+cp p14.json p14.orig
+"$T" gen inputs g.json -o in14.st
+cp in14.st in14.orig
+ln -s g.json g-link.json
+/usr/bin/python3 "$S/scripts/make_tiny_llama.py" m14 > /dev/null
+cp m14/model.safetensors m14.orig
+same() { # what, then the command
+    local what=$1
+    expect2 "$what" "${@:2}"
+    grep -q "is this command's input" e.out || fail "$what: no reason given: $(cat e.out)"
+}
+same "plan onto its TaskGraph" "$T" plan g.json --device-mem 64MiB -o g.json
+same "plan onto a symlink to its TaskGraph" "$T" plan g.json --device-mem 64MiB -o g-link.json
+same "convert onto its input" "$T" convert p14.json p14.json
+same "gen inputs onto its TaskGraph" "$T" gen inputs g.json -o g.json
+same "run --trace onto --inputs" "$T" run g.json --inputs in14.st --device-mem 64MiB --trace in14.st
+same "run --out onto --plan" "$T" run g.json --zero-inputs --plan p14.json --device-mem 64MiB --out p14.json
+same "llama --out onto the weights" "$T" llama --model m14 --seq-len 4 --device-mem 1GiB --out m14/model.safetensors
+cmp -s g.json g.orig && cmp -s p14.json p14.orig && cmp -s in14.st in14.orig && cmp -s m14/model.safetensors m14.orig \
+    || fail "an input was changed by a command that named it as an output"
+[ -L g-link.json ] || fail "the symlink to the input was replaced"
 echo ok

@@ -34,6 +34,7 @@ TEST(graph_errors_name_the_vertex)
                    "{\"id\":\"t\",\"kind\":\"transfer\",\"device\":0,\"inputs\":[\"x\"]}]}",
                TP_ERR_INVALID, "'t': transfer to its own device");
     expect_err(HDR "{\"id\":\"x\",\"kind\":\"input\",\"device\":0}]}", TP_ERR_INVALID, "'x': no size");
+    expect_err(HDR "{\"id\":\"x\",\"kind\":\"input\",\"device\":0,\"bytes\":0}]}", TP_ERR_INVALID, "bytes is 0 or not given");
     expect_err(HDR "{\"id\":\"x\",\"kind\":\"input\",\"device\":0,\"dtype\":\"f32\",\"shape\":[2,3],\"bytes\":25}]}",
                TP_ERR_INVALID, "'x': bytes 25 disagree");
     expect_err(HDR "{\"id\":\"x\",\"kind\":\"input\",\"device\":\"0\",\"bytes\":4}]}", TP_ERR_PARSE,

@@ -89,6 +89,52 @@ int cli_errorf(const char *cmd, int code, const char *fmt, ...)
     return code;
 }
 
+/* The regular files a command reads (cli_note_input): an output that names one of them is refused
+ * before the work, so no run replaces its own input with its output. */
+#define CLI_NINPUTS 16
+static struct {
+    dev_t dev;
+    ino_t ino;
+    const char *what; /* the flag or operand that names it (static) */
+} cli_inputs[CLI_NINPUTS];
+static int cli_ninputs;
+
+void cli_note_input(const char *what, const char *path)
+{
+    struct stat st;
+    if (!path || cli_ninputs == CLI_NINPUTS || stat(path, &st) || !S_ISREG(st.st_mode)) return;
+    cli_inputs[cli_ninputs].dev = st.st_dev;
+    cli_inputs[cli_ninputs].ino = st.st_ino;
+    cli_inputs[cli_ninputs++].what = what;
+}
+
+void cli_note_model(const char *dir)
+{
+    static const char *const names[] = {"config.json", "model.safetensors", "model.safetensors.index.json"};
+    char path[4096];
+    for (size_t k = 0; dir && k < sizeof names / sizeof *names; k++)
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[k]) < sizeof path) cli_note_input("--model", path);
+}
+
+/* 0, or exit code 2 after one line when path (an output named by flag, or NULL) is a file the
+ * command reads */
+static int cli_not_input(const char *cmd, const char *flag, const char *path)
+{
+    struct stat st;
+    if (!path || stat(path, &st) || !S_ISREG(st.st_mode)) return 0;
+    for (int k = 0; k < cli_ninputs; k++)
+        if (cli_inputs[k].dev == st.st_dev && cli_inputs[k].ino == st.st_ino)
+            return cli_errorf(cmd, 2, "%s%s%s: is this command's input (%s); an output never replaces an input: name another file",
+                              flag ? flag : "", flag ? " " : "", path, cli_inputs[k].what);
+    return 0;
+}
+
+int cli_bad_item(const char *cmd, const char *flag, const char *item, long long index, const char *want)
+{
+    size_t n = strcspn(item, ",;");
+    return cli_errorf(cmd, 2, "%s: item %lld, '%.*s', is not %s", flag, index + 1, n > 40 ? 40 : (int)n, item, want);
+}
+
 int cli_out_open(const char *cmd, const char *path, cli_out *o)
 {
     o->path = path;
@@ -98,6 +144,8 @@ int cli_out_open(const char *cmd, const char *path, cli_out *o)
         o->path = NULL;
         return 0;
     }
+    int rc = cli_not_input(cmd, NULL, path);
+    if (rc) return rc;
     tp_error e;
     tp_status s = tp_outfile_open(path, &o->of, &e);
     if (s) return cli_fail(cmd, s, &e);
@@ -444,6 +492,8 @@ int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is
         snprintf(dir, sizeof dir, "%s", path);
     } else {
         if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) return cli_errorf(cmd, 2, "%s %s: cannot write: is a directory", flag, path);
+        int rc = cli_not_input(cmd, flag, path);
+        if (rc) return rc;
         const char *slash = strrchr(path, '/');
         size_t n = slash ? (size_t)(slash - path) : 1;
         if (n >= sizeof dir) n = sizeof dir - 1;

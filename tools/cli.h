@@ -41,6 +41,17 @@ void cli_put_escaped(FILE *f, const char *s);
 int cli_usage_error(const char *cmd, const char *msg, const char *arg);
 /* Prints "turnip CMD: " ("turnip: " when cmd is NULL) and the formatted line; returns code. */
 int cli_errorf(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4);
+/* Notes a file the command reads (what: the flag or operand naming it, a static string; path
+ * NULL or not a regular file: nothing noted): cli_writable_dir, cli_writable_files and
+ * cli_out_open then refuse an output that is the same file (exit 2), so a run never replaces
+ * its own input. cli_note_model notes a checkpoint directory's config.json, model.safetensors
+ * and model.safetensors.index.json (shards named by the index are not noted). */
+void cli_note_input(const char *what, const char *path);
+void cli_note_model(const char *dir);
+/* A list flag's bad item (index from 0; item points at its text, which ends at ',', ';' or the
+ * string's end): prints "turnip CMD: FLAG: item N, 'TEXT', is not WANT", N counting from 1;
+ * returns 2. */
+int cli_bad_item(const char *cmd, const char *flag, const char *item, long long index, const char *want);
 /* Before the work: the directory an output named by `flag` goes into must be a writable
  * directory (is_dir: the path itself, which exists; else its parent, and the path must not be
  * a directory); 0, or exit code 2 after one line. */

@@ -32,6 +32,7 @@ static int run(int argc, char **argv)
     flags fl = {0};
     const char *pos[2];
     int npos, rc = cli_parse("convert", opts, &fl, argc, argv, 2, pos, 2, &npos, "file");
+    if (!rc && npos) cli_note_input("the MemGraph", pos[0]);
     if (rc) return rc;
     if (npos != 2) return cli_usage_error("convert", "needs IN and OUT", NULL);
     int binary_out = fl.to ? !strcmp(fl.to, "binary") : !tp_memgraph_file_is_binary(pos[0]);

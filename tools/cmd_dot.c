@@ -30,6 +30,7 @@ static int run(int argc, char **argv)
     int npos, rc = cli_parse("dot", opts, &fl, argc, argv, 2, &mgp, 1, &npos, "MemGraph");
     if (rc) return rc;
     if (!npos) return cli_usage_error("dot", "no MemGraph given", NULL);
+    cli_note_input("the MemGraph", mgp);
     if ((rc = cli_json_plan("dot", mgp))) return rc;
     char *text = NULL;
     size_t len = 0;

@@ -111,6 +111,7 @@ static int gen_llama(int argc, char **argv, int decode)
     int npos, rc = cli_parse("gen", llama_opts, &fl, argc, argv, 3, NULL, 0, &npos, NULL);
     if (rc) return rc;
     if (!fl.model == !fl.preset) return cli_usage_error("gen", "name one of --model DIR and --preset NAME", NULL);
+    cli_note_model(fl.model);
     if (!decode && !fl.seq) return cli_usage_error("gen", "gen llama needs --seq T", NULL);
     tp_error e;
     tp_llama_config c;
@@ -150,6 +151,8 @@ static int gen_inputs(int argc, char **argv)
     if (rc) return rc;
     if (!npos || !fl.out) return cli_usage_error("gen", "gen inputs needs a TaskGraph and -o FILE", NULL);
     if (!strcmp(fl.out, "-")) return cli_errorf("gen", 2, "-o -: gen inputs writes a safetensors file, not standard output; name a file");
+    cli_note_input("the TaskGraph", tgp);
+    if ((rc = cli_writable_dir("gen", "-o", fl.out, 0))) return rc;
     tp_error e;
     tp_graph *g;
     tp_status s = tp_graph_read_file(tgp, &g, &e);

@@ -112,8 +112,11 @@ static int parse_prompts(const char *text, int64_t vocab, int32_t **ids, int64_t
         char *end;
         errno = 0;
         long long v = strtoll(p, &end, 10);
-        if (end == p || errno || v < 0 || v >= vocab || (*end && *end != ',' && *end != ';'))
-            return cli_errorf("generate", 2, "--prompt-ids: item %lld is not a token id in [0, %lld)", (long long)k, (long long)vocab);
+        if (end == p || errno || v < 0 || v >= vocab || (*end && *end != ',' && *end != ';')) {
+            char want[64];
+            snprintf(want, sizeof want, "a token id in [0, %lld)", (long long)vocab);
+            return cli_bad_item("generate", "--prompt-ids", p, k, want);
+        }
         (*ids)[k++] = (int32_t)v;
         len++;
         if (*end != ',') {
@@ -178,6 +181,7 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     if (npos) return cli_usage_error("generate", "no positional arguments", NULL);
     if (!fl.model == !fl.preset) return cli_usage_error("generate", "give one of --model DIR and --preset NAME", NULL);
+    cli_note_model(fl.model);
     if (!fl.prompt_ids == !fl.seq_len) return cli_usage_error("generate", "give one of --prompt-ids and --seq-len", NULL);
     if (!fl.max_new) return cli_usage_error("generate", "--max-new-tokens is required", NULL);
     if (fl.policy) {

@@ -95,7 +95,7 @@ static void help(FILE *f)
 
 /* "1,2,3" into a new array (the caller frees) of *n numbers in [lo, hi]; NULL with *bad the
  * index of the first that is not one (or -1: out of memory) */
-static int64_t *parse_list(const char *text, int64_t lo, int64_t hi, int64_t *n, int64_t *bad)
+static int64_t *parse_list(const char *text, int64_t lo, int64_t hi, int64_t *n, int64_t *bad, const char **badp)
 {
     *n = 1;
     for (const char *p = text; *p; p++) *n += *p == ',';
@@ -110,6 +110,7 @@ static int64_t *parse_list(const char *text, int64_t lo, int64_t hi, int64_t *n,
         if (end == p || errno || x < lo || x > hi || (*end && *end != ',')) {
             free(v);
             *bad = k;
+            *badp = p;
             return NULL;
         }
         v[k] = x;
@@ -121,9 +122,14 @@ static int64_t *parse_list(const char *text, int64_t lo, int64_t hi, int64_t *n,
 /* the ids of "1,2,3" into a new array (*ids, the caller's); 0 or the exit code after printing why */
 static int parse_prompt(const char *text, int64_t vocab, int32_t **ids, int64_t *T)
 {
-    int64_t bad, *v = parse_list(text, 0, vocab - 1, T, &bad);
+    const char *badp;
+    int64_t bad, *v = parse_list(text, 0, vocab - 1, T, &bad, &badp);
     if (!v && bad < 0) return cli_errorf("llama", 3, "out of memory");
-    if (!v) return cli_errorf("llama", 2, "--prompt-ids: token %lld is not an id in [0, %lld)", (long long)bad, (long long)vocab);
+    if (!v) {
+        char want[64];
+        snprintf(want, sizeof want, "a token id in [0, %lld)", (long long)vocab);
+        return cli_bad_item("llama", "--prompt-ids", badp, bad, want);
+    }
     if (!(*ids = malloc(sizeof **ids * (size_t)*T))) {
         free(v);
         return cli_errorf("llama", 3, "out of memory");
@@ -165,9 +171,10 @@ static int sweep(const flags *fl, const char *label)
     tp_status s = cli_llama_config(fl->model, fl->preset, &c, &e);
     if (!s) s = tp_sim_profile_read(fl->machine, &prof, &e);
     if (s) return cli_fail(NULL, s, &e);
-    int64_t nseq64, bad, *seqs = parse_list(fl->sweep_seq, 1, INT64_MAX, &nseq64, &bad); /* sizes: check_build */
+    const char *badp;
+    int64_t nseq64, bad, *seqs = parse_list(fl->sweep_seq, 1, INT64_MAX, &nseq64, &bad, &badp); /* sizes: check_build */
     if (!seqs && bad < 0) return cli_errorf("llama", 3, "out of memory");
-    if (!seqs) return cli_usage_error("llama", "--sweep-seq: a comma-separated list of token counts", fl->sweep_seq);
+    if (!seqs) return cli_bad_item("llama", "--sweep-seq", badp, bad, "a token count (a comma-separated list of them)");
     int nseq = (int)nseq64; /* at most one per character of an argument */
     const cli_sizes *ms = fl->sweep_mem.n ? &fl->sweep_mem : &fl->p.device_mem;
     for (int k = 0; k < nseq; k++) /* every point fits the machine, before any runs */
@@ -274,9 +281,13 @@ static int run(int argc, char **argv)
     int npos, rc = cli_parse("llama", opts, &fl, argc, argv, 2, NULL, 0, &npos, NULL);
     if (rc) return rc;
     if (!fl.model == !fl.preset) return cli_usage_error("llama", "give one of --model DIR and --preset NAME", NULL);
+    cli_note_model(fl.model);
     const char *label = fl.model ? fl.model : fl.preset;
     if (!fl.machine) fl.machine = "a100x8"; /* the default machine of --backend sim */
     if (fl.sweep_seq) return sweep(&fl, label);
+    if (fl.csv || fl.png || fl.sweep_mem.n) /* the sweep's outputs and caps, given without a sweep */
+        return cli_usage_error("llama", fl.csv ? "--csv needs --sweep-seq" : fl.png ? "--png needs --sweep-seq" : "--sweep-mem needs --sweep-seq",
+                               NULL);
     if (!fl.prompt_ids == !fl.seq_len) return cli_usage_error("llama", "give one of --prompt-ids and --seq-len", NULL);
     int use_sim = fl.b.name && !strcmp(fl.b.name, "sim");
     if (fl.out && (use_sim || fl.no_data))

@@ -108,6 +108,7 @@ static int run(int argc, char **argv)
     int npos, rc = cli_parse("offload-plan", opts, &fl, argc, argv, 2, &path, 1, &npos, "chain");
     if (rc) return rc;
     if (!npos) return cli_usage_error("offload-plan", "no chain given", NULL);
+    cli_note_input("the chain", path);
     if ((rc = cli_writable_files("offload-plan", "--schedule", fl.schedule, "--taskgraph", fl.taskgraph, "--sim-profile", fl.profile,
                                  (char *)NULL)))
         return rc;

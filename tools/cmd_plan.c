@@ -22,7 +22,11 @@ static const cli_opt opts[] = {
     CLI_O_STR("-o|--output", "FILE", flags, out, "write the MemGraph there (default: standard output)"),
     CLI_O_CHOICE("--format", "json|binary", flags, format, format_names,
                  "json (turnip.memgraph/1, the default) or binary (the same plan, smaller and faster\nto load; turnip run --plan reads either, turnip convert turns one into the other)"),
-    CLI_O_SWITCH("--stats", flags, stats, "print plan statistics (to standard error when the MemGraph\ngoes to standard output)"),
+    CLI_O_SWITCH("--stats", flags, stats, "print plan statistics (to standard error when the MemGraph\n"
+                 "goes to standard output); a device's peak is the memory the plan\n"
+                 "occupies, which under a loose cap can exceed the unconstrained peak\n"
+                 "(live values only): unused memory is taken before memory whose reuse\n"
+                 "would add a dependency"),
     CLI_O_END,
 };
 
@@ -67,6 +71,7 @@ static int run(int argc, char **argv)
     int npos, rc = cli_parse("plan", opts, &fl, argc, argv, 2, &in, 1, &npos, "TaskGraph");
     if (rc) return rc;
     if (!npos) return cli_usage_error("plan", "no TaskGraph given", NULL);
+    cli_note_input("the TaskGraph", in);
     if (!fl.p.device_mem.n) return cli_usage_error("plan", "--device-mem is required", NULL);
     tp_error e;
     tp_graph *g;

@@ -152,6 +152,9 @@ static int run(int argc, char **argv)
     if (!npos) return cli_usage_error("run", "no TaskGraph given", NULL);
     if (!fl.p.device_mem.n) return cli_usage_error("run", "--device-mem is required", NULL);
     if (!fl.inputs && !fl.zero_inputs) return cli_usage_error("run", "--inputs is required (or --zero-inputs)", NULL);
+    cli_note_input("the TaskGraph", in);
+    cli_note_input("--inputs", fl.inputs);
+    cli_note_input("--plan", fl.plan);
     if (fl.inputs && fl.zero_inputs) return cli_usage_error("run", "--inputs and --zero-inputs exclude each other", NULL);
     if (fl.plan && fl.x.repeat > 1) return cli_usage_error("run", "--plan does not combine with --repeat (each later run plans again)", NULL);
     if (fl.plan && fl.p.weight_offload)

@@ -51,6 +51,8 @@ static int run(int argc, char **argv)
     int npos, rc = cli_parse("sim", opts, &fl, argc, argv, 2, &in, 1, &npos, "TaskGraph");
     if (rc) return rc;
     if (!npos) return cli_usage_error("sim", "no TaskGraph given", NULL);
+    cli_note_input("the TaskGraph", in);
+    cli_note_input("--machine", fl.machine);
     if (!fl.machine) return cli_usage_error("sim", "--machine is required", NULL);
     if ((rc = cli_writable_files("sim", "--trace", fl.x.trace, (char *)NULL))) return rc;
     tp_error e;

@@ -227,6 +227,8 @@ static int train(int argc, char **argv, const char **made)
     if (rc) return rc;
     if (npos) return cli_usage_error("train", "no positional arguments", NULL);
     if (!fl.model == !fl.preset) return cli_usage_error("train", "give one of --model DIR and --preset NAME", NULL);
+    cli_note_model(fl.model);
+    cli_note_input("--data", fl.data);
     if (!fl.seq_len) return cli_usage_error("train", "--seq-len is required", NULL);
     if (!fl.steps) return cli_usage_error("train", "--steps is required", NULL);
     if (fl.devices > fl.batch)

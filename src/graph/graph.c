@@ -256,7 +256,7 @@ static tp_status derive_size(tp_graph *g, tp_vertex *v, tp_error *err)
     if (has_shape) v->bytes = sb;
     if (!v->bytes) {
         if (has_shape) return tp__fail(err, TP_ERR_INVALID, "vertex '%s': size is 0 bytes", v->id);
-        return tp__fail(err, TP_ERR_INVALID, "vertex '%s': no size (give bytes, or dtype and shape)",
+        return tp__fail(err, TP_ERR_INVALID, "vertex '%s': no size: bytes is 0 or not given (give bytes > 0, or dtype and shape)",
                         v->id);
     }
     return TP_OK;

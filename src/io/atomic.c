@@ -1,12 +1,14 @@
 /* atomic.c - output files that appear whole or not at all (turnip/io.h, tp_outfile).
  *
  * Design: an output to a regular file (or to a name that does not exist yet) is written to a
- * temporary file in the same directory (".NAME.tmp-PID-N", created with O_EXCL and mode 0666
+ * temporary file in the same directory (".NAME.tmp-PID-N", NAME cut to 200 bytes so a long name
+ * still fits NAME_MAX; created with O_EXCL and mode 0666
  * under the umask, or the old file's mode), flushed and fsync'ed, then renamed over NAME:
  * rename(2) within one directory replaces NAME atomically, so a reader sees the old file or
  * the new one, never a truncated one, and a failing or interrupted run leaves the old file
  * untouched. Any failure removes the temporary file. A symlink is resolved first, so the
- * file it names is replaced and the link stays. Outputs that are not regular files
+ * file it names is replaced and the link stays; a symlink to nothing is refused (replacing it
+ * would drop the link, following it would create a file where the link points). Outputs that are not regular files
  * (/dev/null, /dev/full, a FIFO, a terminal) cannot be renamed over: they are written in
  * place, and every write error is still reported when the file is committed. The regular file
  * standard output or error is redirected to (`-o /dev/stdout > log`) is written through that
@@ -133,6 +135,11 @@ tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err)
         out_free(o);
         return tp__fail(err, TP_ERR_IO, "%s: cannot write: %s (the file is read-only)", path, strerror(EACCES));
     }
+    /* a symlink to nothing: neither replaced by the output nor followed to make its target */
+    if (!exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        out_free(o);
+        return tp__fail(err, TP_ERR_IO, "%s: cannot write: a symbolic link to a file that does not exist", path);
+    }
     /* the file a symlink names is the one replaced */
     if (exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) o->final = realpath(path, NULL);
     else o->final = strdup(path);
@@ -150,7 +157,8 @@ tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err)
     }
     int fd = -1, en = 0;
     for (int tries = 0; tries < 100 && fd < 0; tries++) {
-        snprintf(o->tmp, cap, "%.*s.%s.tmp-%ld-%u", (int)dirlen, o->final, base, (long)getpid(), atomic_fetch_add(&counter, 1));
+        /* the name's first 200 bytes at most: with the suffix it stays within NAME_MAX (255) */
+        snprintf(o->tmp, cap, "%.*s.%.200s.tmp-%ld-%u", (int)dirlen, o->final, base, (long)getpid(), atomic_fetch_add(&counter, 1));
         fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         en = errno;
         if (fd < 0 && en != EEXIST) break;
