@@ -17,19 +17,26 @@ void tp__vertex_need(const tp_graph *g, uint32_t t, uint32_t *mark, uint32_t sta
     }
 }
 
-/* The input kernel t overwrites in place when it is t's last use along the order (left[x] ==
- * 1 before t), read once by t, of t's bytes, neither an output nor kept unpinned: the planner's
- * rule (planner.c, setup, where its reasons also name a pinned input it cannot update; change
- * both); -1 when t makes new bytes. */
-static int in_place(const tp_graph *g, uint32_t t, const uint32_t *left, const uint8_t *is_out)
+tp__inplace_why tp__inplace_rule(const tp_graph *g, uint32_t t, int k, const uint8_t *is_out, int last)
 {
-    int k = tp_graph_inplace(g, t);
-    if (k < 0) return -1;
     const tp_vertex *v = tp_graph_vertex(g, t);
     uint32_t x = v->inputs[k], reads = 0;
     for (uint32_t j = 0; j < v->ninputs; j++) reads += v->inputs[j] == x;
-    int pin = (tp_graph_resident_flags(g, x) & TP_RESIDENT_PIN) != 0, keep = tp_graph_keep(g, x) || pin;
-    return reads == 1 && !is_out[x] && (!keep || pin) && tp_graph_vertex(g, x)->bytes == v->bytes && left[x] == 1 ? k : -1;
+    int pin = (tp_graph_resident_flags(g, x) & TP_RESIDENT_PIN) != 0;
+    return reads != 1                                     ? TP__INPLACE_READ_TWICE
+         : is_out[x]                                      ? TP__INPLACE_OUTPUT
+         : tp_graph_keep(g, x) && !pin                    ? TP__INPLACE_KEPT
+         : tp_graph_vertex(g, x)->bytes != v->bytes       ? TP__INPLACE_SIZE
+         : !last                                          ? TP__INPLACE_READ_AFTER
+                                                          : TP__INPLACE_OK;
+}
+
+/* the argument kernel t overwrites in place along the order (left[x] == 1 before t: t is x's
+ * last reader), or -1 when t makes new bytes */
+static int in_place(const tp_graph *g, uint32_t t, const uint32_t *left, const uint8_t *is_out)
+{
+    int k = tp_graph_inplace(g, t);
+    return k >= 0 && tp__inplace_rule(g, t, k, is_out, left[tp_graph_vertex(g, t)->inputs[k]] == 1) == TP__INPLACE_OK ? k : -1;
 }
 
 tp_status tp_plan_bounds(const tp_graph *g, tp_order order, uint64_t *min_feasible, uint64_t *peak_live,

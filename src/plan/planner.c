@@ -955,18 +955,19 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         int k = tp_graph_inplace(g, t);
         if (k < 0) continue;
         const tp_vertex *v = V_(P, t);
-        uint32_t x = v->inputs[k], reads = 0;
-        for (uint32_t j = 0; j < v->ninputs; j++) reads += v->inputs[j] == x;
-        /* the rule tp_plan_bounds repeats (bounds.c, in_place): change both */
-        if (reads == 1 && !P->is_out[x] && (!P->keep[x] || P->pin[x]) && V_(P, x)->bytes == v->bytes &&
-            P->use_pos[cons_off[x + 1] - 1] == P->pos[t]) {
+        uint32_t x = v->inputs[k];
+        tp__inplace_why why = tp__inplace_rule(g, t, k, P->is_out, P->use_pos[cons_off[x + 1] - 1] == P->pos[t]);
+        if (why == TP__INPLACE_OK) {
             P->inpl[t] = k;
             if (P->pin[x]) P->pin[t] = P->keep[t] = 1; /* pinned in turn (inputs come before their kernels) */
         } else if (P->pin[x]) {
             return tp__fail(P->err, TP_ERR_INFEASIBLE,
                             "kernel '%s' updates pinned input '%s' in place, but '%s' is %s: the pinned region would not be updated",
                             v->id, V_(P, x)->id, V_(P, x)->id,
-                            reads != 1 ? "also another of its arguments" : P->is_out[x] ? "an output" : "read after it");
+                            why == TP__INPLACE_READ_TWICE ? "also another of its arguments"
+                            : why == TP__INPLACE_OUTPUT   ? "an output"
+                            : why == TP__INPLACE_SIZE     ? "of another size than its output"
+                                                          : "read after it");
         }
     }
     if (opts->nevictions) {
