@@ -275,4 +275,37 @@ expect 0 "decode" "$T" generate --preset tiny --seq-len 128 --batch 8 --max-new-
 # ... except where standard output carries the command's report
 expect 2 "--csv -: standard output carries this command's report" "$T" llama --preset tiny --backend sim --sweep-seq 8 --csv -
 expect 2 "--taskgraph-out -: standard output carries" "$T" train --preset tiny --seq-len 8 --steps 1 --device-mem 50% --taskgraph-out -
+# a new user's audit (twenty-second session): each refused before the work, or said as it is
+# - an empty output name (it ran the whole job, then failed without naming the flag)
+expect 2 "--dump-grads '': an empty name" "$T" train --preset tiny --seq-len 8 --steps 2 --device-mem 50% --dump-grads ''
+expect 2 "--out '': an empty name" "$T" train --preset tiny --seq-len 8 --steps 2 --device-mem 50% --out ''
+expect 2 "--out '': an empty name" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --out ''
+expect 2 "-o '': an empty name" "$T" plan "$EX" --device-mem 4KiB -o ''
+expect 2 "-o $D/adir/: names a directory" "$T" plan "$EX" --device-mem 4KiB -o "$D/adir/"
+# - train --out NEW/ (a trailing slash) is made like NEW
+expect 0 "wrote" "$T" train --preset tiny --seq-len 8 --steps 1 --device-mem 50% --out "$D/newad/" --quiet
+check "train --out NEW/ writes the adapters into NEW" test -s "$D/newad/adapter_config.json"
+# - generate on sim prints no tokens (it printed "token 0" for every step)
+expect 0 "steady state" "$T" generate --preset tiny --seq-len 5 --max-new-tokens 3 --backend sim --device-mem 50%
+check "generate --backend sim prints no tokens" sh -c "grep -q '^step 1: decode' '$D/.out' && ! grep -q '^step.*, token' '$D/.out'"
+# - with a batch, a decode step's bytes are per step (B tokens), not per token
+expect 0 "bytes moved per step (2 tokens, one per sequence)" "$T" generate --preset tiny --seq-len 4 --batch 2 --max-new-tokens 3 --device-mem 50%
+# - flags that did nothing
+expect 2 "--top-k samples: it needs --temperature" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --top-k 5
+expect 2 "--prefetch is the latency policy's" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --plans layer --policy lru --prefetch 2
+expect 2 "--trace shows a decode step: it needs --max-new-tokens 2" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 1 --device-mem 50% --trace "$D/t1.json"
+expect 2 "--plan-out writes a decode step's plan" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 1 --device-mem 50% --plan-out "$D/p1.json"
+expect 2 "--trace needs a run: not with --no-data" "$T" llama --preset tiny --seq-len 8 --device-mem 1GiB --no-data --trace "$D/t2.json"
+expect 2 "--repeat is for a real run" "$T" llama --preset tiny --seq-len 8 --backend sim --repeat 3
+expect 2 "--repeat needs an integer >= 1" "$T" llama --preset tiny --seq-len 8 --device-mem 1GiB --repeat 0
+expect 2 "--out does not apply to a sweep" "$T" llama --preset tiny --backend sim --sweep-seq 16 --csv "$D/sw.csv" --out "$D/x.st"
+expect 2 "--seq-len does not apply to a sweep" "$T" llama --preset tiny --backend sim --sweep-seq 16 --csv "$D/sw.csv" --seq-len 8
+expect 2 "--sweep-seq takes one --device-mem" "$T" llama --preset tiny --backend sim --devices 2 --sweep-seq 16 --csv "$D/sw.csv" --device-mem 1MiB,2MiB
+absent "$D/sw.csv"
+# - an unknown backend before the model's memory lines (and train's TaskGraph) are written
+expect 2 "--backend bogus is not built in" "$T" train --preset tiny --seq-len 8 --steps 1 --device-mem 50% --backend bogus --taskgraph-out "$D/tg.json"
+absent "$D/tg.json"
+check "train --backend bogus: refused before any report" sh -c "! grep -q memory '$D/.out'"
+expect 2 "--backend bogus is not built in" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --backend bogus
+check "generate --backend bogus: refused before any report" sh -c "! grep -q memory '$D/.out'"
 finish

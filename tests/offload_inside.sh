@@ -164,5 +164,10 @@ expect 2 "vertex 'X4' (opaque, 1e+09 flops) would take 1e+09 s at --opaque-rate 
 printf '{"format": "turnip.chain/1", "mgpu": 100000, "beta": 1e8, "a0": 4096, "layers": [{"uf": 0.001, "ub": 0.002, "w": 65536, "a": 4096}, {"uf": 0.001, "ub": 0.002, "w": 65536, "a": 4096}]}' >"$D/nofit.json"
 expect 2 "needs 43360 bytes more than mgpu" "$T" offload-plan "$D/nofit.json" --taskgraph "$D/x.json" --schedule "$D/xs.json"
 absent "$D/x.json" # no TaskGraph or schedule written by a refused command
+# the op that fits nowhere, named by its file layer (0..L-1) by Algorithm 1 and by the bound alike
+printf '{"format": "turnip.chain/1", "mgpu": 40000, "beta": 1e8, "a0": 100, "layers": [{"uf": 0.001, "ub": 0.002, "w": 10000, "a": 100}, {"uf": 0.001, "ub": 0.002, "w": 10000, "a": 100}, {"uf": 0.001, "ub": 0.002, "w": 50000, "a": 100}]}' >"$D/nofit2.json"
+expect 2 "offload: B of layer 2 needs" "$T" offload-plan "$D/nofit2.json"
+expect 2 "bound: B of layer 2 needs 100400 bytes" "$T" offload-plan "$D/nofit2.json" --bound
+expect 2 "--time-limit is the solver's" "$T" offload-plan "$D/nofit2.json" --time-limit 5
 absent "$D/xs.json"
 finish offload_inside

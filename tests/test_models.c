@@ -5,6 +5,7 @@
  * kernel, and refuse options out of range with TP_ERR_ARG. Values are checked against numpy
  * and PyTorch by tests/decode_numpy.py and tests/llama_torch.py. */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 #include "turnip/turnip.h"
 #include "harness.h"
@@ -144,10 +145,15 @@ TEST(models_llama_batch_refuses_out_of_range)
     ASSERT_STATUS(tp_llama_build(&c, &o, &g, &e), TP_ERR_ARG);
     CHECK(g == NULL);
     o.kv_out = 0;
-    o.batch = INT64_MAX; /* the estimate stays finite and large */
+    o.batch = INT64_MAX; /* sizes the builder refuses: nothing to estimate, so its message is what a caller sees */
     tp_build_estimate est;
     tp_llama_estimate(&c, &o, &est);
-    CHECK(est.vertices > 1e18 && est.vertex_bytes > 1e18);
+    CHECK(est.vertices == 0 && est.vertex_bytes == 0 && est.graph_bytes == 0 && est.plan_bytes == 0);
+    o.batch = TP_LLAMA_MAX_BATCH; /* the largest batch the builder takes, at the most tokens it allows: finite, large */
+    o.seq = TP_LLAMA_MAX_SEQ / TP_LLAMA_MAX_BATCH;
+    o.blocks = 4;
+    tp_llama_estimate(&c, &o, &est);
+    CHECK(isfinite(est.vertices) && isfinite(est.graph_bytes) && est.vertices > 1e6 && est.graph_bytes > 1e9);
 }
 
 TEST(models_llama_residual_options)

@@ -306,19 +306,25 @@ static int backend_opts(const char *cmd, const cli_backend_flags *f, const tp_ba
     return 0;
 }
 
+int cli_backend_known(const char *cmd, const char *name)
+{
+    if (!name || !strcmp(name, "sim") || tp_backend_find(name)) return 0;
+    char list[256], b[160];
+    size_t o = 0;
+    for (int i = 0; tp_backend_info_at(i) && o < sizeof list; i++) { /* as --version lists them */
+        const tp_backend_info *k = tp_backend_info_at(i);
+        if (k->describe && !k->describe(b, sizeof b)) continue;
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", o ? ", " : "", k->describe ? b : k->name);
+    }
+    return cli_errorf(cmd, 2, "--backend %s is not built in (backends: %s)", name, list);
+}
+
 tp_backend *cli_backend(const char *cmd, const cli_backend_flags *f, int *rc)
 {
     const char *name = f->name ? f->name : "cpu";
     const tp_backend_info *bi = tp_backend_find(name);
     if (!bi) {
-        char list[256], b[160];
-        size_t o = 0;
-        for (int i = 0; tp_backend_info_at(i) && o < sizeof list; i++) { /* as --version lists them */
-            const tp_backend_info *k = tp_backend_info_at(i);
-            if (k->describe && !k->describe(b, sizeof b)) continue;
-            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", o ? ", " : "", k->describe ? b : k->name);
-        }
-        *rc = cli_errorf(cmd, 2, "--backend %s is not built in (backends: %s)", name, list);
+        *rc = cli_backend_known(cmd, name);
         return NULL;
     }
     char num[NBFLAGS][32];
@@ -488,13 +494,21 @@ int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is
 {
     char dir[4096];
     struct stat sb;
-    if (is_dir) {
+    if (!*path) return cli_errorf(cmd, 2, "%s '': an empty name; name a %s", flag, is_dir ? "directory" : "file");
+    size_t len = strlen(path);
+    if (is_dir == 1) {
         snprintf(dir, sizeof dir, "%s", path);
     } else {
-        if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) return cli_errorf(cmd, 2, "%s %s: cannot write: is a directory", flag, path);
+        int exists = !stat(path, &sb);
+        if (exists && S_ISDIR(sb.st_mode)) return cli_errorf(cmd, 2, "%s %s: cannot write: is a directory", flag, path);
+        if (exists && !S_ISREG(sb.st_mode)) return 0; /* a device or a FIFO: written in place, where it is */
+        if (!is_dir && path[len - 1] == '/') return cli_errorf(cmd, 2, "%s %s: names a directory; name a file", flag, path);
         int rc = cli_not_input(cmd, flag, path);
         if (rc) return rc;
-        const char *slash = strrchr(path, '/');
+        while (len > 1 && path[len - 1] == '/') len--; /* a directory to make: "new/" is "new" */
+        const char *slash = NULL;
+        for (size_t k = 0; k < len; k++)
+            if (path[k] == '/') slash = path + k;
         size_t n = slash ? (size_t)(slash - path) : 1;
         if (n >= sizeof dir) n = sizeof dir - 1;
         memcpy(dir, slash ? path : ".", n);
@@ -505,6 +519,11 @@ int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is
                     : access(dir, W_OK | X_OK)      ? strerror(errno)
                                                     : NULL;
     return why ? cli_errorf(cmd, 2, "%s %s: cannot write into %s: %s", flag, path, dir, why) : 0;
+}
+
+int cli_out_check(const char *cmd, const char *flag, const char *path)
+{
+    return !path || !strcmp(path, "-") ? 0 : cli_writable_dir(cmd, flag, path, 0);
 }
 
 /* "-" for an output of a command whose report goes to standard output: exit code 2 after one

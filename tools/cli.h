@@ -48,14 +48,22 @@ int cli_errorf(const char *cmd, int code, const char *fmt, ...) CLI_PRINTF(3, 4)
  * and model.safetensors.index.json (shards named by the index are not noted). */
 void cli_note_input(const char *what, const char *path);
 void cli_note_model(const char *dir);
+/* 0 when name (NULL: the default) names a backend built in, or "sim"; else exit code 2 after
+ * one line listing the backends (as cli_backend says it, but before any work). */
+int cli_backend_known(const char *cmd, const char *name);
 /* A list flag's bad item (index from 0; item points at its text, which ends at ',', ';' or the
  * string's end): prints "turnip CMD: FLAG: item N, 'TEXT', is not WANT", N counting from 1;
  * returns 2. */
 int cli_bad_item(const char *cmd, const char *flag, const char *item, long long index, const char *want);
 /* Before the work: the directory an output named by `flag` goes into must be a writable
- * directory (is_dir: the path itself, which exists; else its parent, and the path must not be
- * a directory); 0, or exit code 2 after one line. */
+ * directory; 0, or exit code 2 after one line. is_dir 0: a file (not a directory, not an
+ * input the command noted, no trailing '/'; an existing device or FIFO passes, as it is
+ * written in place); 1: an existing directory, the path itself; 2: a directory to be made, so
+ * its parent ("new/" is "new"). An empty path is refused. */
 int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is_dir);
+/* cli_writable_dir (a file) for an output that may be "-" (standard output) or NULL (not given:
+ * standard output), as cli_out_open takes it: 0 for those, else cli_writable_dir's answer. */
+int cli_out_check(const char *cmd, const char *flag, const char *path);
 /* cli_writable_dir for output files given as (flag, path) pairs, a NULL flag last; a NULL path
  * (the flag not given) is skipped. Also refuses "-" (cli_file_only: the commands that call it
  * print their report on standard output, so "-" would mix data into the report). */
@@ -218,7 +226,9 @@ typedef struct cli_exec_flags {
 #define CLI_O_TRACE(S, F) CLI_O_STR("--trace", "FILE", S, F.trace, "Chrome trace-event JSON of the run (open in Perfetto)")
 #define CLI_O_DETERMINISTIC(S, F)                                                                          \
     CLI_O_SWITCH("--deterministic", S, F.deterministic,                                                   \
-                 "sum-into groups add in member order: results bit-identical across\n--order and --seed")
+                 "sum-into groups add in member order: results bit-identical across\n"     \
+                 "dispatch orders (--order, and --order random's seed where --seed\n"     \
+                 "sets nothing else)")
 
 /* The run options f stands for (no trace). */
 void cli_run_opts(const cli_exec_flags *f, tp_run_opts *ro);

@@ -35,6 +35,7 @@ static int run(int argc, char **argv)
     if (!rc && npos) cli_note_input("the MemGraph", pos[0]);
     if (rc) return rc;
     if (npos != 2) return cli_usage_error("convert", "needs IN and OUT", NULL);
+    if ((rc = cli_out_check("convert", "OUT", pos[1]))) return rc;
     int binary_out = fl.to ? !strcmp(fl.to, "binary") : !tp_memgraph_file_is_binary(pos[0]);
     tp_error e;
     tp_memgraph *mg = NULL;

@@ -31,6 +31,7 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     if (!npos) return cli_usage_error("dot", "no MemGraph given", NULL);
     cli_note_input("the MemGraph", mgp);
+    if ((rc = cli_out_check("dot", "-o", fl.out))) return rc;
     if ((rc = cli_json_plan("dot", mgp))) return rc;
     char *text = NULL;
     size_t len = 0;

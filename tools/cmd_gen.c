@@ -112,11 +112,12 @@ static int gen_llama(int argc, char **argv, int decode)
     if (rc) return rc;
     if (!fl.model == !fl.preset) return cli_usage_error("gen", "name one of --model DIR and --preset NAME", NULL);
     cli_note_model(fl.model);
+    if ((rc = cli_out_check("gen", "-o", fl.out))) return rc;
     if (!decode && !fl.seq) return cli_usage_error("gen", "gen llama needs --seq T", NULL);
     tp_error e;
     tp_llama_config c;
     tp_status s = cli_llama_config(fl.model, fl.preset, &c, &e);
-    if (s) return cli_fail(NULL, s, &e);
+    if (s) return cli_fail("gen", s, &e);
     tp_graph *g = NULL;
     if (decode) {
         tp_llama_decode_opts o = {.devices = (int)fl.devices, .device = (int)fl.device, .layer = fl.layer, .batch = fl.batch,
@@ -156,10 +157,10 @@ static int gen_inputs(int argc, char **argv)
     tp_error e;
     tp_graph *g;
     tp_status s = tp_graph_read_file(tgp, &g, &e);
-    if (s) return cli_fail(NULL, s, &e); /* g was never made */
+    if (s) return cli_fail("gen", s, &e); /* g was never made */
     s = tp_random_inputs(g, (uint64_t)fl.seed, fl.int_max, fl.out, &e);
     tp_graph_free(g);
-    return s ? cli_fail(NULL, s, &e) : 0;
+    return s ? cli_fail("gen", s, &e) : 0;
 }
 
 static int run(int argc, char **argv)
@@ -174,6 +175,7 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     if (npos && strcmp(model, "layered")) return cli_usage_error("gen", "unknown argument", model);
     if (!npos) return cli_usage_error("gen", "name a model: layered, llama, decode or inputs", NULL);
+    if ((rc = cli_out_check("gen", "-o", fl.out))) return rc;
     lo.devices = (int)fl.devices;
     lo.layers = (int)fl.layers;
     lo.heads = (int)fl.heads;
@@ -188,7 +190,7 @@ static int run(int argc, char **argv)
     tp_error e;
     tp_graph *g;
     tp_status s = tp_model_layered(&lo, &g, &e);
-    if (s) return cli_fail(NULL, s, &e);
+    if (s) return cli_fail("gen", s, &e);
     return cli_write_graph("gen", g, fl.out);
 }
 

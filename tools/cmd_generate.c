@@ -136,6 +136,7 @@ typedef struct {
     int64_t B, V, N;
     float *logits; /* [N, B, V] for --out */
     int32_t *tokens;
+    int sim; /* --backend sim: no tokens to print */
 } report;
 
 static void on_step(void *ctx, const tp_gen_step *st)
@@ -145,10 +146,14 @@ static void on_step(void *ctx, const tp_gen_step *st)
         memcpy(r->logits + (size_t)st->step * (size_t)(r->B * r->V), st->logits, sizeof(float) * (size_t)(r->B * r->V));
     if (r->fl->quiet) return;
     char b1[32];
-    printf("step %lld: %s %.3f s (run %.3f s), moved %s, token%s", (long long)st->step, st->step ? "decode" : "prefill", st->seconds,
-           st->run_seconds, cli_bytes_str((double)st->bytes_moved, b1, sizeof b1), r->B > 1 ? "s" : "");
-    for (int64_t b = 0; b < r->B && b < 8; b++) printf(" %d", (int)st->tokens[b]);
-    printf("%s\n", r->B > 8 ? " ..." : "");
+    printf("step %lld: %s %.3f s (run %.3f s), moved %s", (long long)st->step, st->step ? "decode" : "prefill", st->seconds,
+           st->run_seconds, cli_bytes_str((double)st->bytes_moved, b1, sizeof b1));
+    if (!r->sim) {
+        printf(", token%s", r->B > 1 ? "s" : "");
+        for (int64_t b = 0; b < r->B && b < 8; b++) printf(" %d", (int)st->tokens[b]);
+        if (r->B > 8) printf(" ...");
+    }
+    printf("\n");
     fflush(stdout);
 }
 
@@ -182,6 +187,7 @@ static int run(int argc, char **argv)
     if (npos) return cli_usage_error("generate", "no positional arguments", NULL);
     if (!fl.model == !fl.preset) return cli_usage_error("generate", "give one of --model DIR and --preset NAME", NULL);
     cli_note_model(fl.model);
+    if ((rc = cli_backend_known("generate", fl.b.name))) return rc;
     if (!fl.prompt_ids == !fl.seq_len) return cli_usage_error("generate", "give one of --prompt-ids and --seq-len", NULL);
     if (!fl.max_new) return cli_usage_error("generate", "--max-new-tokens is required", NULL);
     if (fl.policy) {
@@ -196,6 +202,15 @@ static int run(int argc, char **argv)
         return cli_usage_error("generate", "--lookahead 1 pins the next layer's tensors: it needs --plans layer", NULL);
     if (fl.prefetch != 1 && per_token)
         return cli_usage_error("generate", "--prefetch chooses loads between the plans of layers: it needs --plans layer", NULL);
+    int latency = !fl.policy || !strcmp(fl.policy, "latency");
+    if (fl.prefetch != 1 && !latency) /* the hints it follows are the latency policy's */
+        return cli_usage_error("generate", "--prefetch is the latency policy's: the other policies never prefetch", NULL);
+    if (fl.top_k && fl.temperature == 0)
+        return cli_usage_error("generate", "--top-k samples: it needs --temperature T above 0 (without it every token is the likeliest)", NULL);
+    if (fl.max_new < 2 && (fl.x.trace || fl.plan_out))
+        return cli_usage_error("generate", fl.x.trace ? "--trace shows a decode step: it needs --max-new-tokens 2 or more"
+                                                      : "--plan-out writes a decode step's plan: it needs --max-new-tokens 2 or more",
+                               NULL);
     if (!use_sim && !fl.device_mem) return cli_usage_error("generate", "--device-mem is required", NULL);
     if (use_sim && fl.out) return cli_usage_error("generate", "--out needs data: not with --backend sim", NULL);
     tp_error e;
@@ -312,7 +327,7 @@ static int run(int argc, char **argv)
     if (!s) be = use_sim ? cli_sim_backend("generate", &prof, &fl.b, &rc) : cli_backend("generate", &fl.b, &rc);
     tp_llama_weights *w = NULL;
     if (!s && be && !use_sim) s = tp_llama_weights_open(&c, fl.model, (uint64_t)fl.x.seed, &w, &e);
-    report rp = {&fl, B, c.vocab, fl.max_new, NULL, NULL};
+    report rp = {&fl, B, c.vocab, fl.max_new, NULL, NULL, use_sim};
     if (!s && be && fl.out && !(rp.logits = malloc(sizeof(float) * (size_t)(B * c.vocab) * (size_t)fl.max_new)))
         s = cli_set_error(&e, TP_ERR_NOMEM, "out of memory for the logits of --out");
     tp_gen_opts go = {0};
@@ -345,7 +360,7 @@ static int run(int argc, char **argv)
     if (!s && be) {
         printf("running on the %s backend, a plan per %s, cache policy %s", tp_backend_name(be), per_token ? "decode step" : "layer",
                fl.policy ? fl.policy : "latency");
-        if (!per_token) printf(" (prefetch %lld)", fl.prefetch);
+        if (!per_token && latency) printf(" (prefetch %lld)", fl.prefetch);
         printf("\n");
         fflush(stdout);
         s = tp_llama_generate(&go, &r, &e);
@@ -359,18 +374,21 @@ static int run(int argc, char **argv)
         double bound = (double)need.model_bytes + (double)need.kv_bytes - (double)fl.devices * (double)cap; /* all devices' memory */
         if (bound < 0) bound = 0;
         double per = r.decode_steps ? (double)r.decode_bytes / (double)r.decode_steps : 0;
+        char unit[64] = "token"; /* a decode step makes one token per sequence and moves the weights once for all */
+        if (B > 1) snprintf(unit, sizeof unit, "step (%lld tokens, one per sequence)", (long long)B);
         printf("time to first token: %.3f s (prefill run %.3f s, moved %s)\n", r.ttft, r.prefill_run_seconds,
                cli_bytes_str((double)r.prefill_bytes, b1, sizeof b1));
         if (r.decode_steps) {
             printf("decode: %lld steps x %lld sequences in %.3f s wall (%.3f s in runs): %.2f tokens/s (%.2f by run time)\n",
                    (long long)r.decode_steps, (long long)B, r.decode_seconds, r.decode_run_seconds,
                    (double)(r.decode_steps * B) / r.decode_seconds, (double)(r.decode_steps * B) / r.decode_run_seconds);
-            printf("bytes moved per token: %s; bound (weights + KV - devices x cap): %s%s\n", cli_bytes_str(per, b1, sizeof b1),
+            printf("bytes moved per %s: %s; bound (weights + KV - devices x cap): %s%s\n", unit, cli_bytes_str(per, b1, sizeof b1),
                    cli_bytes_str(bound, b2, sizeof b2), bound > 0 ? "" : " (everything fits)");
             if (r.decode_steps > 1) { /* the first decode step fills the empty cache */
                 double steady = (double)(r.decode_bytes - r.first_decode_bytes) / (double)(r.decode_steps - 1);
                 double ts = (r.decode_seconds - r.first_decode_seconds) / (double)(r.decode_steps - 1);
-                printf("steady state (after the first decode step): %s per token, %.4f s per step", cli_bytes_str(steady, b3, sizeof b3), ts);
+                printf("steady state (after the first decode step): %s per %s, %.4f s per step", cli_bytes_str(steady, b3, sizeof b3),
+                       B > 1 ? "step" : "token", ts);
                 if (bound > 0) printf(", bytes / bound %.3f", steady / bound);
                 printf("\n");
             }

@@ -51,7 +51,7 @@ static const cli_opt opts[] = {
     CLI_O_LINK_BANDWIDTH(flags, b, "cpu: throttle host-device and peer copies"),
     CLI_O_JITTER(flags, b),
     CLI_O_SWITCH("--no-data", flags, no_data, "plan only (for the big presets): graph sizes and plan statistics"),
-    CLI_O_INT("--repeat", "N", flags, x.repeat, 0, LLONG_MAX,
+    CLI_O_INT("--repeat", "N", flags, x.repeat, 1, LLONG_MAX,
               "N runs in one session: what fits of the weights stays on the devices from one\n"
               "run to the next (each run prints the bytes it moved), print each makespan and the best"),
     CLI_O_STR("--backend", "cpu|cuda|sim", flags, b.name,
@@ -163,6 +163,8 @@ static int sweep(const flags *fl, const char *label)
 {
     if (!fl->b.name || strcmp(fl->b.name, "sim")) return cli_usage_error("llama", "--sweep-seq needs --backend sim", NULL);
     if (!fl->csv) return cli_usage_error("llama", "--sweep-seq needs --csv FILE", NULL);
+    if (!fl->sweep_mem.n && fl->p.device_mem.n > 1) /* a list here would be every device's caps, not points */
+        return cli_usage_error("llama", "--sweep-seq takes one --device-mem (every device's cap); give the caps to sweep with --sweep-mem", NULL);
     int rc = cli_writable_files("llama", "--csv", fl->csv, "--png", fl->png, (char *)NULL);
     if (rc) return rc;
     tp_error e;
@@ -170,7 +172,7 @@ static int sweep(const flags *fl, const char *label)
     tp_sim_profile prof;
     tp_status s = cli_llama_config(fl->model, fl->preset, &c, &e);
     if (!s) s = tp_sim_profile_read(fl->machine, &prof, &e);
-    if (s) return cli_fail(NULL, s, &e);
+    if (s) return cli_fail("llama", s, &e);
     const char *badp;
     int64_t nseq64, bad, *seqs = parse_list(fl->sweep_seq, 1, INT64_MAX, &nseq64, &bad, &badp); /* sizes: check_build */
     if (!seqs && bad < 0) return cli_errorf("llama", 3, "out of memory");
@@ -208,7 +210,7 @@ static int sweep(const flags *fl, const char *label)
         return rc;
     }
     s = tp_sweep_llama(&so, csv.f, &e);
-    rc = s ? cli_fail(NULL, s, &e) : 0;
+    rc = s ? cli_fail("llama", s, &e) : 0;
     int wrc = cli_out_close("llama", &csv, !s);
     rc = rc ? rc : wrc;
     if (!rc) printf("wrote %s\n", fl->csv);
@@ -282,9 +284,15 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     if (!fl.model == !fl.preset) return cli_usage_error("llama", "give one of --model DIR and --preset NAME", NULL);
     cli_note_model(fl.model);
+    if ((rc = cli_backend_known("llama", fl.b.name))) return rc;
     const char *label = fl.model ? fl.model : fl.preset;
     if (!fl.machine) fl.machine = "a100x8"; /* the default machine of --backend sim */
-    if (fl.sweep_seq) return sweep(&fl, label);
+    if (fl.sweep_seq) { /* a sweep writes --csv (and --png) and prints its points; a single run's flags do nothing there */
+        const char *bad = fl.out ? "--out" : fl.x.trace ? "--trace" : fl.prompt_ids ? "--prompt-ids" : fl.seq_len ? "--seq-len"
+                        : fl.x.repeat > 1 ? "--repeat" : fl.no_data ? "--no-data" : NULL;
+        if (bad) return cli_errorf("llama", 2, "%s does not apply to a sweep (--sweep-seq gives the lengths; it writes --csv and --png)", bad);
+        return sweep(&fl, label);
+    }
     if (fl.csv || fl.png || fl.sweep_mem.n) /* the sweep's outputs and caps, given without a sweep */
         return cli_usage_error("llama", fl.csv ? "--csv needs --sweep-seq" : fl.png ? "--png needs --sweep-seq" : "--sweep-mem needs --sweep-seq",
                                NULL);
@@ -293,19 +301,23 @@ static int run(int argc, char **argv)
     if (fl.out && (use_sim || fl.no_data))
         return cli_usage_error("llama", use_sim ? "--out needs data: not with --backend sim" : "--out needs data: not with --no-data",
                                NULL);
+    if (fl.x.trace && fl.no_data) return cli_usage_error("llama", "--trace needs a run: not with --no-data", NULL);
+    if (fl.x.repeat > 1 && (use_sim || fl.no_data))
+        return cli_usage_error("llama", use_sim ? "--repeat is for a real run: a simulated run is the same every time" : "--repeat needs a run: not with --no-data",
+                               NULL);
     /* an output that cannot be written is refused before any work */
     if ((rc = cli_writable_files("llama", "--out", fl.out, "--trace", fl.x.trace, (char *)NULL))) return rc;
     tp_sim_profile prof;
     tp_error e;
     tp_status s = TP_OK;
-    if (use_sim && (s = tp_sim_profile_read(fl.machine, &prof, &e))) return cli_fail(NULL, s, &e);
+    if (use_sim && (s = tp_sim_profile_read(fl.machine, &prof, &e))) return cli_fail("llama", s, &e);
     if (!use_sim && !fl.p.device_mem.n) return cli_usage_error("llama", "--device-mem is required", NULL);
     tp_backend *be = NULL;
     if (!use_sim && !fl.no_data && !(be = cli_backend("llama", &fl.b, &rc))) return rc; /* a missing GPU before any work */
     tp_llama_config c;
     if ((s = cli_llama_config(fl.model, fl.preset, &c, &e))) {
         tp_backend_free(be);
-        return cli_fail(NULL, s, &e);
+        return cli_fail("llama", s, &e);
     }
     /* the prompt: its length first, the random one made once the build is known to fit */
     int64_t T = fl.seq_len;

@@ -103,7 +103,7 @@ static int write_profile(const tp_chain *c, double flops, const char *path)
 static int run(int argc, char **argv)
 {
     flags fl = {0};
-    fl.time_limit = 60;
+    fl.time_limit = -1; /* not given: 60 s, once it is known a solver runs */
     const char *path;
     int npos, rc = cli_parse("offload-plan", opts, &fl, argc, argv, 2, &path, 1, &npos, "chain");
     if (rc) return rc;
@@ -117,6 +117,8 @@ static int run(int argc, char **argv)
     if (!fl.flops) fl.flops = 1e12;
     tp_offload_algo algo = cli_offload_algo(fl.algo);
     if (algo == TP_OFFLOAD_MILP) fl.bound = 1;
+    if (fl.time_limit >= 0 && !fl.bound) return cli_usage_error("offload-plan", "--time-limit is the solver's: it needs --bound or --algo milp", NULL);
+    if (fl.time_limit < 0) fl.time_limit = 60;
     tp_error e;
     tp_chain *c;
     tp_status s = tp_chain_read_file(path, &c, &e);

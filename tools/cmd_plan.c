@@ -72,6 +72,7 @@ static int run(int argc, char **argv)
     if (rc) return rc;
     if (!npos) return cli_usage_error("plan", "no TaskGraph given", NULL);
     cli_note_input("the TaskGraph", in);
+    if ((rc = cli_out_check("plan", "-o", fl.out))) return rc;
     if (!fl.p.device_mem.n) return cli_usage_error("plan", "--device-mem is required", NULL);
     tp_error e;
     tp_graph *g;

@@ -228,6 +228,7 @@ static int train(int argc, char **argv, const char **made)
     if (npos) return cli_usage_error("train", "no positional arguments", NULL);
     if (!fl.model == !fl.preset) return cli_usage_error("train", "give one of --model DIR and --preset NAME", NULL);
     cli_note_model(fl.model);
+    if ((rc = cli_backend_known("train", fl.b.name))) return rc;
     cli_note_input("--data", fl.data);
     if (!fl.seq_len) return cli_usage_error("train", "--seq-len is required", NULL);
     if (!fl.steps) return cli_usage_error("train", "--steps is required", NULL);
@@ -247,7 +248,7 @@ static int train(int argc, char **argv, const char **made)
     if (fl.wdtype && tp_dtype_parse(fl.wdtype, &c.dtype)) return cli_usage_error("train", "--weights-dtype: f32, f16 or bf16", NULL);
     struct stat sb;
     int existed = fl.out && stat(fl.out, &sb) == 0;
-    if ((fl.out && (rc = cli_writable_dir("train", "--out", fl.out, existed))) || /* missing: its parent */
+    if ((fl.out && (rc = cli_writable_dir("train", "--out", fl.out, existed ? 1 : 2))) ||
         (rc = cli_writable_files("train", "--dump-grads", fl.dump, "--taskgraph-out", fl.taskgraph, (char *)NULL)))
         return rc;
     tp_sim_profile prof;
@@ -328,17 +329,19 @@ static int train(int argc, char **argv, const char **made)
                           fl.batch * fl.seq_len);
     }
     if (fl.data) printf("data: %s, %lld ids: %lld sequences of %lld\n", fl.data, (long long)nids, (long long)(nids / fl.seq_len), fl.seq_len);
-    if (fl.taskgraph) { /* the graph every step plans, before the session's marks (scripts/chain_from_taskgraph.py reads it) */
+    /* the backend before any output: a missing GPU or an unknown name writes nothing */
+    tp_backend *be = use_sim ? cli_sim_backend("train", &prof, &fl.b, &rc) : cli_backend("train", &fl.b, &rc);
+    if (be && fl.taskgraph) { /* the graph every step plans, before the session's marks (scripts/chain_from_taskgraph.py reads it) */
         tp_graph *g = NULL;
         if ((s = tp_llama_train_build(&c, &go, &g, &e))) rc = cli_fail("train", s, &e);
         else if (!(rc = cli_write_graph("train", g, fl.taskgraph))) printf("wrote %s\n", fl.taskgraph);
         if (rc) {
+            tp_backend_free(be);
             free(ids);
             return rc;
         }
         fflush(stdout);
     }
-    tp_backend *be = use_sim ? cli_sim_backend("train", &prof, &fl.b, &rc) : cli_backend("train", &fl.b, &rc);
     tp_llama_weights *w = NULL;
     s = TP_OK;
     if (be && !use_sim) s = tp_llama_weights_open(&c, fl.model, (uint64_t)fl.x.seed, &w, &e);

@@ -263,7 +263,8 @@ typedef struct tp_build_estimate {
 } tp_build_estimate;
 
 void tp_layered_estimate(const tp_layered_opts *o, tp_build_estimate *e);
-/* o as tp_llama_build takes it (after tp_llama_opts_default and any overrides). */
+/* o as tp_llama_build takes it (after tp_llama_opts_default and any overrides); all zero when
+ * the batch or the tokens are out of the range tp_llama_build accepts (it says why). */
 void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_build_estimate *e);
 /* The training step's (tp_llama_train_build), vertices and edges exact; vertex names the largest
  * single kernel need among the embedding, a layer's scores and MLP, and a logits chunk. */

@@ -796,6 +796,8 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
     memset(e, 0, sizeof *e);
     int Di = o->devices < 1 ? 1 : o->devices > TP_MAX_DEVICES ? TP_MAX_DEVICES : o->devices;
     if (c->heads < 1 || c->kv_heads < 1 || c->heads % c->kv_heads || c->layers < 1) return; /* G below: a whole group */
+    /* sizes tp_llama_build refuses: nothing to estimate (zero), so its message, not a memory one, is what the caller sees */
+    if (o->batch < 1 || o->batch > TP_LLAMA_MAX_BATCH || o->seq < 1 || o->seq > TP_LLAMA_MAX_SEQ / o->batch) return;
     double D = Di, NB = o->blocks < 1 ? 1 : o->blocks, T = (double)o->seq, Hh = (double)c->heads,
            L = (double)c->layers, H = (double)c->hidden, V = (double)c->vocab, es = (double)tp_dtype_size(c->dtype);
     double VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1, MC = o->mlp_chunks > 0 ? o->mlp_chunks : 1;

@@ -327,12 +327,14 @@ static const char solver_ipm[] = GLPK_NAME " interior point";
 static const char solver_spx[] = GLPK_NAME " simplex";
 static const char solver_none[] = GLPK_NAME;
 
+/* op k of the model (B_L..B_1, F_1..F_L) as messages name it: by the chain file's layer, 0..L-1,
+ * as Algorithm 1's messages do */
 static const char *op_name(uint32_t L, uint32_t k, char *buf, size_t n)
 {
     if (k < L)
-        snprintf(buf, n, "B_%u", L - k);
+        snprintf(buf, n, "B of layer %u", L - 1 - k);
     else
-        snprintf(buf, n, "F_%u", k - L + 1);
+        snprintf(buf, n, "F of layer %u", k - L);
     return buf;
 }
 
@@ -375,7 +377,7 @@ static tp_status build(job *jo, glp_prob **lpo, double **colubo, int *ncolso, do
             char nm[32];
             tp_status s = tp__fail(
                 err, TP_ERR_INFEASIBLE,
-                "tp_chain_bound: %s needs %llu bytes with no other weight resident, over mgpu %llu",
+                "bound: %s needs %llu bytes with no other weight resident, over mgpu %llu",
                 op_name(L, k, nm, sizeof nm), (unsigned long long)Mk[k],
                 (unsigned long long)c->mgpu);
             free(Mk);
