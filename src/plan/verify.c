@@ -678,23 +678,28 @@ static tp_status topo(V *c)
     return s;
 }
 
-/* does a happen before b (a path a -> ... -> b)? */
+/* does a happen before b (a path a -> ... -> b)? Breadth first from b, back along the deps and
+ * never below a's rank: the paths a plan makes are short (a writer's readers depend on it, and
+ * the next writer on them), and breadth first finds them after visiting what lies that close
+ * to b. Depth first visited b's whole ancestry above a's rank first when its path went through
+ * b's last dep: quadratic in the vertices over a plan's overwrites (142 s for a 7x10^5-vertex
+ * plan that reuses memory freed long before). */
 static int before(V *c, uint32_t a, uint32_t b)
 {
     if (c->rank[a] >= c->rank[b]) return 0;
     if (has_dep(&c->v[b], a)) return 1;
     c->stamp++;
-    size_t top = 0;
-    c->stack[top++] = b;
+    size_t head = 0, tail = 0; /* c->stack as a queue: each vertex enters once (mark) */
+    c->stack[tail++] = b;
     c->mark[b] = c->stamp;
-    while (top) {
-        const vx *x = &c->v[c->stack[--top]];
+    while (head < tail) {
+        const vx *x = &c->v[c->stack[head++]];
         for (uint32_t k = 0; k < x->ndeps; k++) {
             uint32_t d = x->deps[k];
             if (d == a) return 1;
             if (c->rank[d] <= c->rank[a] || c->mark[d] == c->stamp) continue;
             c->mark[d] = c->stamp;
-            c->stack[top++] = d;
+            c->stack[tail++] = d;
         }
     }
     return 0;
