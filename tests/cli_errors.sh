@@ -81,7 +81,8 @@ expect 0 "usage: turnip run" "$T" run --help
 expect 0 "makespan / bound" "$T" sim "$SRC/examples/transformer.json" --machine a100x8 --device-mem 2MiB
 expect 0 "makespan / bound" "$T" llama --preset tiny --seq-len 64 --devices 2 --backend sim --machine p100x4
 expect 2 "machine profile" "$T" sim "$SRC/examples/transformer.json" --machine nosuchmachine
-expect 2 "machine 'h100' has 1 devices" "$T" sim "$SRC/examples/transformer.json" --machine h100
+expect 2 "machine 'h100' has 1 device, the graph uses" "$T" sim "$SRC/examples/transformer.json" --machine h100
+check "sim: a graph the machine cannot hold is refused before planning" sh -c "! grep -q 'planned in' '$D/.out'"
 expect 0 "wrote" "$T" llama --preset tiny --devices 2 --backend sim --machine a100x8 --sweep-seq 32,64 --csv "$D/s.csv"
 expect 0 "tiny,a100x8,2,64" cat "$D/s.csv"
 expect 0 "OOM" "$T" llama --preset tiny --devices 1 --backend sim --machine a100x8 --sweep-seq 64 --sweep-mem 64KiB --csv "$D/s2.csv"
@@ -308,4 +309,32 @@ absent "$D/tg.json"
 check "train --backend bogus: refused before any report" sh -c "! grep -q memory '$D/.out'"
 expect 2 "--backend bogus is not built in" "$T" generate --preset tiny --seq-len 4 --max-new-tokens 2 --device-mem 50% --backend bogus
 check "generate --backend bogus: refused before any report" sh -c "! grep -q memory '$D/.out'"
+# - run and sim: refusals before planning (they came after planning and verifying, minutes on big graphs)
+expect 0 "" "$T" gen layered --devices 1 --layers 2 -o "$D/l1.json"
+expect 2 "--device-mem gives device 0 1.0 TiB, machine 'h100' has 80.0 GiB per device" "$T" sim "$D/l1.json" --machine h100 --device-mem 1TiB
+expect 2 "the cpu backend's 1 device arena (--device-mem) need 1.0 TiB of host memory" "$T" run "$D/l1.json" --zero-inputs --device-mem 1TiB
+check "run: arenas past the machine refused before planning" sh -c "! grep -q 'planned in' '$D/.out'"
+mkfifo "$D/fifo.st"
+expect 2 "--inputs $D/fifo.st: cannot read: not a regular file" "$T" run "$D/l1.json" --inputs "$D/fifo.st" --device-mem 1MiB
+expect 2 "--inputs $D/none.st: cannot read: No such file" "$T" run "$D/l1.json" --inputs "$D/none.st" --device-mem 1MiB
+expect 2 "a simulated run is .turnip sim" "$T" run "$D/l1.json" --zero-inputs --device-mem 1MiB --backend sim
+# - /dev/stdout where standard output carries the report: refused like "-"; plan's statistics
+#   go to standard error when the MemGraph goes to standard output by that name
+expect 2 "--trace /dev/stdout: standard output carries" "$T" run "$D/l1.json" --zero-inputs --device-mem 1MiB --trace /dev/stdout
+"$T" plan "$D/l1.json" --device-mem 1MiB -o /dev/stdout --stats > "$D/l1.plan.json" 2> /dev/null
+expect 0 "valid" "$T" verify "$D/l1.plan.json" --taskgraph "$D/l1.json"
+# - gen inputs: inputs past the machine's memory refused before any is made (exit 3 after minutes)
+printf '{"format": "turnip.taskgraph/1", "devices": 1, "vertices": [{"id": "x", "kind": "input", "device": 0, "dtype": "f32", "shape": [1048576, 1048576]}, {"id": "y", "kind": "kernel", "device": 0, "op": "scale", "inputs": ["x"], "dtype": "f32", "shape": [1048576, 1048576], "attrs": {"alpha": 1}}], "outputs": ["y"]}' > "$D/bigin.json"
+expect 2 "gen inputs: the inputs need 4.0 TiB of host memory" "$T" gen inputs "$D/bigin.json" -o "$D/bigin.st"
+absent "$D/bigin.st"
+# - verify holds the format's rule for deps (increasing, no repeats) as run --plan and convert do;
+#   it sorted them and said "valid"
+/usr/bin/python3 - "$D/l1.plan.json" "$D/l1.unsorted.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+v = next(x for x in m["vertices"] if len(x["deps"]) >= 2)
+v["deps"] = v["deps"][::-1] + v["deps"][:1]
+json.dump(m, open(sys.argv[2], "w"))
+PY
+expect 2 "'deps' must be increasing vertex ids, without repeats" "$T" verify "$D/l1.unsorted.json" --taskgraph "$D/l1.json"
 finish

@@ -467,6 +467,29 @@ int cli_refuse_host(const char *cmd, const char *prefix, const char *subject, do
                       cli_bytes_str((double)limit, b2, sizeof b2));
 }
 
+int cli_readable_file(const char *cmd, const char *flag, const char *path)
+{
+    struct stat st;
+    if (!path) return 0;
+    const char *why = stat(path, &st) ? strerror(errno) : S_ISDIR(st.st_mode) ? "is a directory"
+                    : !S_ISREG(st.st_mode)                                   ? "not a regular file"
+                    : access(path, R_OK)                                     ? strerror(errno)
+                                                                             : NULL;
+    return why ? cli_errorf(cmd, 2, "%s %s: cannot read: %s", flag, path, why) : 0;
+}
+
+int cli_refuse_arenas(const char *cmd, const tp_backend *be, int nd, const uint64_t *cap)
+{
+    if (!be || strcmp(tp_backend_name(be), "cpu")) return 0;
+    double need = 0;
+    for (int d = 0; d < nd; d++) need += (double)cap[d];
+    uint64_t limit = tp_host_mem_limit();
+    if (need <= (double)limit) return 0;
+    char b1[32], b2[32];
+    return cli_errorf(cmd, 2, "the cpu backend's %d device arena%s (--device-mem) need %s of host memory, more than the %s available",
+                      nd, nd == 1 ? "" : "s", cli_bytes_str(need, b1, sizeof b1), cli_bytes_str((double)limit, b2, sizeof b2));
+}
+
 tp_status cli_llama_config(const char *model, const char *preset, tp_llama_config *c, tp_error *e)
 {
     if (!model) return tp_llama_preset(preset, c, e);
@@ -526,12 +549,23 @@ int cli_out_check(const char *cmd, const char *flag, const char *path)
     return !path || !strcmp(path, "-") ? 0 : cli_writable_dir(cmd, flag, path, 0);
 }
 
-/* "-" for an output of a command whose report goes to standard output: exit code 2 after one
- * line (the data would be mixed into the report); else 0 */
+int cli_is_stdout(const char *path)
+{
+    struct stat a, b;
+    if (!path) return 1;
+    if (!strcmp(path, "-")) return 1;
+    if (stat(path, &a) || fstat(1, &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino) return 0;
+    struct stat n; /* /dev/null with standard output there too: nothing to mix */
+    return !(S_ISCHR(a.st_mode) && !stat("/dev/null", &n) && a.st_rdev == n.st_rdev);
+}
+
+/* "-", or a name of the file standard output goes to (/dev/stdout), for an output of a command
+ * whose report goes to standard output: exit code 2 after one line (the data would be mixed
+ * into the report); else 0 */
 static int cli_file_only(const char *cmd, const char *flag, const char *path)
 {
-    if (!path || strcmp(path, "-")) return 0;
-    return cli_errorf(cmd, 2, "%s -: standard output carries this command's report; name a file", flag);
+    if (!path || !cli_is_stdout(path)) return 0;
+    return cli_errorf(cmd, 2, "%s %s: standard output carries this command's report; name a file", flag, path);
 }
 
 int cli_writable_files(const char *cmd, ...)

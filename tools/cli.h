@@ -61,6 +61,9 @@ int cli_bad_item(const char *cmd, const char *flag, const char *item, long long 
  * written in place); 1: an existing directory, the path itself; 2: a directory to be made, so
  * its parent ("new/" is "new"). An empty path is refused. */
 int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is_dir);
+/* Whether an output path is standard output: NULL or "-", or a name of the file standard output
+ * is (/dev/stdout, /proc/self/fd/1, or the file it is redirected to). */
+int cli_is_stdout(const char *path);
 /* cli_writable_dir (a file) for an output that may be "-" (standard output) or NULL (not given:
  * standard output), as cli_out_open takes it: 0 for those, else cli_writable_dir's answer. */
 int cli_out_check(const char *cmd, const char *flag, const char *path);
@@ -105,6 +108,13 @@ const char *cli_bytes_str(double b, char *buf, size_t len);
  * (tp_host_mem_limit); else prints "PREFIX SUBJECT about N of host memory (V vertices, E
  * edges), more than the M available" and returns 2. */
 int cli_refuse_host(const char *cmd, const char *prefix, const char *subject, double bytes, const tp_build_estimate *est);
+/* Before the work: an input file named by flag (NULL: not given) must be a readable regular
+ * file; 0, or one line and 2. (Its reader checks it again when it opens it.) */
+int cli_readable_file(const char *cmd, const char *flag, const char *path);
+/* Before planning: on the cpu backend (be; others pass) the nd device arenas of cap[] bytes are
+ * host memory: 0 when they fit tp_host_mem_limit, else one line and 2. (The backend checks the
+ * plan's arenas and host block again when it allocates them.) */
+int cli_refuse_arenas(const char *cmd, const tp_backend *be, int nd, const uint64_t *cap);
 /* The LLaMA config of --model DIR (DIR/config.json) or, when model is NULL, of --preset NAME. */
 tp_status cli_llama_config(const char *model, const char *preset, tp_llama_config *c, tp_error *e);
 /* Writes g as TaskGraph JSON to path (cli_out: a temporary file renamed into place; "-" or

@@ -158,6 +158,15 @@ static int gen_inputs(int argc, char **argv)
     tp_graph *g;
     tp_status s = tp_graph_read_file(tgp, &g, &e);
     if (s) return cli_fail("gen", s, &e); /* g was never made */
+    double need = 0; /* every input is made in memory before the file is written */
+    for (uint32_t v = 0; v < tp_graph_size(g); v++)
+        if (tp_graph_vertex(g, v)->kind == TP_V_INPUT) need += (double)tp_graph_vertex(g, v)->bytes;
+    if (need > (double)tp_host_mem_limit()) {
+        char b1[32], b2[32];
+        tp_graph_free(g);
+        return cli_errorf("gen", 2, "gen inputs: the inputs need %s of host memory, more than the %s available",
+                          cli_bytes_str(need, b1, sizeof b1), cli_bytes_str((double)tp_host_mem_limit(), b2, sizeof b2));
+    }
     s = tp_random_inputs(g, (uint64_t)fl.seed, fl.int_max, fl.out, &e);
     tp_graph_free(g);
     return s ? cli_fail("gen", s, &e) : 0;

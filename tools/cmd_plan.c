@@ -92,7 +92,7 @@ static int run(int argc, char **argv)
     if ((rc = cli_out_open("plan", fl.out, &out))) goto done;
     s = fl.format && !strcmp(fl.format, "binary") ? tp_memgraph_write_binary(mg, out.f, &e) : tp_memgraph_write(mg, out.f, &e);
     if ((rc = cli_out_finish("plan", &out, s, &e))) goto done;
-    if (fl.stats) print_stats(out.path ? stdout : stderr, g, mg, &o); /* out.path NULL: the MemGraph goes to standard output */
+    if (fl.stats) print_stats(cli_is_stdout(fl.out) ? stderr : stdout, g, mg, &o); /* the MemGraph went to standard output */
 done:
     free(ev);
     tp_memgraph_free(mg);

@@ -6,6 +6,7 @@
  * `opaque` reads them, and opaque reads nothing); a resident input with a dtype is refused
  * with --inputs (the file's values would not reach it) and allowed with --zero-inputs. */
 #include <stdlib.h>
+#include <string.h>
 #include "cli.h"
 
 typedef struct {
@@ -150,6 +151,8 @@ static int run(int argc, char **argv)
     int npos, rc = cli_parse("run", opts, &fl, argc, argv, 2, &in, 1, &npos, "TaskGraph");
     if (rc) return rc;
     if (!npos) return cli_usage_error("run", "no TaskGraph given", NULL);
+    if (fl.b.name && !strcmp(fl.b.name, "sim")) /* run has no --machine: sim is its own command */
+        return cli_usage_error("run", "--backend is cpu or cuda here; a simulated run is `turnip sim TASKGRAPH --machine NAME`", NULL);
     if (!fl.p.device_mem.n) return cli_usage_error("run", "--device-mem is required", NULL);
     if (!fl.inputs && !fl.zero_inputs) return cli_usage_error("run", "--inputs is required (or --zero-inputs)", NULL);
     cli_note_input("the TaskGraph", in);
@@ -163,6 +166,11 @@ static int run(int argc, char **argv)
     if ((rc = cli_writable_files("run", "--out", fl.out, "--trace", fl.x.trace, (char *)NULL))) return rc;
     tp_backend *be = cli_backend("run", &fl.b, &rc); /* first: a missing GPU is reported before any work */
     if (!be) return rc;
+    /* then an input that cannot be read (found by its reader only after planning and verifying) */
+    if ((rc = cli_readable_file("run", "--inputs", fl.inputs)) || (rc = cli_readable_file("run", "--plan", fl.plan))) {
+        tp_backend_free(be);
+        return rc;
+    }
     tp_error e;
     tp_graph *g;
     tp_status s = tp_graph_read_file(in, &g, &e);
@@ -178,6 +186,7 @@ static int run(int argc, char **argv)
     tp_plan_evict *ev = NULL;
     cli_load_fn load = fl.zero_inputs ? load_zeros : load_file;
     if ((rc = cli_plan_opts("run", &fl.p, o.ndevices, &o))) goto done;
+    if ((rc = cli_refuse_arenas("run", be, o.ndevices, o.device_mem))) goto done;
     int session = fl.x.repeat > 1; /* the cheap refusals first, before a strategy's MILP may solve */
     if (session && (rc = cli_keep_inputs("run", g))) goto done;
     if (fl.inputs && (rc = check_resident(g))) goto done;

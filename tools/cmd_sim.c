@@ -64,6 +64,16 @@ static int run(int argc, char **argv)
     tp_plan_opts o;
     tp_plan_opts_init(&o, tp_graph_devices(g), prof.device_mem);
     rc = cli_plan_opts("sim", &fl.p, o.ndevices, &o);
+    /* the machine holds the graph, before planning (the backend checks the plan again) */
+    if (!rc && o.ndevices > prof.devices)
+        rc = cli_errorf("sim", 2, "machine '%s' has %d device%s, the graph uses %d", prof.name, prof.devices, prof.devices == 1 ? "" : "s",
+                        o.ndevices);
+    for (int d = 0; !rc && d < o.ndevices; d++)
+        if (o.device_mem[d] > prof.device_mem) {
+            char a[32], b[32];
+            rc = cli_errorf("sim", 2, "--device-mem gives device %d %s, machine '%s' has %s per device", d,
+                            tp_format_size(o.device_mem[d], a, sizeof a), prof.name, tp_format_size(prof.device_mem, b, sizeof b));
+        }
     tp_plan_evict *ev = NULL;
     tp_chain_machine m = {0, 0, 0}; /* milp's chain: the sim's own rates (exact for offload-plan --sim-profile) */
     tp_sim_profile_rates(&prof, &m.flops_per_s, &m.beta);

@@ -252,8 +252,9 @@ static tp_status parse_vertex(V *c, json_t *j, size_t i)
         if (!get_u64(json_array_get(ds, r), &dd))
             return unusable(c, "vertex %2$lld (%1$s): 'deps' must hold vertex ids", x->tname, (long long)i);
         x->deps[r] = vertex_ref(dd);
+        if (r && x->deps[r] <= x->deps[r - 1]) /* the format's rule, which the plan readers hold too */
+            return unusable(c, "vertex %2$lld (%1$s): 'deps' must be increasing vertex ids, without repeats", x->tname, (long long)i);
     }
-    qsort(x->deps, x->ndeps, sizeof *x->deps, cmp_u32);
     x->inplace = -1;
     json_t *ip = json_object_get(j, "inplace");
     if (ip) {
