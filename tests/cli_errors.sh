@@ -337,4 +337,10 @@ v["deps"] = v["deps"][::-1] + v["deps"][:1]
 json.dump(m, open(sys.argv[2], "w"))
 PY
 expect 2 "'deps' must be increasing vertex ids, without repeats" "$T" verify "$D/l1.unsorted.json" --taskgraph "$D/l1.json"
+# - gen llama and gen decode refuse each other's flags (they were ignored)
+expect 2 "--head is for gen decode, not gen llama" "$T" gen llama --preset tiny --seq 4 --head
+expect 2 "--kv-out is for gen llama, not gen decode" "$T" gen decode --preset tiny --kv-out
+expect 2 "give --layer L or --head, not both" "$T" gen decode --preset tiny --head --layer 1
+# - a capacity of 0 is refused by the flag's parser (the planner blamed the file)
+expect 2 "--device-mem: not a size above 0" "$T" plan "$EX" --device-mem 4KiB,0,4KiB
 finish

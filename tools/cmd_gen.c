@@ -114,6 +114,13 @@ static int gen_llama(int argc, char **argv, int decode)
     cli_note_model(fl.model);
     if ((rc = cli_out_check("gen", "-o", fl.out))) return rc;
     if (!decode && !fl.seq) return cli_usage_error("gen", "gen llama needs --seq T", NULL);
+    /* the other mode's flags would be ignored: refused by name */
+    const char *other = decode ? (fl.seq ? "--seq" : fl.kv_out ? "--kv-out" : fl.all_logits ? "--all-logits" : fl.blocks ? "--blocks"
+                                  : fl.mlp_chunks != 1 ? "--mlp-chunks" : fl.residual ? "--residual" : NULL)
+                               : (fl.layer ? "--layer" : fl.head ? "--head" : fl.pos ? "--pos" : fl.max_len ? "--max-len"
+                                  : fl.device ? "--device" : NULL);
+    if (other) return cli_errorf("gen", 2, "%s is for gen %s, not %s", other, decode ? "llama" : "decode", cmd);
+    if (decode && fl.head && fl.layer) return cli_usage_error("gen", "gen decode: give --layer L or --head, not both", NULL);
     tp_error e;
     tp_llama_config c;
     tp_status s = cli_llama_config(fl.model, fl.preset, &c, &e);

@@ -52,7 +52,7 @@ static int bad_value(const char *cmd, const cli_opt *o, const char *v)
     snprintf(flag, sizeof flag, "%.*s", (int)first_len(o->flag), o->flag);
     switch (o->kind) {
     case CLI_SIZE: snprintf(msg, sizeof msg, "%s: not a positive size", flag); break;
-    case CLI_SIZES: snprintf(msg, sizeof msg, "%s: not a size or a comma-separated list of sizes", flag); break;
+    case CLI_SIZES: snprintf(msg, sizeof msg, "%s: not a size above 0 or a comma-separated list of them (devices' capacities)", flag); break;
     case CLI_INT:
         if (o->max == LLONG_MAX) snprintf(msg, sizeof msg, "%s needs an integer >= %lld", flag, o->min);
         else snprintf(msg, sizeof msg, "%s needs an integer in %lld..%lld", flag, o->min, o->max);
@@ -90,6 +90,11 @@ static int store(const char *cmd, const cli_opt *o, const char *v, char *dst)
             s->n = 0;
             return bad_value(cmd, o, v);
         }
+        for (int k = 0; k < s->n; k++) /* size lists are devices' capacities: none holds anything at 0 */
+            if (!s->v[k]) {
+                s->n = 0;
+                return bad_value(cmd, o, v);
+            }
         return 0;
     }
     case CLI_INT: {
