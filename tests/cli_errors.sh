@@ -343,4 +343,22 @@ expect 2 "--kv-out is for gen llama, not gen decode" "$T" gen decode --preset ti
 expect 2 "give --layer L or --head, not both" "$T" gen decode --preset tiny --head --layer 1
 # - a capacity of 0 is refused by the flag's parser (the planner blamed the file)
 expect 2 "--device-mem: not a size above 0" "$T" plan "$EX" --device-mem 4KiB,0,4KiB
+# - dot checks what it draws: a MemGraph (format), known kinds, deps and devices that exist (it drew
+#   phantom vertices and exited 0)
+/usr/bin/python3 - "$D/l1.plan.json" "$D" <<'PY'
+import json, sys
+src, d = sys.argv[1], sys.argv[2]
+def mut(name, f):
+    m = json.load(open(src)); f(m); json.dump(m, open("%s/%s.json" % (d, name), "w"))
+mut("dot-format", lambda m: m.update(format="turnip.memgraph/2"))
+mut("dot-kind", lambda m: m["vertices"][-1].update(kind="weird"))
+mut("dot-dep", lambda m: m["vertices"][-1].update(deps=m["vertices"][-1]["deps"] + [999999]))
+mut("dot-device", lambda m: m["vertices"][-1].update(device=7))
+PY
+expect 2 "not a MemGraph" "$T" dot "$D/dot-format.json" -o "$D/dot.gv"
+expect 2 "unknown kind 'weird'" "$T" dot "$D/dot-kind.json" -o "$D/dot.gv"
+expect 2 "depends on vertex 999999, which does not exist" "$T" dot "$D/dot-dep.json" -o "$D/dot.gv"
+expect 2 "is on device 7; the MemGraph has 1" "$T" dot "$D/dot-device.json" -o "$D/dot.gv"
+absent "$D/dot.gv"
+expect 0 "" "$T" dot "$D/l1.plan.json" -o "$D/dot.gv"
 finish

@@ -132,7 +132,7 @@ expect 2 "fifo: not a regular file" "$T" verify "$D/mg.json" --taskgraph "$D/fif
 expect 2 "fifo: not a regular file" "$T" gen inputs "$D/fifo" -o "$D/g.st"
 expect 2 "fifo: not a regular file" "$T" sim "$EX" --machine "$D/fifo" --device-mem 4KiB
 MLP=$SRC/examples/mlp.json
-expect 2 "fifo: not a regular file" "$T" run "$MLP" --device-mem 512KiB --inputs "$D/fifo" --out "$D/o.st"
+expect 2 "fifo: cannot read: not a regular file" "$T" run "$MLP" --device-mem 512KiB --inputs "$D/fifo" --out "$D/o.st"
 absent "$D/o.st"
 mkdir "$D/fcfg"
 mkfifo "$D/fcfg/config.json"

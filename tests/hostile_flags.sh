@@ -118,7 +118,7 @@ cp -r "$O" "$D/ref"
 expect 2 "injected fault" "$T" run "$EX" --device-mem 4KiB --inputs "$D/in.st" --out "$O/o.st" --trace "$O/tr.json" --fail-vertex 3
 expect 2 "capacity is 3.0 KiB" "$T" run "$EX" --device-mem 3KiB --inputs "$D/in.st" --out "$O/o.st"
 expect 2 "capacity is 3.0 KiB" "$T" plan "$EX" --device-mem 3KiB -o "$O/mg.json"
-expect 2 "needs 'kind'" "$T" dot "$EX" -o "$O/dot.gv"
+expect 2 "not a MemGraph" "$T" dot "$EX" -o "$O/dot.gv"
 expect 2 "devices needs" "$T" gen layered --devices 0 -o "$O/g.json"
 expect 2 "int-max needs" "$T" gen inputs "$EX" -o "$O/in.st" --int-max 0
 expect 2 "completion is for --backend cuda" "$T" llama --preset tiny --backend sim --completion poll --sweep-seq 8 --csv "$O/sw.csv"
@@ -143,7 +143,7 @@ expect 2 "cannot write" "${RUN[@]/$D\/o.st/$D/no/such/o.st}"
 
 # 11: arenas the machine cannot back are refused before they are touched, naming both sizes
 if [ -r /proc/meminfo ]; then
-    expect 2 "cpu backend: the plan needs 3.0 TiB of device arenas and 3.0 KiB of host memory, the machine has .* available" \
+    expect 2 "the cpu backend's 3 device arenas (--device-mem) need 3.0 TiB of host memory, more than the .* available" \
         "$T" run "$EX" --device-mem 1TiB --inputs "$D/in.st" --out "$D/big.st"
     check "no output from a refused run" test ! -e "$D/big.st"
 else

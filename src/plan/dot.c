@@ -67,17 +67,20 @@ static tp_status dot_vertex(D *c, json_t *v)
     size_t i = c->n;
     const char *kind = json_string_value(json_object_get(v, "kind")), *task = json_string_value(json_object_get(v, "task"));
     if (!kind || !task) return tp__fail(c->err, TP_ERR_PARSE, "%s: vertex %zu needs 'kind' and 'task'", c->name, i);
-    int st = S_KERNEL;
+    int st = -1;
     for (int q = 0; q < NSTYLES; q++)
         if (!strcmp(kind, kinds[q])) st = q;
+    if (st < 0) return tp__fail(c->err, TP_ERR_PARSE, "%s: vertex %zu: unknown kind '%.64s'", c->name, i, kind);
     json_t *jd = json_object_get(v, "device"), *jg = json_object_get(v, "group");
+    if (jd && (!json_is_integer(jd) || json_integer_value(jd) < 0)) /* absent: a vertex outside the devices' clusters */
+        return tp__fail(c->err, TP_ERR_PARSE, "%s: vertex %zu: 'device' must be an integer >= 0", c->name, i);
     char grp[40] = "", label[560];
     if (json_is_integer(jg)) snprintf(grp, sizeof grp, " (group %lld)", (long long)json_integer_value(jg));
     int len = snprintf(label, sizeof label, "%zu: %s%s%.400s%s", i, strcmp(kind, "kernel") ? kind : "", strcmp(kind, "kernel") ? " " : "", task,
                        grp);
     size_t ll = len < 0 ? 0 : (size_t)len < sizeof label ? (size_t)len : sizeof label - 1;
     if (!TP__GROW(c->v, c->vcap, i + 1) || !TP__GROW(c->labels, c->caplab, c->nlab + ll + 1)) return dot_nomem(c);
-    c->v[i].dev = json_is_integer(jd) && json_integer_value(jd) >= 0 ? (int64_t)json_integer_value(jd) : -1;
+    c->v[i].dev = jd ? (int64_t)json_integer_value(jd) : -1;
     c->v[i].style = (uint8_t)st;
     c->v[i].label = c->nlab;
     memcpy(c->labels + c->nlab, label, ll);
@@ -92,7 +95,10 @@ static tp_status dot_vertex(D *c, json_t *v)
     size_t need = c->ne + nd + 1;
     if (!TP__GROW(c->efrom, c->capf, need) || !TP__GROW(c->eto, c->capt, need) || !TP__GROW(c->ekind, c->capk, need)) return dot_nomem(c);
     for (size_t k = 0; k < nd; k++) {
-        int64_t d = (int64_t)json_integer_value(json_array_get(deps, k));
+        json_t *jk = json_array_get(deps, k);
+        if (!json_is_integer(jk) || json_integer_value(jk) < 0)
+            return tp__fail(c->err, TP_ERR_PARSE, "%s: vertex %zu: 'deps' must hold vertex numbers", c->name, i);
+        int64_t d = (int64_t)json_integer_value(jk);
         c->efrom[c->ne] = d;
         c->eto[c->ne] = i;
         c->ekind[c->ne++] = bsearch(&d, c->rd, nr, sizeof d, cmp_i64) ? E_DATA : st == S_JOIN ? E_JOIN : E_MEMORY;
@@ -107,10 +113,17 @@ static tp_status dot_read(D *c, tp__jp *jp)
     if (t == TP__JP_ERROR) return jp->err->code;
     if (t != TP__JP_OBJECT) return tp__fail(c->err, TP_ERR_PARSE, "%s: top level must be an object", c->name);
     if (tp__jp_obj_begin(jp)) return jp->err->code;
-    int have_vertices = 0, x;
+    int have_vertices = 0, have_format = 0, x;
     const char *k;
     while ((x = tp__jp_obj_key(jp, &k)) == 1) {
-        if (!strcmp(k, "vertices") || !strcmp(k, "devices")) {
+        if (!strcmp(k, "format")) {
+            json_t *f;
+            tp_status s = tp__jp_tree(jp, &f);
+            if (s) return s;
+            have_format = json_is_string(f) && !strcmp(json_string_value(f), "turnip.memgraph/1");
+            json_decref(f);
+            if (!have_format) return tp__fail(c->err, TP_ERR_PARSE, "%s: field 'format' must be \"turnip.memgraph/1\" (not a MemGraph)", c->name);
+        } else if (!strcmp(k, "vertices") || !strcmp(k, "devices")) {
             int verts = k[0] == 'v';
             if ((t = tp__jp_peek(jp)) == TP__JP_ERROR) return jp->err->code;
             if (t != TP__JP_ARRAY) {
@@ -138,7 +151,17 @@ static tp_status dot_read(D *c, tp__jp *jp)
         }
     }
     if (x < 0 || tp__jp_finish(jp)) return jp->err->code;
+    if (!have_format) return tp__fail(c->err, TP_ERR_PARSE, "%s: field 'format' must be \"turnip.memgraph/1\" (not a MemGraph)", c->name);
     if (!have_vertices) return tp__fail(c->err, TP_ERR_PARSE, "%s: field 'vertices' must be an array", c->name);
+    /* what the vertices name, now that their number and the devices' are known */
+    for (size_t i = 0; i < c->n; i++)
+        if (c->v[i].dev >= 0 && (uint64_t)c->v[i].dev >= c->ndev)
+            return tp__fail(c->err, TP_ERR_PARSE, "%s: vertex %zu is on device %lld; the MemGraph has %zu", c->name, i,
+                            (long long)c->v[i].dev, c->ndev);
+    for (size_t e = 0; e < c->ne; e++)
+        if ((uint64_t)c->efrom[e] >= c->n)
+            return tp__fail(c->err, TP_ERR_PARSE, "%s: vertex %zu depends on vertex %lld, which does not exist", c->name, c->eto[e],
+                            (long long)c->efrom[e]);
     return TP_OK;
 }
 
