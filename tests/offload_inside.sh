@@ -140,12 +140,12 @@ import json, struct, sys
 b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; h = json.loads(b[8:8 + n])
 o = h['b']['data_offsets']; sys.exit(0 if h['b']['dtype'] == 'F32' and b[8 + n + o[0]:8 + n + o[1]] == bytes(24) else 1)" "$D/res.st"
 # misuse
-expect 2 "not a chain graph" "$T" sim "$SRC/examples/figure3.json" --machine "$D/p.json" --weight-offload greedy
+expect 2 "not a chain graph" "$T" sim "$D/res.json" --machine "$D/p.json" --weight-offload greedy
 expect 2 "--weight-offload milp needs the kernels' rate" "$T" plan "$D/g.json" --device-mem 15GiB --weight-offload milp
 expect 2 "give --opaque-rate and --link-bandwidth" "$T" run "$D/sg.json" --device-mem 200000 --zero-inputs --weight-offload milp --opaque-rate 1e9
 expect 2 "--milp-time-limit is for --weight-offload milp" "$T" sim "$D/g.json" --machine "$D/p.json" --weight-offload greedy --milp-time-limit 5
 expect 2 "--milp-time-limit is for --weight-offload milp" "$T" sim "$D/g.json" --machine "$D/p.json" --milp-time-limit 5
-EXPECT_ONE_LINE=1 expect 2 "not a chain graph" "$T" sim "$SRC/examples/figure3.json" --machine "$D/p.json" --weight-offload milp
+EXPECT_ONE_LINE=1 expect 2 "not a chain graph" "$T" sim "$D/res.json" --machine "$D/p.json" --weight-offload milp
 expect 2 "--weight-offload" "$T" plan "$D/g.json" --device-mem 1GiB --weight-offload belady
 expect 2 "the chain's own order" "$T" plan "$D/g.json" --device-mem 15GiB --order dfs --weight-offload greedy
 expect 2 "--flops is for --taskgraph" "$T" offload-plan "$C" --flops 1e9

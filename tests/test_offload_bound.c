@@ -111,7 +111,7 @@ TEST(bound_rejects_bad_input)
     /* one op that cannot run even alone */
     b.c.mgpu = tpt_need_alone(&b.c) - 1;
     ASSERT_STATUS(tp_chain_bound(&b.c, 1, &r, &err), TP_ERR_INFEASIBLE);
-    CHECKF(strstr(err.msg, "B_") != NULL, "%s", err.msg);
+    CHECKF(strstr(err.msg, "B of layer 2") != NULL, "%s", err.msg); /* named by its file layer (0..L-1) */
     b.c.mgpu = tpt_need_alone(&b.c);
     bound_ok(&b.c, 10, &r);
 }
