@@ -6,7 +6,7 @@
 # summary and the top-5 next tokens. tests/llama_torch.py checks these logits against PyTorch.
 # Then generation (issue 12): 3 sequences, 16 new tokens each, with the weights and the KV
 # cache in a tensor cache of half of what they need, on the same throttled link; prints the
-# tokens, time to first token, decode tokens/s and bytes moved per token against the bound.
+# tokens, time to first token, decode tokens/s and bytes moved per decode step (3 tokens) against the bound.
 # tests/generate_torch.py checks generate's logits and tokens against PyTorch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
