@@ -311,8 +311,8 @@ expect 2 "--backend bogus is not built in" "$T" generate --preset tiny --seq-len
 check "generate --backend bogus: refused before any report" sh -c "! grep -q memory '$D/.out'"
 # - run and sim: refusals before planning (they came after planning and verifying, minutes on big graphs)
 expect 0 "" "$T" gen layered --devices 1 --layers 2 -o "$D/l1.json"
-expect 2 "--device-mem gives device 0 1.0 TiB, machine 'h100' has 80.0 GiB per device" "$T" sim "$D/l1.json" --machine h100 --device-mem 1TiB
-expect 2 "the cpu backend's 1 device arena (--device-mem) need 1.0 TiB of host memory" "$T" run "$D/l1.json" --zero-inputs --device-mem 1TiB
+expect 2 "a cap gives device 0 1.0 TiB, machine 'h100' has 80.0 GiB per device" "$T" sim "$D/l1.json" --machine h100 --device-mem 1TiB
+expect 2 "cpu backend: a run at these caps needs 1.0 TiB of device arenas" "$T" run "$D/l1.json" --zero-inputs --device-mem 1TiB
 check "run: arenas past the machine refused before planning" sh -c "! grep -q 'planned in' '$D/.out'"
 mkfifo "$D/fifo.st"
 expect 2 "--inputs $D/fifo.st: cannot read: not a regular file" "$T" run "$D/l1.json" --inputs "$D/fifo.st" --device-mem 1MiB

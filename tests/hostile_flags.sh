@@ -143,7 +143,7 @@ expect 2 "cannot write" "${RUN[@]/$D\/o.st/$D/no/such/o.st}"
 
 # 11: arenas the machine cannot back are refused before they are touched, naming both sizes
 if [ -r /proc/meminfo ]; then
-    expect 2 "the cpu backend's 3 device arenas (--device-mem) need 3.0 TiB of host memory, more than the .* available" \
+    expect 2 "cpu backend: a run at these caps needs 3.0 TiB of device arenas and 0 B of host memory, the machine has .* available" \
         "$T" run "$EX" --device-mem 1TiB --inputs "$D/in.st" --out "$D/big.st"
     check "no output from a refused run" test ! -e "$D/big.st"
 else

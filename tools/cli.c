@@ -427,12 +427,8 @@ tp_status cli_exec_run(tp_exec *x, const cli_exec_flags *f, tp_run_summary *sum,
     return s;
 }
 
-int cli_sim_run(const char *cmd, const tp_memgraph *mg, const tp_sim_profile *prof, const cli_exec_flags *xf,
-                const cli_backend_flags *bf)
+int cli_sim_run(const char *cmd, const tp_memgraph *mg, tp_backend *be, const tp_sim_profile *prof, const cli_exec_flags *xf)
 {
-    int rc;
-    tp_backend *be = cli_sim_backend(cmd, prof, bf, &rc);
-    if (!be) return rc;
     tp_exec *x = NULL;
     tp_session *sess = NULL;
     tp_error e;
@@ -446,7 +442,6 @@ int cli_sim_run(const char *cmd, const tp_memgraph *mg, const tp_sim_profile *pr
     }
     tp_exec_free(x);
     tp_session_free(sess);
-    tp_backend_free(be);
     return s ? cli_fail(cmd, s, &e) : 0;
 }
 
@@ -476,18 +471,6 @@ int cli_readable_file(const char *cmd, const char *flag, const char *path)
                     : access(path, R_OK)                                     ? strerror(errno)
                                                                              : NULL;
     return why ? cli_errorf(cmd, 2, "%s %s: cannot read: %s", flag, path, why) : 0;
-}
-
-int cli_refuse_arenas(const char *cmd, const tp_backend *be, int nd, const uint64_t *cap)
-{
-    if (!be || strcmp(tp_backend_name(be), "cpu")) return 0;
-    double need = 0;
-    for (int d = 0; d < nd; d++) need += (double)cap[d];
-    uint64_t limit = tp_host_mem_limit();
-    if (need <= (double)limit) return 0;
-    char b1[32], b2[32];
-    return cli_errorf(cmd, 2, "the cpu backend's %d device arena%s (--device-mem) need %s of host memory, more than the %s available",
-                      nd, nd == 1 ? "" : "s", cli_bytes_str(need, b1, sizeof b1), cli_bytes_str((double)limit, b2, sizeof b2));
 }
 
 tp_status cli_llama_config(const char *model, const char *preset, tp_llama_config *c, tp_error *e)

@@ -111,10 +111,6 @@ int cli_refuse_host(const char *cmd, const char *prefix, const char *subject, do
 /* Before the work: an input file named by flag (NULL: not given) must be a readable regular
  * file; 0, or one line and 2. (Its reader checks it again when it opens it.) */
 int cli_readable_file(const char *cmd, const char *flag, const char *path);
-/* Before planning: on the cpu backend (be; others pass) the nd device arenas of cap[] bytes are
- * host memory: 0 when they fit tp_host_mem_limit, else one line and 2. (The backend checks the
- * plan's arenas and host block again when it allocates them.) */
-int cli_refuse_arenas(const char *cmd, const tp_backend *be, int nd, const uint64_t *cap);
 /* The LLaMA config of --model DIR (DIR/config.json) or, when model is NULL, of --preset NAME. */
 tp_status cli_llama_config(const char *model, const char *preset, tp_llama_config *c, tp_error *e);
 /* Writes g as TaskGraph JSON to path (cli_out: a temporary file renamed into place; "-" or
@@ -275,9 +271,9 @@ tp_status cli_session_runs(tp_graph *g, tp_memgraph **mg, const tp_plan_opts *po
                            int check, cli_load_fn load, void *ctx, tp_session **sess, tp_exec **x, tp_run_summary *sum,
                            tp_error *e);
 
-/* Runs mg on the sim backend (machine prof, bf's jitter) under xf and prints the summary;
- * returns 0, or the exit code after printing why ("turnip CMD: ..."; cmd may be NULL). */
-int cli_sim_run(const char *cmd, const tp_memgraph *mg, const tp_sim_profile *prof, const cli_exec_flags *xf,
-                const cli_backend_flags *bf);
+/* Runs mg on be, a sim backend of machine prof (cli_sim_backend; the caller's), under xf and
+ * prints the summary; returns 0, or the exit code after printing why ("turnip CMD: ..."; cmd
+ * may be NULL). */
+int cli_sim_run(const char *cmd, const tp_memgraph *mg, tp_backend *be, const tp_sim_profile *prof, const cli_exec_flags *xf);
 
 #endif

@@ -313,7 +313,8 @@ static int run(int argc, char **argv)
     if (use_sim && (s = tp_sim_profile_read(fl.machine, &prof, &e))) return cli_fail("llama", s, &e);
     if (!use_sim && !fl.p.device_mem.n) return cli_usage_error("llama", "--device-mem is required", NULL);
     tp_backend *be = NULL;
-    if (!use_sim && !fl.no_data && !(be = cli_backend("llama", &fl.b, &rc))) return rc; /* a missing GPU before any work */
+    if (!fl.no_data && !(be = use_sim ? cli_sim_backend("llama", &prof, &fl.b, &rc) : cli_backend("llama", &fl.b, &rc)))
+        return rc; /* a missing GPU before any work */
     tp_llama_config c;
     if ((s = cli_llama_config(fl.model, fl.preset, &c, &e))) {
         tp_backend_free(be);
@@ -369,7 +370,7 @@ static int run(int argc, char **argv)
     if (use_sim) {
         cli_exec_flags xf = fl.x;
         xf.repeat = 1; /* as ever: one simulated run */
-        rc = cli_sim_run("llama", mg, &prof, &xf, &fl.b);
+        rc = cli_sim_run("llama", mg, be, &prof, &xf);
         goto done;
     }
     fl.x.progress = isatty(2);

@@ -186,7 +186,10 @@ static int run(int argc, char **argv)
     tp_plan_evict *ev = NULL;
     cli_load_fn load = fl.zero_inputs ? load_zeros : load_file;
     if ((rc = cli_plan_opts("run", &fl.p, o.ndevices, &o))) goto done;
-    if ((rc = cli_refuse_arenas("run", be, o.ndevices, o.device_mem))) goto done;
+    if ((s = tp_backend_fits(be, o.ndevices, o.device_mem, 0, &e))) { /* before planning: arenas the machine cannot back */
+        rc = cli_fail("run", s, &e);
+        goto done;
+    }
     int session = fl.x.repeat > 1; /* the cheap refusals first, before a strategy's MILP may solve */
     if (session && (rc = cli_keep_inputs("run", g))) goto done;
     if (fl.inputs && (rc = check_resident(g))) goto done;

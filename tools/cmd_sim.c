@@ -65,16 +65,9 @@ static int run(int argc, char **argv)
     tp_plan_opts o;
     tp_plan_opts_init(&o, tp_graph_devices(g), prof.device_mem);
     rc = cli_plan_opts("sim", &fl.p, o.ndevices, &o);
+    tp_backend *be = rc ? NULL : cli_sim_backend("sim", &prof, &fl.b, &rc);
     /* the machine holds the graph, before planning (the backend checks the plan again) */
-    if (!rc && o.ndevices > prof.devices)
-        rc = cli_errorf("sim", 2, "machine '%s' has %d device%s, the graph uses %d", prof.name, prof.devices, prof.devices == 1 ? "" : "s",
-                        o.ndevices);
-    for (int d = 0; !rc && d < o.ndevices; d++)
-        if (o.device_mem[d] > prof.device_mem) {
-            char a[32], b[32];
-            rc = cli_errorf("sim", 2, "--device-mem gives device %d %s, machine '%s' has %s per device", d,
-                            tp_format_size(o.device_mem[d], a, sizeof a), prof.name, tp_format_size(prof.device_mem, b, sizeof b));
-        }
+    if (be && (s = tp_backend_fits(be, o.ndevices, o.device_mem, 0, &e))) rc = cli_fail("sim", s, &e);
     tp_plan_evict *ev = NULL;
     tp_chain_machine m = {0, 0, 0}; /* milp's chain: the sim's own rates (exact for offload-plan --sim-profile) */
     tp_sim_profile_rates(&prof, &m.flops_per_s, &m.beta);
@@ -85,9 +78,10 @@ static int run(int argc, char **argv)
         tp_plan_stats st;
         tp_memgraph_stats(mg, &st);
         tp_plan_stats_print(&st, stdout);
-        rc = cli_sim_run(NULL, mg, &prof, &fl.x, &fl.b);
+        rc = cli_sim_run(NULL, mg, be, &prof, &fl.x);
         tp_memgraph_free(mg);
     }
+    tp_backend_free(be);
     free(ev);
     tp_graph_free(g);
     return rc;

@@ -48,6 +48,11 @@ const tp_backend_info *tp_backend_find(const char *name); /* NULL if unknown */
 tp_status tp_backend_new(const char *name, const tp_backend_opt *opts, int nopts, tp_backend **out, tp_error *err);
 void tp_backend_free(tp_backend *be);
 const char *tp_backend_name(const tp_backend *be);
+/* Before planning: whether be could hold nd devices (1..TP_MAX_DEVICES) of cap[] bytes and a
+ * host block of host_bytes: the cpu backend checks the machine's memory, sim its profile (device
+ * count and memory), cuda its pinned host memory. TP_OK, or the backend's refusal (the
+ * status its prepare or session would give). */
+tp_status tp_backend_fits(tp_backend *be, int nd, const uint64_t *cap, uint64_t host_bytes, tp_error *err);
 
 /* ---- cpu: emulated GPUs (memory arenas, worker threads for streams and copy engines) ---- */
 

@@ -50,3 +50,9 @@ const char *tp_backend_name(const tp_backend *be)
 {
     return be->ops->name;
 }
+
+tp_status tp_backend_fits(tp_backend *be, int nd, const uint64_t *cap, uint64_t host_bytes, tp_error *err)
+{
+    if (nd < 1 || nd > TP_MAX_DEVICES) return tp__fail(err, TP_ERR_ARG, "backend fits: %d devices (1..%d)", nd, TP_MAX_DEVICES);
+    return be->ops->fits ? be->ops->fits(be, nd, cap, host_bytes, err) : TP_OK;
+}

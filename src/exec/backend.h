@@ -131,6 +131,10 @@ typedef struct tp__backend_ops {
      * no contention, no wake-ups. For the policies that rank by duration (tp__policy.needs_cost);
      * tp_exec_new calls it before prepare(), so it reads only the backend's own model and mg. */
     double (*cost)(tp_backend *be, const tp_memgraph *mg, uint32_t v);
+    /* Optional (NULL: nothing known to check). Before planning: whether the backend could hold
+     * nd device arenas of cap[] bytes and a host block of host_bytes (the same check prepare and
+     * open make, named after the caps); TP_OK, or why not. */
+    tp_status (*fits)(tp_backend *be, int nd, const uint64_t *cap, uint64_t host_bytes, tp_error *err);
 } tp__backend_ops;
 
 struct tp_backend {

@@ -61,7 +61,6 @@ tp_status tp__plan_sum_into(const tp_graph *g, const tp_plan_opts *opts, uint32_
 /* Marked sums ("op": "sum", "attrs": {"accumulate": true}) in g. */
 uint32_t tp__count_marked_sums(const tp_graph *g);
 
-/* Bytes of t's distinct inputs; marks them with `stamp` in mark[] (a per-vertex array). */
 /* The in-place rule (bounds.c), one for the planner's setup and tp_plan_bounds: kernel t, whose
  * argument k is the one it may overwrite (k = tp_graph_inplace(g, t) >= 0), overwrites it when t
  * reads it once, it is not an output (is_out, by vertex) nor kept unless pinned, it has t's bytes,
@@ -75,6 +74,7 @@ typedef enum {
     TP__INPLACE_READ_AFTER, /* read after t along the order */
 } tp__inplace_why;
 tp__inplace_why tp__inplace_rule(const tp_graph *g, uint32_t t, int k, const uint8_t *is_out, int last);
+/* Bytes of t's distinct inputs; marks them with `stamp` in mark[] (a per-vertex array). */
 void tp__vertex_need(const tp_graph *g, uint32_t t, uint32_t *mark, uint32_t stamp, uint64_t *in_bytes);
 
 #endif

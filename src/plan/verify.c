@@ -104,7 +104,7 @@ typedef struct {
     int ndev;
     uint64_t *cap;
     uint64_t host;
-    uint32_t *rank, *order, *mark, stamp, *stack;
+    uint32_t *rank, *order, *mark, stamp, *queue;
     uint32_t *rd_off, *rd; /* readers of each vertex */
     imap *maps;            /* ndev + 1, host last */
     /* sum-into groups, indexed by group number (< n): the join, the init (every member's read
@@ -653,7 +653,6 @@ static tp_status topo(V *c)
     for (size_t i = 0; i < n; i++)
         for (uint32_t k = 0; k < c->v[i].ndeps; k++) {
             uint32_t d = c->v[i].deps[k];
-            if (k && d == c->v[i].deps[k - 1]) continue;
             succ[fill[d]++] = (uint32_t)i;
             indeg[i]++;
         }
@@ -690,17 +689,17 @@ static int before(V *c, uint32_t a, uint32_t b)
     if (c->rank[a] >= c->rank[b]) return 0;
     if (has_dep(&c->v[b], a)) return 1;
     c->stamp++;
-    size_t head = 0, tail = 0; /* c->stack as a queue: each vertex enters once (mark) */
-    c->stack[tail++] = b;
+    size_t head = 0, tail = 0; /* each vertex enters once (mark) */
+    c->queue[tail++] = b;
     c->mark[b] = c->stamp;
     while (head < tail) {
-        const vx *x = &c->v[c->stack[head++]];
+        const vx *x = &c->v[c->queue[head++]];
         for (uint32_t k = 0; k < x->ndeps; k++) {
             uint32_t d = x->deps[k];
             if (d == a) return 1;
             if (c->rank[d] <= c->rank[a] || c->mark[d] == c->stamp) continue;
             c->mark[d] = c->stamp;
-            c->stack[tail++] = d;
+            c->queue[tail++] = d;
         }
     }
     return 0;
@@ -919,11 +918,9 @@ static tp_status index_readers(V *c)
     for (size_t i = 0; i < n; i++) nr += c->v[i].nreads;
     c->rd = malloc((nr + 1) * sizeof *c->rd);
     c->mark = calloc(n + 1, sizeof *c->mark);
-    size_t ne = 0;
-    for (size_t i = 0; i < n; i++) ne += c->v[i].ndeps;
-    c->stack = malloc((ne + n + 1) * sizeof *c->stack);
+    c->queue = malloc((n + 1) * sizeof *c->queue); /* before(): each vertex enters once */
     uint32_t *fill = malloc((n + 1) * sizeof *fill);
-    if (!c->rd_off || !c->rd || !c->mark || !c->stack || !fill) {
+    if (!c->rd_off || !c->rd || !c->mark || !c->queue || !fill) {
         free(fill);
         return tp__fail(c->err, TP_ERR_NOMEM, "out of memory");
     }
@@ -1181,7 +1178,7 @@ static tp_status verify(V *c, tp__jp *jp)
     free(c->rank);
     free(c->order);
     free(c->mark);
-    free(c->stack);
+    free(c->queue);
     free(c->rd_off);
     free(c->rd);
     free(c->gjoin);

@@ -350,6 +350,12 @@ static void cpu_host_free(void *ctx, uint8_t *p)
     free(p);
 }
 
+static tp_status cpu_fits_op(tp_backend *be, int nd, const uint64_t *cap, uint64_t host_bytes, tp_error *err)
+{
+    (void)be;
+    return cpu_fits(NULL, nd, cap, host_bytes, "a run at these caps", err);
+}
+
 static const tp__mem_alloc cpu_alloc = {cpu_fits, cpu_dev_alloc, cpu_host_alloc, cpu_dev_free, cpu_host_free, 1};
 
 static tp_status cpu_prepare(tp_backend *be, const tp__plan_info *pi, tp_error *err)
@@ -486,6 +492,7 @@ static const tp__backend_ops cpu_ops = {
     .release = cpu_release,
     .destroy = cpu_destroy,
     .open = cpu_open,
+    .fits = cpu_fits_op,
     .close = cpu_close,
     .host_block = cpu_host_block,
 };

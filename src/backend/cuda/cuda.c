@@ -659,6 +659,11 @@ static void cu_host_free(void *ctx, uint8_t *p)
 }
 
 /* the pinned host block is not cleared for a plan of its own (it was not before sessions) */
+static tp_status cu_fits_op(tp_backend *be, int nd, const uint64_t *cap, uint64_t host_bytes, tp_error *err)
+{
+    return cu_fits(be, nd, cap, host_bytes, "the plan", err);
+}
+
 static const tp__mem_alloc cu_alloc = {cu_fits, cu_dev_alloc, cu_host_alloc, cu_dev_free, cu_host_free, 0};
 
 static tp_status unit_init(cu *c, cunit *u, uint64_t scratch_floats, tp_error *err)
@@ -840,6 +845,7 @@ static const tp__backend_ops cuda_ops = {
     .release = cu_release,
     .destroy = cu_destroy,
     .open = cu_open,
+    .fits = cu_fits_op,
     .close = cu_close,
     .host_block = cu_host_block,
 };

@@ -464,7 +464,8 @@ static void sim_release(tp_backend *be)
 static tp_status fits_machine(const sim *s, int nd, const uint64_t *cap, const char *what, const char *gives, tp_status st,
                               tp_error *err)
 {
-    if (nd > s->p.devices) return tp__fail(err, st, "machine '%s' has %d devices, %s uses %d", s->p.name, s->p.devices, what, nd);
+    if (nd > s->p.devices)
+        return tp__fail(err, st, "machine '%s' has %d device%s, %s uses %d", s->p.name, s->p.devices, s->p.devices == 1 ? "" : "s", what, nd);
     for (int d = 0; d < nd; d++)
         if (cap[d] > s->p.device_mem) {
             char a[32], b[32];
@@ -534,6 +535,12 @@ static tp_status sim_write(tp_backend *be, const tp_region *r, const void *src, 
     return sim_rw(be, r, (void *)src, err);
 }
 
+static tp_status sim_fits(tp_backend *be, int nd, const uint64_t *cap, uint64_t host_bytes, tp_error *err)
+{
+    (void)host_bytes;
+    return fits_machine((sim *)be, nd, cap, "the graph", "a cap", TP_ERR_INVALID, err);
+}
+
 /* a session: sizes only (there is no data), checked against the machine */
 static tp_status sim_open(tp_backend *be, int ndevices, const uint64_t *cap, uint64_t host_bytes, tp_error *err)
 {
@@ -583,6 +590,7 @@ static const tp__backend_ops sim_ops = {
     .bound = sim_bound,
     .cost = sim_cost,
     .open = sim_open,
+    .fits = sim_fits,
     .close = sim_close,
     .begin = sim_begin,
 };
