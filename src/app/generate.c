@@ -752,7 +752,7 @@ static tp_status dry_build(gen *G, dry_copies *d)
 static tp_status prefill_host(gen *G, uint64_t *extra)
 {
     dry_copies d = {0};
-    uint64_t copied = 0, in_end = 0;
+    uint64_t copied = 0, in_end;
     tp_memgraph *mg = NULL;
     tp_status s = dry_build(G, &d);
     if (!s) s = prefill_spans(G, G->pre, dry_look, &d, 0, &copied);
@@ -1027,12 +1027,11 @@ static tp_status prefill_fits(gen *G)
 static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
 {
     const tp_gen_opts *o = G->o;
-    tp_graph *g = G->pre; /* built by prefill_fits; ours now */
+    tp_graph *g = G->pre; /* built by prefill_fits, which every generation runs first; ours now */
     tp_memgraph *mg = NULL;
     tp_exec *x = NULL;
     G->pre = NULL;
-    tp_status s = g ? TP_OK : prefill_graph(G, &g);
-    if (!s) s = reserve_host(G, g);
+    tp_status s = reserve_host(G, g);
     if (!s) s = place_prefill(G, g);
     if (!s) s = plan_exec(G, g, 0, 0, &mg, &x);
     if (!s && G->harena) { /* what sized the session's host block */
