@@ -68,7 +68,8 @@ int cli_is_stdout(const char *path);
  * standard output), as cli_out_open takes it: 0 for those, else cli_writable_dir's answer. */
 int cli_out_check(const char *cmd, const char *flag, const char *path);
 /* cli_writable_dir for output files given as (flag, path) pairs, a NULL flag last; a NULL path
- * (the flag not given) is skipped. Also refuses "-" (cli_file_only: the commands that call it
+ * (the flag not given) is skipped. Also refuses "-" and other names of standard output such as
+ * /dev/stdout (cli_file_only, cli_is_stdout: the commands that call it
  * print their report on standard output, so "-" would mix data into the report). */
 int cli_writable_files(const char *cmd, ...);
 /* A command that reads a MemGraph as JSON only: 0, or exit code 2 after one line when path is
