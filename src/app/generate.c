@@ -773,7 +773,8 @@ static tp_status prefill_host(gen *G, uint64_t *extra)
         if (mv.kind == TP_M_INPUT && mv.write.space == TP_SPACE_HOST && mv.write.offset + mv.write.bytes > in_end)
             in_end = mv.write.offset + mv.write.bytes;
     }
-    if (!s) *extra = G->pre_host = pad + copied + (tp_memgraph_host_bytes(mg) - in_end);
+    uint64_t hb = mg ? tp_memgraph_host_bytes(mg) : 0; /* the offloads' high-water mark lies past the inputs */
+    if (!s) *extra = G->pre_host = pad + copied + (hb > in_end ? hb - in_end : 0);
     tp_memgraph_free(mg);
     return s;
 }
