@@ -775,7 +775,8 @@ TEST(offload_exact_integer_chains)
                 CHECKF(opt >= r.bound * (1 - 1e-9), "L %u q %d: the optimum %d is below the MILP bound %.17g", L, q, opt,
                        r.bound);
                 CHECKF(opt <= bf * (1 + 1e-12), "L %u q %d: the optimum %d above a schedule found, %.17g", L, q, opt, bf);
-                for (int a = 0; a < 3; a++) {
+                for (int a = 0; a <= TP_OFFLOAD_L2L_SYNC; a++) {
+                    if (a == TP_OFFLOAD_MILP) continue;
                     tp_offload_schedule *sc = NULL;
                     tp_status st = tp_offload_plan(&o.c, (tp_offload_algo)a, &sc, &err);
                     if (st == TP_ERR_INFEASIBLE) continue;

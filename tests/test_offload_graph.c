@@ -287,7 +287,7 @@ static void expect_selection(const tp_graph *g, const tp_chain *c, int algo, con
     tp_error e;
     if (algo == TP_OFFLOAD_MILP)
         milp_sel_of_graph(g, c, sel);
-    else if (algo == TP_OFFLOAD_L2L)
+    else if (algo == TP_OFFLOAD_L2L || algo == TP_OFFLOAD_L2L_SYNC) /* the same evictions */
         for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
     else
         ASSERT_OK_ERR(tp_offload_select(c, algo == TP_OFFLOAD_GREEDY, sel, &e), e);
@@ -323,7 +323,7 @@ TEST(offload_chain_taskgraph_plans)
         ASSERT_EQ(tp_graph_size(g), 2 * L + 1 + 3 * L - 1 + L);
         tp_backend *sim = chain_sim(c);
         double compute = tpt_sum_u(c);
-        for (int algo = -1; algo <= TP_OFFLOAD_MILP; algo++) {
+        for (int algo = -1; algo <= TP_OFFLOAD_L2L_SYNC; algo++) {
             tp_plan_opts o;
             tp_plan_opts_init(&o, 1, c->mgpu);
             o.order = TP_ORDER_TOPO;
@@ -428,7 +428,7 @@ TEST(offload_chain_taskgraph_frozen)
             tp_graph_free(g0);
         }
         tp_backend *sim = chain_sim(c);
-        for (int algo = 0; algo <= TP_OFFLOAD_MILP; algo++) {
+        for (int algo = 0; algo <= TP_OFFLOAD_L2L_SYNC; algo++) {
             tp_plan_evict *ev = NULL;
             uint32_t n = 0;
             tp_chain_machine mach = {1e9, c->beta, 5.0};

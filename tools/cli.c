@@ -210,10 +210,10 @@ int cli_plan_opts(const char *cmd, const cli_plan_flags *f, int ndevices, tp_pla
 }
 
 /* indexed by tp_offload_algo, so a name's index is its strategy (a new strategy: a name here) */
-_Static_assert(TP_OFFLOAD_MILP == 3, "MILP is the fourth strategy (a strategy after it: a name here and a new bound)");
+_Static_assert(TP_OFFLOAD_L2L_SYNC == 4, "l2l-sync is the fifth strategy (a strategy after it: a name here and a new bound)");
 const char *const cli_weight_offload_names[] = {[TP_OFFLOAD_GREEDY] = "greedy", [TP_OFFLOAD_GREEDY_STAR] = "greedy-star",
                                                 [TP_OFFLOAD_L2L] = "l2l", [TP_OFFLOAD_MILP] = "milp",
-                                                [TP_OFFLOAD_MILP + 1] = NULL};
+                                                [TP_OFFLOAD_L2L_SYNC] = "l2l-sync", [TP_OFFLOAD_L2L_SYNC + 1] = NULL};
 
 tp_offload_algo cli_offload_algo(const char *name)
 {

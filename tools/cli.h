@@ -127,7 +127,7 @@ typedef struct cli_plan_flags {
     int no_sum_into;      /* --no-sum-into: plan marked sums as kernels (tp_plan_opts.sum_into 0) */
     long long evict_budget; /* --evict-budget N (tp_plan_opts.evict_budget), 0: not given (the default search) */
     int exact_windows;      /* --exact-windows: tp_plan_opts.evict_budget TP_EVICT_EXACT */
-    const char *weight_offload; /* --weight-offload greedy|greedy-star|l2l|milp (a chain graph's directed evictions), NULL: none */
+    const char *weight_offload; /* --weight-offload greedy|greedy-star|l2l|l2l-sync|milp (a chain graph's directed evictions), NULL: none */
     double milp_time_limit;     /* --milp-time-limit S (sim, run), 0: not given (TP_OFFLOAD_MILP_TIME_LIMIT) */
 } cli_plan_flags;
 
@@ -145,18 +145,18 @@ typedef struct cli_plan_flags {
 #define CLI_O_EXACT_WINDOWS(S, F)                                                                 \
     CLI_O_SWITCH("--exact-windows", S, F.exact_windows,                                             \
                  "the best eviction window at every step, whatever its search costs (quadratic\nat worst; instead of --evict-budget)")
-extern const char *const cli_weight_offload_names[]; /* greedy greedy-star l2l milp */
+extern const char *const cli_weight_offload_names[]; /* greedy greedy-star l2l milp l2l-sync */
 /* The strategy a --weight-offload or --algo name names (cli_weight_offload_names, in the
  * order of tp_offload_algo); greedy for NULL or another name. */
 tp_offload_algo cli_offload_algo(const char *name);
 #define CLI_O_WEIGHT_OFFLOAD(S, F)                                                                                 \
     CLI_O_CHOICE("--weight-offload", "NAME", S, F.weight_offload, cli_weight_offload_names,                          \
                  "a training chain's graph (turnip offload-plan --taskgraph): the weight-offload\n"                    \
-                 "strategy greedy, greedy-star, l2l or milp decides which weights leave the\n"                          \
-                 "device and when (docs/weight-offload.md \"Inside turnip\"); milp solves the\n"                         \
-                 "chain's MILP (GLPK, --milp-time-limit) with the machine's kernel rate and link, so\n"                   \
-                 "only sim and run (with --opaque-rate and --link-bandwidth) take it; plans in the graph's order\n"       \
-                 "(topo), without sum-into; default: the planner's own eviction")
+                 "strategy greedy, greedy-star, l2l, l2l-sync (l2l's evictions) or milp decides\n"                     \
+                 "which weights leave the device and when (docs/weight-offload.md \"Inside turnip\");\n"              \
+                 "milp solves the chain's MILP (GLPK, --milp-time-limit) with the machine's kernel\n"             \
+                 "rate and link, so only sim and run (with --opaque-rate and --link-bandwidth) take it;\n"         \
+                 "plans in the graph's order (topo), without sum-into; default: the planner's own eviction")
 #define CLI_O_MILP_TIME_LIMIT(S, F)                                                                   \
     CLI_O_NUM("--milp-time-limit", "S", S, F.milp_time_limit, 0.01, 86400,                              \
               "--weight-offload milp: the MILP solver's time limit in seconds (default 60)")

@@ -12,9 +12,10 @@ typedef struct {
 } flags;
 
 static const cli_opt opts[] = {
-    CLI_O_CHOICE("--algo", "greedy|greedy-star|l2l|milp", flags, algo, cli_weight_offload_names,
+    CLI_O_CHOICE("--algo", "greedy|greedy-star|l2l|l2l-sync|milp", flags, algo, cli_weight_offload_names,
                  "greedy: Algorithm 1 and 2 with the discount (default); greedy-star: without it;\n"
                  "l2l: only the layer in use on the GPU, the next one prefetched;\n"
+                 "l2l-sync: the same, each prefetch after the operation before it (the paper's L2L);\n"
                  "milp: Algorithm 2 on the selection of the section 6 MILP's solution (GLPK; implies\n"
                  "--bound; the solver's time)"),
     CLI_O_STR("--schedule", "FILE", flags, schedule, "write the schedule there (turnip.offload-schedule/1 JSON)"),
@@ -36,7 +37,7 @@ static const cli_opt opts[] = {
 static void help(FILE *f)
 {
     cli_print_help(f,
-                   "usage: turnip offload-plan CHAIN [--algo greedy|greedy-star|l2l|milp] [--schedule FILE]\n"
+                   "usage: turnip offload-plan CHAIN [--algo greedy|greedy-star|l2l|l2l-sync|milp] [--schedule FILE]\n"
                    "                          [--bound] [--time-limit S] [--taskgraph FILE] [--sim-profile FILE]\n"
                    "                          [--flops R]\n"
                    "\n"

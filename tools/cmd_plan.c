@@ -35,7 +35,7 @@ static void help(FILE *f)
     cli_print_help(f,
                    "usage: turnip plan TASKGRAPH --device-mem SIZE[,SIZE...] [--host-mem SIZE]\n"
                    "                   [--order topo|dfs|greedy] [--no-sum-into] [--evict-budget N | --exact-windows]\n"
-                   "                   [--weight-offload greedy|greedy-star|l2l]\n"
+                   "                   [--weight-offload greedy|greedy-star|l2l|l2l-sync]\n"
                    "                   [-o MEMGRAPH] [--format json|binary] [--stats]\n"
                    "\n"
                    "Compiles TASKGRAPH (turnip.taskgraph/1 JSON) into a MemGraph (turnip.memgraph/1) that\n"

@@ -68,7 +68,7 @@ static void help(FILE *f)
                    "                  [--order any|fixed|random|priority] [--seed N]\n"
                    "                  [--streams N] [--link-bandwidth GB/s] [--link-latency us] [--jitter F] [--opaque-rate FLOPS/s]\n"
                    "                  [--trace FILE] [--no-verify] [--repeat N] [--backend cpu|cuda] [--completion callback|poll]\n"
-                   "                  [--matmul fast|exact] [--no-sum-into] [--deterministic] [--weight-offload greedy|greedy-star|l2l|milp [--milp-time-limit S]]\n"
+                   "                  [--matmul fast|exact] [--no-sum-into] [--deterministic] [--weight-offload greedy|greedy-star|l2l|l2l-sync|milp [--milp-time-limit S]]\n"
                    "\n"
                    "Plans TASKGRAPH under the caps (or loads --plan), verifies the plan (unless --no-verify), runs it on the cpu\n"
                    "backend (emulated GPUs: memory arenas of exactly the cap, worker threads for compute streams\n"

@@ -32,7 +32,7 @@ static void help(FILE *f)
                    "usage: turnip sim TASKGRAPH --machine NAME|FILE [--device-mem SIZE[,..]] [--host-mem SIZE]\n"
                    "                  [--plan-order topo|dfs|greedy] [--order any|fixed|random|priority] [--seed N] [--jitter F]\n"
                    "                  [--streams N] [--trace FILE] [--no-sum-into] [--deterministic]\n"
-                   "                  [--weight-offload greedy|greedy-star|l2l|milp [--milp-time-limit S]]\n"
+                   "                  [--weight-offload greedy|greedy-star|l2l|l2l-sync|milp [--milp-time-limit S]]\n"
                    "\n"
                    "Plans TASKGRAPH (capacities default to the machine's memory) and runs the plan on the sim\n"
                    "backend: virtual time from the profile's cost model (profiles/NAME.json: a100x8, p100x4, h100,\n"

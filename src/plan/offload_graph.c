@@ -209,7 +209,8 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
                                    tp_plan_evict **out, uint32_t *n, tp_error *err)
 {
     if (!g || !out || !n) return tp__fail(err, TP_ERR_ARG, "tp_chain_graph_evictions: NULL argument");
-    if (algo != TP_OFFLOAD_GREEDY && algo != TP_OFFLOAD_GREEDY_STAR && algo != TP_OFFLOAD_L2L && algo != TP_OFFLOAD_MILP)
+    if (algo != TP_OFFLOAD_GREEDY && algo != TP_OFFLOAD_GREEDY_STAR && algo != TP_OFFLOAD_L2L && algo != TP_OFFLOAD_MILP &&
+        algo != TP_OFFLOAD_L2L_SYNC)
         return tp__fail(err, TP_ERR_ARG, "weight offload: unknown strategy %d", (int)algo);
     const tp_chain_machine *mc = machine;
     if (algo == TP_OFFLOAD_MILP &&
@@ -287,7 +288,7 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
         fv[k - 1] = (uint32_t)f;
     }
     if (!st) st = chain_from_graph_ok(c, algo == TP_OFFLOAD_MILP ? mc : NULL, err);
-    if (!st && algo == TP_OFFLOAD_L2L) /* only the weight in use stays; w_L stays from F_L to B_L */
+    if (!st && (algo == TP_OFFLOAD_L2L || algo == TP_OFFLOAD_L2L_SYNC)) /* only the weight in use stays; w_L stays from F_L to B_L */
         for (uint32_t k = 0; k < L; k++) sel[k] = (uint8_t)(TP_OFFLOAD_SEL0 | (k + 1 < L ? TP_OFFLOAD_SEL1 : 0));
     else if (!st && algo == TP_OFFLOAD_MILP) {
         st = tp_offload_select_milp(c, mc->time_limit_s > 0 ? mc->time_limit_s : TP_OFFLOAD_MILP_TIME_LIMIT, sel, NULL, err);

@@ -390,7 +390,8 @@ out:
 }
 
 /* ---- L2L: computations in order B_L..B_1 F_1..F_L (position p, layer lay(p)); only w_lay(p)
- * stays; the next position's weight is prefetched from the current computation's start; after
+ * stays; the next position's weight is prefetched from the current computation's start (its
+ * end in the synchronous L2L); after
  * B_k, w_k goes back to the host (an offload, or an upload for B_1 whose F_1 follows; a frozen
  * w_k is deleted, or kept for F_1); after F_k it is deleted (its host copy is valid); F_L keeps
  * w_L for B_L. */
@@ -399,7 +400,10 @@ static uint32_t lay(uint32_t L, uint32_t p)
     return p < L ? L - 1 - p : p - L;
 }
 
-tp_status tp_offload_schedule_l2l(const tp_chain *c, tp_offload_schedule **out, tp_error *err)
+/* sync 0: the next weight's prefetch starts with the current computation (overlapped); sync 1:
+ * when it ends (the paper's "synchronous parameter-server": every computation waits for its
+ * weight) */
+static tp_status l2l(const tp_chain *c, int sync, tp_offload_schedule **out, tp_error *err)
 {
     *out = NULL;
     uint32_t L = c->layers;
@@ -436,7 +440,7 @@ tp_status tp_offload_schedule_l2l(const tp_chain *c, tp_offload_schedule **out, 
         if (p + 1 < 2 * L && lay(L, p + 1) != k) { /* prefetch the next weight during this computation */
             uint32_t n = lay(L, p + 1);
             int64_t w = (int64_t)c->w[n];
-            double t0 = start;
+            double t0 = sync ? tgpu : start;
             if (tpre > t0) t0 = tpre;
             if (valid_at[n] > t0) t0 = valid_at[n];
             double tp = tl_earliest(&tl, t0, 0, w, w);
@@ -490,6 +494,16 @@ out:
     return st;
 }
 
+tp_status tp_offload_schedule_l2l(const tp_chain *c, tp_offload_schedule **out, tp_error *err)
+{
+    return l2l(c, 0, out, err);
+}
+
+tp_status tp_offload_schedule_l2l_sync(const tp_chain *c, tp_offload_schedule **out, tp_error *err)
+{
+    return l2l(c, 1, out, err);
+}
+
 /* a chain the algorithms take: valid, 1..TP_OFFLOAD_MAX_LAYERS layers */
 static tp_status chain_ok(const tp_chain *c, tp_error *err)
 {
@@ -507,7 +521,7 @@ tp_status tp_offload_plan(const tp_chain *c, tp_offload_algo algo, tp_offload_sc
     if (algo == TP_OFFLOAD_MILP) return tp_offload_plan_milp(c, TP_OFFLOAD_MILP_TIME_LIMIT, out, NULL, err); /* checks c */
     tp_status cs = chain_ok(c, err);
     if (cs) return cs;
-    if (algo == TP_OFFLOAD_L2L) return tp_offload_schedule_l2l(c, out, err);
+    if (algo == TP_OFFLOAD_L2L || algo == TP_OFFLOAD_L2L_SYNC) return l2l(c, algo == TP_OFFLOAD_L2L_SYNC, out, err);
     if (algo != TP_OFFLOAD_GREEDY && algo != TP_OFFLOAD_GREEDY_STAR)
         return tp__fail(err, TP_ERR_ARG, "offload: unknown algorithm %d", (int)algo);
     uint8_t *sel = malloc(c->layers);
