@@ -23,7 +23,15 @@ A sensitivity variant (docs/weight-offload.md "How the instances decide"): --byt
 weights, activations and the workspace at 2 bytes per value (fp16, Megatron-LM's mixed
 precision) instead of 4; --paper-times scales each chain's times so that its compute sum is
 Table 1's sum u_j exactly (uf : ub stays 1 : 3).
-usage: scripts/gen_chains.py [--out DIR] [--beta BYTES_PER_S] [--bytes 2|4] [--paper-times] [--check]
+--paper (docs/weight-offload.md "The paper's own instances, calibrated") writes the instances
+calibrated on Table 1's own columns instead, into examples/chains-paper/ by default: each
+chain's times from its sum u_j (uf : ub 1 : 3), and each family's weight from its L2L column.
+The paper's L2L is "a synchronous parameter-server": every F and B on a new weight waits for
+it, so L2L - sum u_j is 2 (L - 1) transfers (w_L stays from F_L to B_L, w_1 from B_1 to F_1:
+`turnip offload-plan --algo l2l-sync`); t = the mean over the family's rows of
+(L2L - sum u_j) / (2 (L - 1)) (GPT-2 36.29 ms, BERT 13.68 ms; every row within 0.6% of it) and
+|w| = t x 12 GB/s (435 MB and 164 MB). Activations and M_GPU are the cost model's (at 4 bytes).
+usage: scripts/gen_chains.py [--out DIR] [--beta BYTES_PER_S] [--bytes 2|4] [--paper-times] [--paper] [--check]
   --check: also print each chain's compute sum next to Table 1's and exit 1 if a chain cannot
   run at all (an op over M_GPU with no other weight) or needs no offload."""
 import json
@@ -45,16 +53,32 @@ TABLE1 = {("gpt2", 74, 64): 47421, ("gpt2", 56, 64): 35553, ("gpt2", 38, 64): 23
           ("gpt2", 74, 16): 11612, ("gpt2", 56, 16): 8697, ("gpt2", 38, 16): 5794,
           ("bert", 144, 64): 34486, ("bert", 96, 64): 22965, ("bert", 144, 32): 17443,
           ("bert", 96, 32): 11617, ("bert", 144, 16): 9090, ("bert", 96, 16): 6058}
+# Table 1's L2L column, ms (for --paper: each family's transfer time per layer)
+TABLE1_L2L = {("gpt2", 74, 64): 52707, ("gpt2", 56, 64): 39542, ("gpt2", 38, 64): 26387,
+              ("gpt2", 74, 32): 28983, ("gpt2", 56, 32): 21751, ("gpt2", 38, 32): 14533,
+              ("gpt2", 74, 16): 16898, ("gpt2", 56, 16): 12686, ("gpt2", 38, 16): 8487,
+              ("bert", 144, 64): 38379, ("bert", 96, 64): 25577, ("bert", 144, 32): 21336,
+              ("bert", 96, 32): 14230, ("bert", 144, 16): 12983, ("bert", 96, 16): 8670}
+TABLE1_BETA = 12e9
 
 
-def chain(family, depth, batch, beta, nbytes=4, sum_u=None):
+def paper_transfer_s(family):
+    """the paper's time to move one layer's weight, seconds: its L2L waits for every transfer but
+    the two of the turns (F_L -> B_L, B_1 -> F_1), so L2L - sum u_j = 2 (L - 1) t; the mean of t
+    over the family's rows"""
+    ts = [(TABLE1_L2L[k] - TABLE1[k]) / 1e3 / (2 * (k[1] - 1)) for k in TABLE1 if k[0] == family]
+    return sum(ts) / len(ts)
+
+
+def chain(family, depth, batch, beta, nbytes=4, sum_u=None, w=None):
     s = SEQ[family]
     fwd_flops = 24 * batch * s * H * H + 4 * batch * s * s * H
     uf = fwd_flops / THROUGHPUT
     if sum_u is not None:  # Table 1's compute sum, in seconds, over the depth's 4 uf per layer
         uf = sum_u / (4 * depth)
     ub = 3 * uf
-    w = nbytes * (12 * H * H + 13 * H)
+    if w is None:
+        w = nbytes * (12 * H * H + 13 * H)
     act = nbytes * batch * s * H
     mgpu = GIB16 - WORKSPACE_FACTOR * act
     layers = [{"uf": uf, "ub": ub, "w": w, "a": act} for _ in range(depth)]
@@ -67,6 +91,7 @@ def main(argv):
     check = False
     nbytes = 4
     paper_times = False
+    paper = False
     out_default = True
     i = 0
     while i < len(argv):
@@ -90,13 +115,22 @@ def main(argv):
         elif a == "--paper-times":
             paper_times = True
             i += 1
+        elif a == "--paper":
+            paper = True
+            i += 1
         elif a == "--check":
             check = True
             i += 1
         else:
-            print("usage: scripts/gen_chains.py [--out DIR] [--beta BYTES_PER_S] [--bytes 2|4] [--paper-times] [--check]",
+            print("usage: scripts/gen_chains.py [--out DIR] [--beta BYTES_PER_S] [--bytes 2|4] [--paper-times] [--paper] [--check]",
                   file=sys.stderr)
             return 2
+    if paper and (nbytes != 4 or paper_times):
+        print("gen_chains.py: --paper takes its times from Table 1 and its weights from the L2L column: "
+              "not with --bytes or --paper-times", file=sys.stderr)
+        return 2
+    if paper and out_default:
+        out = os.path.join(os.path.dirname(out), "chains-paper")
     if out_default and (nbytes != 4 or paper_times):
         print("gen_chains.py: --bytes 2 and --paper-times write a variant: give --out (the default is examples/chains/)",
               file=sys.stderr)
@@ -104,7 +138,10 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     bad = 0
     for (family, depth, batch), ms in sorted(TABLE1.items()):
-        c = chain(family, depth, batch, beta, nbytes, ms / 1e3 if paper_times else None)
+        if paper:  # bytes fixed by Table 1's bandwidth; --beta changes only the link
+            c = chain(family, depth, batch, beta, 4, ms / 1e3, int(round(paper_transfer_s(family) * TABLE1_BETA)))
+        else:
+            c = chain(family, depth, batch, beta, nbytes, ms / 1e3 if paper_times else None)
         name = "%s-%d-b%d.json" % (family, depth, batch)
         path = os.path.join(out, name)
         write_atomic(path, lambda f: f.write(json.dumps(c, indent=None, separators=(",", ":")) + "\n"))
