@@ -15,7 +15,8 @@ static const cli_opt opts[] = {
     CLI_O_CHOICE("--algo", "greedy|greedy-star|l2l|l2l-sync|milp", flags, algo, cli_weight_offload_names,
                  "greedy: Algorithm 1 and 2 with the discount (default); greedy-star: without it;\n"
                  "l2l: only the layer in use on the GPU, the next one prefetched;\n"
-                 "l2l-sync: the same, each prefetch after the operation before it (the paper's L2L);\n"
+                 "l2l-sync: the same, each prefetch after the operation before it (a model of the\n"
+                 "paper's L2L column);\n"
                  "milp: Algorithm 2 on the selection of the section 6 MILP's solution (GLPK; implies\n"
                  "--bound; the solver's time)"),
     CLI_O_STR("--schedule", "FILE", flags, schedule, "write the schedule there (turnip.offload-schedule/1 JSON)"),
