@@ -47,18 +47,13 @@ THROUGHPUT = 11.8e12
 GIB16 = 16 * 1024 ** 3
 WORKSPACE_FACTOR = 60
 SEQ = {"gpt2": 128, "bert": 48}
-# Table 1: (family, depth, batch) -> sum u_j in ms (for --check and --paper-times)
-TABLE1 = {("gpt2", 74, 64): 47421, ("gpt2", 56, 64): 35553, ("gpt2", 38, 64): 23694,
-          ("gpt2", 74, 32): 23697, ("gpt2", 56, 32): 17762, ("gpt2", 38, 32): 11840,
-          ("gpt2", 74, 16): 11612, ("gpt2", 56, 16): 8697, ("gpt2", 38, 16): 5794,
-          ("bert", 144, 64): 34486, ("bert", 96, 64): 22965, ("bert", 144, 32): 17443,
-          ("bert", 96, 32): 11617, ("bert", 144, 16): 9090, ("bert", 96, 16): 6058}
-# Table 1's L2L column, ms (for --paper: each family's transfer time per layer)
-TABLE1_L2L = {("gpt2", 74, 64): 52707, ("gpt2", 56, 64): 39542, ("gpt2", 38, 64): 26387,
-              ("gpt2", 74, 32): 28983, ("gpt2", 56, 32): 21751, ("gpt2", 38, 32): 14533,
-              ("gpt2", 74, 16): 16898, ("gpt2", 56, 16): 12686, ("gpt2", 38, 16): 8487,
-              ("bert", 144, 64): 38379, ("bert", 96, 64): 25577, ("bert", 144, 32): 21336,
-              ("bert", 96, 32): 14230, ("bert", 144, 16): 12983, ("bert", 96, 16): 8670}
+# Table 1: (family, depth, batch) -> (sum u_j, L2L) in ms (sum u_j for --check, --paper-times and
+# --paper; L2L for --paper: each family's transfer time per layer)
+TABLE1 = {("gpt2", 74, 64): (47421, 52707), ("gpt2", 56, 64): (35553, 39542), ("gpt2", 38, 64): (23694, 26387),
+          ("gpt2", 74, 32): (23697, 28983), ("gpt2", 56, 32): (17762, 21751), ("gpt2", 38, 32): (11840, 14533),
+          ("gpt2", 74, 16): (11612, 16898), ("gpt2", 56, 16): (8697, 12686), ("gpt2", 38, 16): (5794, 8487),
+          ("bert", 144, 64): (34486, 38379), ("bert", 96, 64): (22965, 25577), ("bert", 144, 32): (17443, 21336),
+          ("bert", 96, 32): (11617, 14230), ("bert", 144, 16): (9090, 12983), ("bert", 96, 16): (6058, 8670)}
 TABLE1_BETA = 12e9
 
 
@@ -66,7 +61,7 @@ def paper_transfer_s(family):
     """the paper's time to move one layer's weight, seconds: its L2L waits for every transfer but
     the two of the turns (F_L -> B_L, B_1 -> F_1), so L2L - sum u_j = 2 (L - 1) t; the mean of t
     over the family's rows"""
-    ts = [(TABLE1_L2L[k] - TABLE1[k]) / 1e3 / (2 * (k[1] - 1)) for k in TABLE1 if k[0] == family]
+    ts = [(l2l - su) / 1e3 / (2 * (k[1] - 1)) for k, (su, l2l) in TABLE1.items() if k[0] == family]
     return sum(ts) / len(ts)
 
 
@@ -137,7 +132,7 @@ def main(argv):
         return 2
     os.makedirs(out, exist_ok=True)
     bad = 0
-    for (family, depth, batch), ms in sorted(TABLE1.items()):
+    for (family, depth, batch), (ms, _) in sorted(TABLE1.items()):
         if paper:  # bytes fixed by Table 1's bandwidth; --beta changes only the link
             c = chain(family, depth, batch, beta, 4, ms / 1e3, int(round(paper_transfer_s(family) * TABLE1_BETA)))
         else:

@@ -157,11 +157,6 @@ tp_status tp_offload_schedule_greedy(const tp_chain *c, const uint8_t *sel, int 
  * the GPU, the next one is prefetched during the current operation, each weight is offloaded
  * after its B (a frozen one deleted) and deleted after its F. *out owned by the caller. */
 tp_status tp_offload_schedule_l2l(const tp_chain *c, tp_offload_schedule **out, tp_error *err);
-/* The synchronous L2L (the paper's "synchronous parameter-server", whose Table 1 column is
- * compute plus about two unoverlapped transfers per layer): the same, but the next weight's
- * prefetch starts when the current operation ends, so every operation on a new weight waits for
- * its transfer. *out owned by the caller. */
-tp_status tp_offload_schedule_l2l_sync(const tp_chain *c, tp_offload_schedule **out, tp_error *err);
 
 /* TP_OFFLOAD_MILP: Algorithm 2 (with the discount) on the selection of the MILP's incumbent
  * (tp_chain_bound_select), with TP_OFFLOAD_MILP_TIME_LIMIT s for the solver in tp_offload_plan. */
@@ -170,7 +165,10 @@ typedef enum tp_offload_algo {
     TP_OFFLOAD_GREEDY_STAR,
     TP_OFFLOAD_L2L,
     TP_OFFLOAD_MILP,
-    TP_OFFLOAD_L2L_SYNC /* as a planner's directed evictions: L2L's (only timing differs) */
+    TP_OFFLOAD_L2L_SYNC /* L2L whose next weight's prefetch starts when the current operation
+                         * ends (a model of the paper's "synchronous parameter-server" L2L:
+                         * T = L (f + b) + 2 (L-1) t on identical layers); as a planner's directed
+                         * evictions, L2L's (only the timing differs) */
 } tp_offload_algo;
 #define TP_OFFLOAD_MILP_TIME_LIMIT 60.0
 /* Selection then schedule for greedy and greedy-star; l2l and l2l-sync directly; milp as

@@ -499,11 +499,6 @@ tp_status tp_offload_schedule_l2l(const tp_chain *c, tp_offload_schedule **out, 
     return l2l(c, 0, out, err);
 }
 
-tp_status tp_offload_schedule_l2l_sync(const tp_chain *c, tp_offload_schedule **out, tp_error *err)
-{
-    return l2l(c, 1, out, err);
-}
-
 /* a chain the algorithms take: valid, 1..TP_OFFLOAD_MAX_LAYERS layers */
 static tp_status chain_ok(const tp_chain *c, tp_error *err)
 {
