@@ -10,7 +10,8 @@
 # 5. an output that is a directory: exit 2 before the run, the other output untouched.
 # 6. a report lost on the way out (> /dev/full): exit 2, not 0.
 # 7. offload-plan on a FIFO: refused at once (it used to wait for a writer).
-# 8. a read-only existing output (mode 0444) is not replaced (as a user other than root).
+# 8. a read-only existing output (mode 0444) is not replaced, and -o /dev/stdout as in 1 works
+#    (as a user other than root, who cannot write into /dev).
 # 9. train --out replaces its two files together: when adapter_config.json cannot be written,
 #    adapter_model.safetensors is not replaced either (it used to be, beside the old config).
 # 10. train --out NEW interrupted (SIGINT while it trains) leaves no NEW directory: it is made
@@ -104,8 +105,21 @@ if [ "$(id -u)" = 0 ] && command -v runuser > /dev/null && runuser -u nobody -- 
     [ "$rc" = 2 ] || fail "read-only output: exit $rc: $(cat r.out)"
     [ "$(cat ro.json)" = PRECIOUS ] || fail "read-only output replaced"
     grep -q "read-only" r.out || fail "read-only output: $(cat r.out)"
+    # as in 1, but by a user who cannot write into /dev: the file standard output goes to is
+    # written through it (it was refused, "cannot write into /dev", by a check of /dev/stdout's
+    # directory that only root passed)
+    chmod 644 g.json
+    printf 'earlier line\n' > nb.log
+    chmod 666 nb.log
+    set +e
+    runuser -u nobody -- sh -c '"$1" plan "$2" --device-mem 64MiB -o /dev/stdout >> "$3"' sh "$T" "$D/g.json" "$D/nb.log" > r.out 2>&1
+    rc=$?
+    set -e
+    [ "$rc" = 0 ] || fail "-o /dev/stdout as nobody: exit $rc: $(cat r.out)"
+    [ "$(head -1 nb.log)" = "earlier line" ] && grep -q '"format": *"turnip.memgraph/1"' nb.log \
+        || fail "-o /dev/stdout as nobody: no MemGraph after the earlier line"
 else
-    echo "read-only output: not checked (needs root, runuser, and a build the user nobody can run)"
+    echo "read-only output and /dev/stdout as another user: not checked (needs root, runuser, and a build the user nobody can run)"
 fi
 # 9
 "$T" train --preset tiny --seq-len 16 --steps 1 --device-mem 100% --out ad --lora-rank 4 --quiet > /dev/null

@@ -144,9 +144,7 @@ int cli_out_open(const char *cmd, const char *path, cli_out *o)
         o->path = NULL;
         return 0;
     }
-    int rc = cli_not_input(cmd, NULL, path);
-    if (rc) return rc;
-    tp_error e;
+    tp_error e; /* an input named as the output: refused before the work (cli_out_check) */
     tp_status s = tp_outfile_open(path, &o->of, &e);
     if (s) return cli_fail(cmd, s, &e);
     o->f = tp_outfile_stream(o->of);
@@ -502,24 +500,36 @@ int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is
     struct stat sb;
     if (!*path) return cli_errorf(cmd, 2, "%s '': an empty name; name a %s", flag, is_dir ? "directory" : "file");
     size_t len = strlen(path);
+    char *final = NULL; /* a file: the one replaced (the target of a symlink), in whose directory its temporary goes */
     if (is_dir == 1) {
         snprintf(dir, sizeof dir, "%s", path);
     } else {
-        int exists = !stat(path, &sb);
-        if (exists && S_ISDIR(sb.st_mode)) return cli_errorf(cmd, 2, "%s %s: cannot write: is a directory", flag, path);
-        if (exists && !S_ISREG(sb.st_mode)) return 0; /* a device or a FIFO: written in place, where it is */
+        if (!is_dir && !stat(path, &sb) && S_ISDIR(sb.st_mode))
+            return cli_errorf(cmd, 2, "%s %s: cannot write: is a directory", flag, path);
         if (!is_dir && path[len - 1] == '/') return cli_errorf(cmd, 2, "%s %s: names a directory; name a file", flag, path);
-        int rc = cli_not_input(cmd, flag, path);
-        if (rc) return rc;
-        while (len > 1 && path[len - 1] == '/') len--; /* a directory to make: "new/" is "new" */
+        if (!is_dir) { /* as tp_outfile_open will write it */
+            int fd;
+            tp_error e;
+            if (tp_outfile_target(path, &fd, &final, &e)) return cli_errorf(cmd, 2, "%s %s", flag, e.msg);
+            if (fd == 0) return 0; /* a device or a FIFO: written in place, where it is */
+            int rc = cli_not_input(cmd, flag, path);
+            if (rc || fd > 0) { /* fd 1 or 2: the file a standard stream goes to, written through it */
+                free(final);
+                return rc;
+            }
+        }
+        const char *name = final ? final : path;
+        len = strlen(name);
+        while (len > 1 && name[len - 1] == '/') len--; /* a directory to make: "new/" is "new" */
         const char *slash = NULL;
         for (size_t k = 0; k < len; k++)
-            if (path[k] == '/') slash = path + k;
-        size_t n = slash ? (size_t)(slash - path) : 1;
+            if (name[k] == '/') slash = name + k;
+        size_t n = slash ? (size_t)(slash - name) : 1;
         if (n >= sizeof dir) n = sizeof dir - 1;
-        memcpy(dir, slash ? path : ".", n);
+        memcpy(dir, slash ? name : ".", n);
         dir[n] = 0;
         if (slash && n == 0) snprintf(dir, sizeof dir, "/");
+        free(final);
     }
     const char *why = stat(dir, &sb) ? strerror(errno) : !S_ISDIR(sb.st_mode) ? "not a directory"
                     : access(dir, W_OK | X_OK)      ? strerror(errno)
@@ -547,7 +557,7 @@ int cli_is_stdout(const char *path)
  * into the report); else 0 */
 static int cli_file_only(const char *cmd, const char *flag, const char *path)
 {
-    if (!path || !cli_is_stdout(path)) return 0;
+    if (!cli_is_stdout(path)) return 0;
     return cli_errorf(cmd, 2, "%s %s: standard output carries this command's report; name a file", flag, path);
 }
 

@@ -56,10 +56,12 @@ int cli_backend_known(const char *cmd, const char *name);
  * returns 2. */
 int cli_bad_item(const char *cmd, const char *flag, const char *item, long long index, const char *want);
 /* Before the work: the directory an output named by `flag` goes into must be a writable
- * directory; 0, or exit code 2 after one line. is_dir 0: a file (not a directory, not an
- * input the command noted, no trailing '/'; an existing device or FIFO passes, as it is
- * written in place); 1: an existing directory, the path itself; 2: a directory to be made, so
- * its parent ("new/" is "new"). An empty path is refused. */
+ * directory; 0, or exit code 2 after one line. is_dir 0: a file, checked as tp_outfile_open
+ * will write it (tp_outfile_target): not a directory, a read-only file or a symlink to nothing,
+ * not an input the command noted, no trailing '/', and the directory of the file replaced (a
+ * symlink's target) writable; a device, a FIFO or the file standard output or error goes to
+ * passes, as it is written in place; 1: an existing directory, the path itself; 2: a directory
+ * to be made, so its parent ("new/" is "new"). An empty path is refused. */
 int cli_writable_dir(const char *cmd, const char *flag, const char *path, int is_dir);
 /* Whether an output path is standard output: NULL or "-", or a name of the file standard output
  * is (/dev/stdout, /proc/self/fd/1, or the file it is redirected to). */

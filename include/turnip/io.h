@@ -42,6 +42,13 @@ typedef struct tp_outfile tp_outfile;
 /* Creates the temporary file; *out is the caller's to commit or abort. TP_ERR_IO naming PATH
  * (a directory, no permission), TP_ERR_NOMEM. */
 tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err);
+/* How tp_outfile_open would write PATH, decided before anything is made (the checks it makes
+ * first): *fd 0 written in place (a device, a FIFO), 1 or 2 written through that standard
+ * stream (PATH is the file it is redirected to), -1 replaced by a temporary file renamed over
+ * it; then *final (may be NULL; the caller's to free) is the file replaced: PATH, or the file
+ * its symlink names, whose directory receives the temporary file. TP_ERR_IO naming PATH for a
+ * directory, a read-only file or a symlink to nothing; TP_ERR_ARG for an empty name. */
+tp_status tp_outfile_target(const char *path, int *fd, char **final, tp_error *err);
 /* Where to write (valid until commit or abort). */
 FILE *tp_outfile_stream(tp_outfile *o);
 /* Flushes, syncs and renames into place; frees o. On any write error (a full disk) removes the

@@ -90,39 +90,57 @@ static void out_free(tp_outfile *o)
     free(o);
 }
 
-tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err)
+tp_status tp_outfile_target(const char *path, int *fd, char **final, tp_error *err)
 {
-    *out = NULL;
+    *fd = -1;
+    if (final) *final = NULL;
     if (!path || !*path) return tp__fail(err, TP_ERR_ARG, "no output file name given");
-    tp_outfile *o = calloc(1, sizeof *o);
-    if (!o || !(o->path = strdup(path))) {
-        free(o);
-        return tp__fail(err, TP_ERR_NOMEM, "%s: out of memory", path);
-    }
-    o->slot = -1;
     struct stat st, lst;
     int exists = stat(path, &st) == 0;
-    if (exists && S_ISDIR(st.st_mode)) {
-        out_free(o);
-        return tp__fail(err, TP_ERR_IO, "%s: cannot write: is a directory", path);
-    }
+    if (exists && S_ISDIR(st.st_mode)) return tp__fail(err, TP_ERR_IO, "%s: cannot write: is a directory", path);
     if (exists && !S_ISREG(st.st_mode)) { /* a device or a FIFO: written in place */
-        if (!(o->f = fopen(path, "wb"))) {
-            int en = errno;
-            out_free(o);
-            return tp__fail(err, TP_ERR_IO, "%s: cannot write: %s", path, strerror(en));
-        }
-        *out = o;
+        *fd = 0;
         return TP_OK;
     }
     /* the file standard output or error is redirected to (/dev/stdout, /proc/self/fd/2): written
      * through that stream, where it stands, as "-" is; replacing it would drop what the file holds
      * and what is written to the stream after */
-    for (int fd = 1; exists && fd <= 2; fd++) {
+    for (int k = 1; exists && k <= 2; k++) {
         struct stat fs;
-        if (fstat(fd, &fs) || fs.st_dev != st.st_dev || fs.st_ino != st.st_ino) continue;
-        int d = dup(fd);
-        if (d < 0 || !(o->f = fdopen(d, "wb"))) {
+        if (!fstat(k, &fs) && fs.st_dev == st.st_dev && fs.st_ino == st.st_ino) {
+            *fd = k;
+            return TP_OK;
+        }
+    }
+    if (exists && access(path, W_OK) && errno == EACCES) /* a read-only file is not replaced behind its mode */
+        return tp__fail(err, TP_ERR_IO, "%s: cannot write: %s (the file is read-only)", path, strerror(EACCES));
+    /* a symlink to nothing: neither replaced by the output nor followed to make its target */
+    if (!exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+        return tp__fail(err, TP_ERR_IO, "%s: cannot write: a symbolic link to a file that does not exist", path);
+    if (!final) return TP_OK;
+    /* the file a symlink names is the one replaced */
+    *final = exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) ? realpath(path, NULL) : strdup(path);
+    return *final ? TP_OK : tp__fail(err, TP_ERR_NOMEM, "%s: out of memory", path);
+}
+
+tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err)
+{
+    *out = NULL;
+    int std;
+    char *final;
+    tp_status s = tp_outfile_target(path, &std, &final, err);
+    if (s) return s;
+    tp_outfile *o = calloc(1, sizeof *o);
+    if (!o || !(o->path = strdup(path))) {
+        free(o);
+        free(final);
+        return tp__fail(err, TP_ERR_NOMEM, "%s: out of memory", path);
+    }
+    o->slot = -1;
+    o->final = final;
+    if (std >= 0) { /* in place: the device or FIFO, or a duplicate of the standard stream */
+        int d = std ? dup(std) : -1;
+        if (std ? d < 0 || !(o->f = fdopen(d, "wb")) : !(o->f = fopen(path, "wb"))) {
             int en = errno;
             if (d >= 0) close(d);
             out_free(o);
@@ -131,22 +149,8 @@ tp_status tp_outfile_open(const char *path, tp_outfile **out, tp_error *err)
         *out = o;
         return TP_OK;
     }
-    if (exists && access(path, W_OK) && errno == EACCES) { /* a read-only file is not replaced behind its mode */
-        out_free(o);
-        return tp__fail(err, TP_ERR_IO, "%s: cannot write: %s (the file is read-only)", path, strerror(EACCES));
-    }
-    /* a symlink to nothing: neither replaced by the output nor followed to make its target */
-    if (!exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-        out_free(o);
-        return tp__fail(err, TP_ERR_IO, "%s: cannot write: a symbolic link to a file that does not exist", path);
-    }
-    /* the file a symlink names is the one replaced */
-    if (exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) o->final = realpath(path, NULL);
-    else o->final = strdup(path);
-    if (!o->final) {
-        out_free(o);
-        return tp__fail(err, TP_ERR_NOMEM, "%s: out of memory", path);
-    }
+    struct stat st;
+    int exists = stat(path, &st) == 0;
     const char *slash = strrchr(o->final, '/');
     size_t dirlen = slash ? (size_t)(slash - o->final) + 1 : 0;
     const char *base = slash ? slash + 1 : o->final;
