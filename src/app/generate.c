@@ -77,7 +77,7 @@ typedef struct step_t {
     uint8_t *spill;       /* [n] a plan per step streams it by choice (spread_pins), unless the
                              cache already holds it */
     int armed;            /* its tensors are pinned (pin_step ran, unpin_step not yet) */
-    tp_graph *g;          /* its graph at position 0, from build_steps until make_step took it */
+    tp_graph *g;          /* its graph at position 0, from its build_step in tp_llama_generate until make_step took it */
 } step_t;
 
 typedef struct gen {
@@ -99,7 +99,8 @@ typedef struct gen {
     uint64_t gets_per_token; /* cache gets per decode step */
     uint64_t range[TP_MAX_DEVICES]; /* bytes of the cache's range on each device */
     uint8_t *harena;      /* the session's host block, whose first `hres` bytes hold the cache's host
-                             copies (NULL: no data); plans load from them in place (no copy) */
+                             copies and the embedding table (NULL: no data); plans load from them
+                             in place (no copy) */
     uint64_t hres;
     uint64_t pinned[TP_MAX_DEVICES]; /* bytes the driver holds pinned per device */
     uint64_t small;       /* a plan per step: tensors of fewer bytes are pinned before the others,
@@ -702,7 +703,7 @@ static tp_status place_prefill(gen *G, tp_graph *g)
 /* Before the session: the host copies as the cache will lay them out, from the steps' graphs
  * (their inputs but "x", step by step, each at an offset rounded up to TP_CACHE_ALIGN_DEFAULT,
  * which keeps every offset's alignment), then the embedding table at G->embed_at. Names are
- * borrowed from the graphs (build_steps). */
+ * borrowed from the steps' graphs (step_t.g). */
 typedef struct dry_copy {
     uint64_t bytes, at;
 } dry_copy;

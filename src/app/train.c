@@ -531,8 +531,7 @@ tp_status tp_lora_write_peft(const char *dir, const tp_train_result *r, const fl
                               (uint64_t)(r->t[i].shape[0] * r->t[i].shape[1]) * 4, values + r->t[i].offset};
     if (!s) s = tp_st_write_open(path, (size_t)r->n, t, &sf, err);
     free(t);
-    if (!s) s = tp_outfile_sync(sf, err);
-    if (!s) {
+    if (!s) { /* the commit syncs it before its rename */
         s = tp_outfile_commit(sf, err);
         sf = NULL;
     }

@@ -513,6 +513,13 @@ static uint32_t lm_head(B *b, uint32_t hn, int64_t rows, const char *bl, const c
     return K(b, 0, id, "scale", 1, parts, rows, V, "{\"alpha\":1}", 0); /* name the output even without a concat */
 }
 
+/* 1 <= batch <= 2^20 and 1 <= batch x tokens <= 2^31-1 (S x T not computed): what tp_llama_build
+ * takes, and so what tp_llama_estimate counts */
+static int batch_seq_ok(int64_t S, int64_t T)
+{
+    return S >= 1 && S <= TP_LLAMA_MAX_BATCH && T >= 1 && T <= TP_LLAMA_MAX_SEQ / S;
+}
+
 tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_graph **out, tp_error *err)
 {
     tp_status s0;
@@ -525,7 +532,7 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
     if (o->residual != TP_LLAMA_GATHER && o->residual != TP_LLAMA_SCATTER)
         return tp__fail(err, TP_ERR_ARG, "llama: residual %d is not gather (0) or scatter (1)", o->residual);
     int SC = o->residual == TP_LLAMA_SCATTER;
-    if (S < 1 || S > TP_LLAMA_MAX_BATCH || T > TP_LLAMA_MAX_SEQ / S) /* S x T without computing it */
+    if (!batch_seq_ok(S, T))
         return tp__fail(err, TP_ERR_ARG, "llama: batch %lld of %lld tokens: need 1 <= batch <= 2^20 and batch x tokens <= 2^31-1",
                         (long long)S, (long long)T);
     if (o->kv_out != 0 && o->kv_out != 1) return tp__fail(err, TP_ERR_ARG, "llama: kv_out %d is not 0 or 1", o->kv_out);
@@ -797,11 +804,11 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
     int Di = o->devices < 1 ? 1 : o->devices > TP_MAX_DEVICES ? TP_MAX_DEVICES : o->devices;
     if (c->heads < 1 || c->kv_heads < 1 || c->heads % c->kv_heads || c->layers < 1) return; /* G below: a whole group */
     /* sizes tp_llama_build refuses: nothing to estimate (zero), so its message, not a memory one, is what the caller sees */
-    if (o->batch < 1 || o->batch > TP_LLAMA_MAX_BATCH || o->seq < 1 || o->seq > TP_LLAMA_MAX_SEQ / o->batch) return;
+    if (!batch_seq_ok(o->batch, o->seq)) return;
     double D = Di, NB = o->blocks < 1 ? 1 : o->blocks, T = (double)o->seq, Hh = (double)c->heads,
            L = (double)c->layers, H = (double)c->hidden, V = (double)c->vocab, es = (double)tp_dtype_size(c->dtype);
     double VC = o->vocab_chunks > 0 ? o->vocab_chunks : 1, MC = o->mlp_chunks > 0 ? o->mlp_chunks : 1;
-    double S = o->batch < 1 ? 1 : (double)o->batch, NBt = S * NB; /* row blocks of the batch */
+    double S = (double)o->batch, NBt = S * NB; /* row blocks of the batch */
     int AL = o->all_logits;
     /* per layer, per device: its query heads and the KV groups they touch (a group shared by
      * devices counts on each); the devices with heads, and those of them after device 0; the

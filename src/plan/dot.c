@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "turnip/plan.h"
+#include "plan/plan_internal.h"
 #include "io/jsonpull.h"
 #include "io/util.h"
 
@@ -30,7 +31,7 @@ static const char *const styles[NSTYLES] = {
 enum { E_DATA, E_MEMORY, E_JOIN }; /* a read's producer; a memory dependency; a member into its join */
 
 typedef struct {
-    int64_t dev;     /* -1: no device; drawn outside the clusters, as is one the file does not have */
+    int64_t dev;     /* -1: no device, drawn outside the clusters; else below the devices (dot_read checks) */
     size_t label;    /* offset of its NUL-terminated label in labels */
     uint8_t style;
 } dv;
@@ -120,9 +121,9 @@ static tp_status dot_read(D *c, tp__jp *jp)
             json_t *f;
             tp_status s = tp__jp_tree(jp, &f);
             if (s) return s;
-            have_format = json_is_string(f) && !strcmp(json_string_value(f), "turnip.memgraph/1");
+            have_format = json_is_string(f) && !strcmp(json_string_value(f), TP__MG_FORMAT);
             json_decref(f);
-            if (!have_format) return tp__fail(c->err, TP_ERR_PARSE, "%s: field 'format' must be \"turnip.memgraph/1\" (not a MemGraph)", c->name);
+            if (!have_format) break;
         } else if (!strcmp(k, "vertices") || !strcmp(k, "devices")) {
             int verts = k[0] == 'v';
             if ((t = tp__jp_peek(jp)) == TP__JP_ERROR) return jp->err->code;
@@ -150,8 +151,8 @@ static tp_status dot_read(D *c, tp__jp *jp)
             return jp->err->code;
         }
     }
-    if (x < 0 || tp__jp_finish(jp)) return jp->err->code;
-    if (!have_format) return tp__fail(c->err, TP_ERR_PARSE, "%s: field 'format' must be \"turnip.memgraph/1\" (not a MemGraph)", c->name);
+    if (x < 0 || (have_format && tp__jp_finish(jp))) return jp->err->code; /* x 1: a wrong format stopped the loop */
+    if (!have_format) return tp__fail(c->err, TP_ERR_PARSE, "%s: field 'format' must be \"" TP__MG_FORMAT "\" (not a MemGraph)", c->name);
     if (!have_vertices) return tp__fail(c->err, TP_ERR_PARSE, "%s: field 'vertices' must be an array", c->name);
     /* what the vertices name, now that their number and the devices' are known */
     for (size_t i = 0; i < c->n; i++)
@@ -167,7 +168,7 @@ static tp_status dot_read(D *c, tp__jp *jp)
 
 static size_t bucket(const D *c, size_t i)
 {
-    return c->v[i].dev >= 0 && (uint64_t)c->v[i].dev < c->ndev ? (size_t)c->v[i].dev + 1 : 0;
+    return c->v[i].dev >= 0 ? (size_t)c->v[i].dev + 1 : 0; /* dot_read refused devices out of range */
 }
 
 static void draw(const D *c, const size_t *order, const size_t *start, FILE *out)

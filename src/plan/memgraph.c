@@ -117,7 +117,7 @@ tp_status tp_memgraph_write(const tp_memgraph *mg, FILE *f, tp_error *err)
     const tp_graph *g = mg->g;
     const tp_vertex *gv = tp_graph_vertices(g);
     const uint32_t *gout = tp_graph_outputs(g);
-    fputs("{\"format\": \"turnip.memgraph/1\",\n \"devices\": [", f);
+    fputs("{\"format\": \"" TP__MG_FORMAT "\",\n \"devices\": [", f);
     for (int d = 0; d < mg->ndevices; d++)
         fprintf(f, "%s{\"capacity\": %llu}", d ? ", " : "", (unsigned long long)mg->cap[d]);
     fprintf(f, "],\n \"host_bytes\": %llu,\n \"vertices\": [\n", (unsigned long long)mg->host_bytes);

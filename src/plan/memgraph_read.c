@@ -11,7 +11,6 @@
 #include "io/jsonpull.h"
 #include "plan/memgraph_io.h"
 
-#define MG_FORMAT "turnip.memgraph/1"
 
 static const char *const kind_names[] = {"input", "kernel", "transfer", "offload", "reload", "resident", "accumulate", "join"};
 
@@ -350,7 +349,7 @@ static tp_status read_json_doc(mr *r)
         if (!strcmp(k, "format")) {
             const char *f;
             if ((s = rd_str(r, &f, "top level", "format"))) return s;
-            if (strcmp(f, MG_FORMAT)) return fail(r, "%s: field 'format' must be \"%s\"", MG_FORMAT, "");
+            if (strcmp(f, TP__MG_FORMAT)) return fail(r, "%s: field 'format' must be \"%s\"", TP__MG_FORMAT, "");
             r->seen_format = 1;
         } else if (!strcmp(k, "devices")) {
             if ((t = tp__jp_peek(jp)) == TP__JP_ERROR) return tp__jp_status(r->err);

@@ -209,8 +209,7 @@ tp_status tp_chain_graph_evictions(const tp_graph *g, tp_offload_algo algo, uint
                                    tp_plan_evict **out, uint32_t *n, tp_error *err)
 {
     if (!g || !out || !n) return tp__fail(err, TP_ERR_ARG, "tp_chain_graph_evictions: NULL argument");
-    if (algo != TP_OFFLOAD_GREEDY && algo != TP_OFFLOAD_GREEDY_STAR && algo != TP_OFFLOAD_L2L && algo != TP_OFFLOAD_MILP &&
-        algo != TP_OFFLOAD_L2L_SYNC)
+    if ((unsigned)algo > TP_OFFLOAD_L2L_SYNC) /* the last strategy */
         return tp__fail(err, TP_ERR_ARG, "weight offload: unknown strategy %d", (int)algo);
     const tp_chain_machine *mc = machine;
     if (algo == TP_OFFLOAD_MILP &&

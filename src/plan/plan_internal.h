@@ -5,6 +5,10 @@
 #include "turnip/plan.h"
 #include "io/util.h"
 
+/* the MemGraph's JSON format name, as the writer, the reader and dot see it (the verifier
+ * spells it on its own) */
+#define TP__MG_FORMAT "turnip.memgraph/1"
+
 typedef struct tp__mv {
     uint8_t kind;      /* tp_mkind */
     uint8_t space;     /* tp_space of the write */

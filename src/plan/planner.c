@@ -873,6 +873,12 @@ static tp_status setup_directed(planner *P, const tp_plan_opts *opts)
     return TP_OK;
 }
 
+/* why a kernel cannot update a read in place (tp__inplace_rule), as the message says it */
+static const char *const inplace_words[] = {
+    [TP__INPLACE_READ_TWICE] = "also another of its arguments", [TP__INPLACE_OUTPUT] = "an output",
+    [TP__INPLACE_KEPT] = "kept past the run", [TP__INPLACE_SIZE] = "of another size than its output",
+    [TP__INPLACE_READ_AFTER] = "read after it"};
+
 static tp_status setup(planner *P, const tp_plan_opts *opts)
 {
     const tp_graph *g = P->g;
@@ -964,10 +970,7 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
             return tp__fail(P->err, TP_ERR_INFEASIBLE,
                             "kernel '%s' updates pinned input '%s' in place, but '%s' is %s: the pinned region would not be updated",
                             v->id, V_(P, x)->id, V_(P, x)->id,
-                            why == TP__INPLACE_READ_TWICE ? "also another of its arguments"
-                            : why == TP__INPLACE_OUTPUT   ? "an output"
-                            : why == TP__INPLACE_SIZE     ? "of another size than its output"
-                                                          : "read after it");
+                            inplace_words[why]);
         }
     }
     if (opts->nevictions) {

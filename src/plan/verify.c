@@ -247,13 +247,16 @@ static tp_status parse_vertex(V *c, json_t *j, size_t i)
         x->from[r] = vertex_ref(fr);
         if ((s = parse_reg(c, jr, &x->rr[r], i, "reads"))) return s;
     }
-    for (uint32_t r = 0; r < x->ndeps; r++) {
+    for (uint64_t r = 0, prev = 0; r < x->ndeps; r++) {
         uint64_t dd;
         if (!get_u64(json_array_get(ds, r), &dd))
             return unusable(c, "vertex %2$lld (%1$s): 'deps' must hold vertex ids", x->tname, (long long)i);
         x->deps[r] = vertex_ref(dd);
-        if (r && x->deps[r] <= x->deps[r - 1]) /* the format's rule, which the plan readers hold too */
+        /* the format's rule, which the plan readers hold too; on the ids as written (vertex_ref
+         * clamps those past 2^32, which are then refused as missing) */
+        if (r && dd <= prev)
             return unusable(c, "vertex %2$lld (%1$s): 'deps' must be increasing vertex ids, without repeats", x->tname, (long long)i);
+        prev = dd;
     }
     x->inplace = -1;
     json_t *ip = json_object_get(j, "inplace");
