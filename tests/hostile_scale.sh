@@ -30,7 +30,7 @@ PY
 fan "$D/mc.json" 100000 '"bytes": 4096'
 # A plan that reuses memory freed long before (1600 layers under 20 GiB: fresh memory first, then
 # the oldest blocks): the verifier's happens-before search went depth first through the
-# overwriter's whole ancestry above the old writer (142 s); breadth first it takes about 3 s.
+# overwriter's whole ancestry above the old writer (about 150 s); breadth first it takes about 3 s (docs/reliability.md).
 expect 0 "" "$T" gen layered --layers 1600 -o "$D/g1600.json"
 expect 0 "" "$T" plan "$D/g1600.json" --device-mem 20GiB -o "$D/g1600.plan.json"
 expect 0 "valid" "$T" verify "$D/g1600.plan.json" --taskgraph "$D/g1600.json"

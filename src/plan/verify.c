@@ -685,7 +685,7 @@ static tp_status topo(V *c)
  * never below a's rank: the paths a plan makes are short (a writer's readers depend on it, and
  * the next writer on them), and breadth first finds them after visiting what lies that close
  * to b. Depth first visited b's whole ancestry above a's rank first when its path went through
- * b's last dep: quadratic in the vertices over a plan's overwrites (142 s for a 7x10^5-vertex
+ * b's last dep: quadratic in the vertices over a plan's overwrites (about 150 s for a 7x10^5-vertex
  * plan that reuses memory freed long before). */
 static int before(V *c, uint32_t a, uint32_t b)
 {

@@ -658,12 +658,14 @@ static void cu_host_free(void *ctx, uint8_t *p)
     cudaFreeHost(p);
 }
 
-/* the pinned host block is not cleared for a plan of its own (it was not before sessions) */
+/* the backend's fits op: the pinned host memory only (device memory shows when it is
+ * allocated: cudaMalloc of the exact cap) */
 static tp_status cu_fits_op(tp_backend *be, int nd, const uint64_t *cap, uint64_t host_bytes, tp_error *err)
 {
     return cu_fits(be, nd, cap, host_bytes, "the plan", err);
 }
 
+/* the pinned host block is not cleared for a plan of its own (it was not before sessions) */
 static const tp__mem_alloc cu_alloc = {cu_fits, cu_dev_alloc, cu_host_alloc, cu_dev_free, cu_host_free, 0};
 
 static tp_status unit_init(cu *c, cunit *u, uint64_t scratch_floats, tp_error *err)
