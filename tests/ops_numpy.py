@@ -87,6 +87,13 @@ def softmax_ref(S, scale, causal, off):
 kern("softmax", "softmax", [s], (2, 5, 9), softmax_ref(S, 0.7, False, 0), attrs={"scale": 0.7})
 kern("softmax_causal", "softmax", [s], (2, 5, 9), softmax_ref(S, 1.0, True, 3), attrs={"causal": True, "row_offset": 3})
 kern("softmax_masked_rows", "softmax", [s], (2, 5, 9), softmax_ref(S, 1.0, True, -2), attrs={"causal": True, "row_offset": -2})
+# attention: softmax(scale q k^T, causal from row_offset) v, one kernel; k in f32 beside 16-bit q and v
+q, Q = inp("att.q", (5, 8)); k, Kt = inp("att.k", (9, 8), dt="f32"); v, Vt = inp("att.v", (9, 6))
+kern("attention", "attention", [q, k, v], (5, 6), softmax_ref(0.3 * Q @ Kt.T, 1.0, False, 0) @ Vt, attrs={"scale": 0.3})
+kern("attention_causal", "attention", [q, k, v], (5, 6), softmax_ref(Q @ Kt.T, 1.0, True, 3) @ Vt,
+     attrs={"causal": True, "row_offset": 3})
+kern("attention_masked_rows", "attention", [q, k, v], (5, 6), softmax_ref(Q @ Kt.T, 1.0, True, -2) @ Vt,
+     attrs={"causal": True, "row_offset": -2})
 # rmsnorm
 x, X = inp("rms.x", (5, 16)); w, W = inp("rms.w", (16,))
 kern("rmsnorm", "rmsnorm", [x, w], (5, 16), X / np.sqrt((X * X).mean(-1, keepdims=True) + 1e-5) * W, attrs={"eps": 1e-5})
@@ -195,6 +202,14 @@ kern("big_matmul_shared", "matmul", [a, b], (3, 64, 80), A @ B)
 s, S = inp("big.sm", (2, 70, 1100), scale=3.0)
 kern("big_softmax_causal", "softmax", [s], (2, 70, 1100), softmax_ref(S, 0.1, True, 900),
      attrs={"scale": 0.1, "causal": True, "row_offset": 900})
+# attention over keys longer than one tile of scores (2^22 floats): tiles of 59 and of 209 query
+# rows, the columns each tile computes cut by causality, a first tile with every row masked
+q, Q = inp("big.att.q", (300, 64)); k, Kt = inp("big.att.k", (70000, 64)); v, Vt = inp("big.att.v", (70000, 32))
+kern("big_attention_causal", "attention", [q, k, v], (300, 32), softmax_ref(0.125 * Q @ Kt.T, 1.0, True, 69700) @ Vt,
+     attrs={"scale": 0.125, "causal": True, "row_offset": 69700})
+q, Q = inp("big.att.q2", (300, 16)); k, Kt = inp("big.att.k2", (20000, 16)); v, Vt = inp("big.att.v2", (20000, 8))
+kern("big_attention_masked_tile", "attention", [q, k, v], (300, 8), softmax_ref(Q @ Kt.T, 1.0, True, -250) @ Vt,
+     attrs={"causal": True, "row_offset": -250})
 x, X = inp("big.rms.x", (20, 4096)); w, W = inp("big.rms.w", (4096,))
 kern("big_rmsnorm", "rmsnorm", [x, w], (20, 4096), X / np.sqrt((X ** 2).mean(-1, keepdims=True) + 1e-5) * W,
      attrs={"eps": 1e-5})

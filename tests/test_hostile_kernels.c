@@ -69,6 +69,39 @@ TEST(hostile_offsets_bounded)
          "attr 'alpha' 1e+39 must be a finite number of f32 range");
 }
 
+#define IN2(id, dt, shape) "{\"id\":\"" id "\",\"kind\":\"input\",\"device\":0,\"dtype\":\"" dt "\",\"shape\":" shape "},"
+
+TEST(hostile_attention_shapes_and_attrs)
+{
+    /* q [R, d], k [N, d], v [N, dv] -> [R, dv] */
+    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 8]") IN2("vv", "f32", "[6, 3]")
+             K("attention", "[\"x\", \"kk\", \"vv\"]", "f32", "[4, 3]", "{\"causal\":true,\"row_offset\":2,\"scale\":0.5}"),
+         "k", TP_OK, NULL);
+    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 7]") IN2("vv", "f32", "[6, 3]")
+             K("attention", "[\"x\", \"kk\", \"vv\"]", "f32", "[4, 3]", "{}"),
+         "k", TP_ERR_INVALID, "attention needs q [R, d], k [N, d] and v [N, dv]");
+    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 8]") IN2("vv", "f32", "[5, 3]")
+             K("attention", "[\"x\", \"kk\", \"vv\"]", "f32", "[4, 3]", "{}"),
+         "k", TP_ERR_INVALID, "attention needs q [R, d], k [N, d] and v [N, dv]");
+    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 8]") IN2("vv", "f32", "[6, 3]")
+             K("attention", "[\"x\", \"kk\", \"vv\"]", "f32", "[4, 8]", "{}"),
+         "k", TP_ERR_INVALID, "output shape [4, 8], the op gives [4, 3]");
+    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 8]") K("attention", "[\"x\", \"kk\"]", "f32", "[4, 8]", "{}"), "k",
+         TP_ERR_INVALID, "takes 3 inputs, has 2");
+    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 8]") IN2("vv", "f32", "[6, 3]")
+             K("attention", "[\"x\", \"kk\", \"vv\"]", "f32", "[4, 3]", "{\"causal\":true,\"row_offset\":9007199254740993}"),
+         "k", TP_ERR_INVALID, "attr 'row_offset' 9007199254740993 is outside [-2^53, 2^53]");
+    /* BLAS's int dimensions; keys of 2^31 rows as shapes only */
+    prep(HDR X("f16", "[4, 8]") "," IN2("kk", "f16", "[2147483648, 8]") IN2("vv", "f16", "[2147483648, 3]")
+             K("attention", "[\"x\", \"kk\", \"vv\"]", "f16", "[4, 3]", "{}"),
+         "k", TP_ERR_INVALID, "attention dimensions above 2^31-1");
+    /* the scratch: 16-bit operands and output in f32 (4 x 2^62 floats), counted without overflow */
+    prep(HDR X("f16", "[2147483648, 2147483648]") "," IN2("kk", "f16", "[2147483648, 2147483648]")
+             IN2("vv", "f16", "[2147483648, 2147483648]")
+                 K("attention", "[\"x\", \"kk\", \"vv\"]", "f16", "[2147483648, 2147483648]", "{}"),
+         "k", TP_ERR_INVALID, "the scratch for its inputs overflows 64 bits");
+}
+
 TEST(hostile_huge_shapes_no_overflow)
 {
     /* 2^62 f16 elements (2^63 bytes) exist only as shapes here */

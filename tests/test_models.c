@@ -53,29 +53,30 @@ TEST(models_llama_estimate_exact_with_batches)
                 for (int NB = 1; NB <= 3; NB += 2)
                     for (int AL = 0; AL < 2; AL++)
                         for (int VC = 1; VC <= 2; VC++)
-                            for (int SC = 0; SC < 2; SC++) {
+                            for (int SC = 0; SC < 4; SC++) { /* bit 0 scatter, bit 1 scores */
                             tp_llama_config c = tiny(4, 2, tie);
                             tp_llama_opts o;
                             tp_error e;
-                            tp_llama_opts_default(&o, &c, D, 6 + SC, UINT64_MAX); /* 7 tokens: blocks of 2, 2 and 3 rows */
+                            tp_llama_opts_default(&o, &c, D, 6 + (SC & 1), UINT64_MAX); /* 7 tokens: blocks of 2, 2 and 3 rows */
                             o.batch = S;
                             o.blocks = NB;
                             o.all_logits = AL;
                             o.vocab_chunks = VC;
                             o.mlp_chunks = 3 - VC;
                             o.kv_out = (int)(S + NB) % 2;
-                            o.residual = SC ? TP_LLAMA_SCATTER : TP_LLAMA_GATHER;
+                            o.residual = SC & 1 ? TP_LLAMA_SCATTER : TP_LLAMA_GATHER;
+                            o.attention = SC & 2 ? TP_LLAMA_SCORES : TP_LLAMA_FUSED;
                             tp_graph *g;
                             ASSERT_OK_ERR(tp_llama_build(&c, &o, &g, &e), e);
                             tp_build_estimate est;
                             tp_llama_estimate(&c, &o, &est);
                             CHECKF(est.vertices == tp_graph_size(g) && est.edges == edges_of(g),
-                                   "tie %d D %d B %lld blocks %d all %d VC %d scatter %d: %u vertices %.0f edges, estimated %.0f and %.0f", tie,
+                                   "tie %d D %d B %lld blocks %d all %d VC %d scatter|scores %d: %u vertices %.0f edges, estimated %.0f and %.0f", tie,
                                    D, (long long)S, NB, AL, VC, SC, tp_graph_size(g), edges_of(g), est.vertices, est.edges);
                             tp_graph_free(g);
                             n++;
                         }
-    ASSERT_EQ(n, 480);
+    ASSERT_EQ(n, 960);
 }
 
 TEST(models_llama_batch_shares_weights_and_names_outputs)
@@ -174,6 +175,8 @@ TEST(models_llama_residual_options)
         ASSERT_EQ(tp_llama_plan_order(&o), TP_ORDER_TOPO); /* the builder's order */
         tp_llama_opts_residual(&o, TP_LLAMA_GATHER); /* gather leaves them */
         ASSERT_EQ(o.blocks, cases[k].want);
+        ASSERT_EQ(tp_llama_plan_order(&o), TP_ORDER_TOPO); /* fused attention: the builder's order too */
+        o.attention = TP_LLAMA_SCORES;
         ASSERT_EQ(tp_llama_plan_order(&o), TP_ORDER_DEFAULT);
     }
     /* the residual must be one of the two */
@@ -206,6 +209,49 @@ static tp_llama_decode_opts dopts(int64_t B, int64_t pos, int64_t max_len)
 {
     tp_llama_decode_opts o = {2, 1, 1, B, pos, max_len, 1, 0, NULL, NULL, 0};
     return o;
+}
+
+/* fused attention: one `attention` vertex per (head, block) reading the query rows, the keys
+ * and the values so far, no scores or probabilities; the blocks each attention chooses */
+TEST(models_llama_fused_attention)
+{
+    tp_llama_config c = tiny(4, 2, 0); /* hidden 64 (see tiny), head_dim 16 */
+    tp_llama_opts o;
+    tp_error e;
+    tp_graph *g = NULL;
+    tp_llama_opts_default(&o, &c, 1, 7, UINT64_MAX);
+    ASSERT_EQ(o.attention, TP_LLAMA_FUSED);
+    o.blocks = 3; /* rows 0-1, 2-3, 4-6 */
+    ASSERT_OK_ERR(tp_llama_build(&c, &o, &g, &e), e);
+    const tp_vertex *a = find(g, "L0.attn.h3.b2");
+    CHECK(!strcmp(a->op, "attention"));
+    shape_is(a, 2, 3, c.hidden / c.heads, 0, 0);
+    ASSERT_EQ(a->ninputs, 3);
+    CHECK(!strcmp(tp_graph_vertex(g, a->inputs[0])->id, "L0.q_rope.h3.b2"));
+    shape_is(tp_graph_vertex(g, a->inputs[1]), 2, 7, c.hidden / c.heads, 0, 0); /* keys of rows 0-6, group 1 */
+    CHECK(!strcmp(tp_graph_vertex(g, a->inputs[1])->id, "L0.K.g1.b2") && !strcmp(tp_graph_vertex(g, a->inputs[2])->id, "L0.V.g1.b2"));
+    CHECK(strstr(a->attrs_json, "\"row_offset\":4") && strstr(a->attrs_json, "\"causal\":true"));
+    CHECK(tp_graph_find(g, "L0.scores.h3.b2") < 0 && tp_graph_find(g, "L0.probs.h3.b2") < 0);
+    tp_graph_free(g);
+    g = NULL;
+    /* the blocks: fused, at most TP_LLAMA_FUSED_ROWS rows, fewer where a residual block would pass
+     * cap/64; scores, one head's scores within cap/16 */
+    static const struct { int64_t T; uint64_t cap; int att, want; } cases[] = {
+        {8192, UINT64_MAX, TP_LLAMA_FUSED, 1}, {8193, UINT64_MAX, TP_LLAMA_FUSED, 2}, {131072, UINT64_MAX, TP_LLAMA_FUSED, 16},
+        {1000, 64 * 64 * 4 * 100, TP_LLAMA_FUSED, 10}, {5, 1, TP_LLAMA_FUSED, 5}, {INT32_MAX, UINT64_MAX, TP_LLAMA_FUSED, 262144},
+        {1000, UINT64_MAX, TP_LLAMA_SCORES, 1}, {1000, 16 * 8 * 1000 * 100, TP_LLAMA_SCORES, 10}, {5, 1, TP_LLAMA_SCORES, 5}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        tp_llama_opts_default(&o, &c, 1, cases[k].T, cases[k].cap);
+        tp_llama_opts_attention(&o, &c, cases[k].cap, cases[k].att);
+        CHECKF(o.blocks == cases[k].want && o.attention == cases[k].att, "T %lld cap %llu attention %d: %d blocks, wanted %d",
+               (long long)cases[k].T, (unsigned long long)cases[k].cap, cases[k].att, o.blocks, cases[k].want);
+    }
+    /* the attention must be one of the two */
+    tp_llama_opts_default(&o, &c, 1, 4, UINT64_MAX);
+    o.attention = 2;
+    ASSERT_STATUS(tp_llama_build(&c, &o, &g, &e), TP_ERR_ARG);
+    CHECKF(strstr(e.msg, "attention 2") != NULL, "%s", e.msg);
+    CHECK(g == NULL);
 }
 
 TEST(models_decode_layer_contract)

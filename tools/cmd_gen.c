@@ -37,7 +37,7 @@ static const cli_opt inputs_opts[] = {
 };
 
 typedef struct {
-    const char *model, *preset, *out, *residual;
+    const char *model, *preset, *out, *residual, *attention;
     long long seq, batch, devices, blocks, mlp_chunks, vocab_chunks, layer, pos, max_len, device;
     int kv_out, all_logits, head;
 } llama_flags;
@@ -51,7 +51,10 @@ static const cli_opt llama_opts[] = {
     CLI_O_INT("--seq", "T", llama_flags, seq, 1, LLONG_MAX, "llama: prompt tokens of each sequence (required)"),
     CLI_O_SWITCH("--kv-out", llama_flags, kv_out, "llama: every layer's keys and values are outputs (kv.L.k.bB.gG, ...)"),
     CLI_O_SWITCH("--all-logits", llama_flags, all_logits, "llama: logits of every position, not just the last"),
-    CLI_O_INT("--blocks", "N", llama_flags, blocks, 1, INT_MAX, "llama: query blocks (default 1; --residual scatter raises it as turnip llama\ndoes)"),
+    CLI_O_INT("--blocks", "N", llama_flags, blocks, 1, INT_MAX,
+              "llama: query blocks (default: fused attention, blocks of at most 8192 rows;\n"
+              "scores, 1; --residual scatter raises it as turnip llama does)"),
+    CLI_O_ATTENTION(llama_flags, attention),
     CLI_O_INT("--mlp-chunks", "C", llama_flags, mlp_chunks, 1, INT_MAX, "llama: column chunks of each device's MLP (default 1)"),
     CLI_O_CHOICE("--residual", "gather|scatter", llama_flags, residual, cli_residual_names,
                  "llama: where the residual stream lives (see turnip llama --help)"),
@@ -89,7 +92,7 @@ static void help(FILE *f)
                    "\n"
                    "usage: turnip gen llama (--model DIR | --preset NAME) --seq T [--batch B] [--kv-out] [--all-logits]\n"
                    "                        [--devices D] [--blocks N] [--mlp-chunks C] [--vocab-chunks C]\n"
-                   "                        [--residual gather|scatter] [-o TASKGRAPH]\n"
+                   "                        [--residual gather|scatter] [--attention fused|scores] [-o TASKGRAPH]\n"
                    "       turnip gen decode (--model DIR | --preset NAME) [--layer L | --head] [--batch B] [--pos P]\n"
                    "                         [--max-len M] [--vocab-chunks C] [--devices D] [--device N] [-o TASKGRAPH]\n"
                    "\n"
@@ -116,7 +119,7 @@ static int gen_llama(int argc, char **argv, int decode)
     if (!decode && !fl.seq) return cli_usage_error("gen", "gen llama needs --seq T", NULL);
     /* the other mode's flags would be ignored: refused by name */
     const char *other = decode ? (fl.seq ? "--seq" : fl.kv_out ? "--kv-out" : fl.all_logits ? "--all-logits" : fl.blocks ? "--blocks"
-                                  : fl.mlp_chunks != 1 ? "--mlp-chunks" : fl.residual ? "--residual" : NULL)
+                                  : fl.mlp_chunks != 1 ? "--mlp-chunks" : fl.residual ? "--residual" : fl.attention ? "--attention" : NULL)
                                : (fl.layer ? "--layer" : fl.head ? "--head" : fl.pos ? "--pos" : fl.max_len ? "--max-len"
                                   : fl.device ? "--device" : NULL);
     if (other) return cli_errorf("gen", 2, "%s is for gen %s, not %s", other, decode ? "llama" : "decode", cmd);
@@ -135,6 +138,7 @@ static int gen_llama(int argc, char **argv, int decode)
     } else {
         tp_llama_opts lo;
         tp_llama_opts_default(&lo, &c, (int)fl.devices, fl.seq, UINT64_MAX);
+        tp_llama_opts_attention(&lo, &c, UINT64_MAX, cli_attention(fl.attention));
         lo.batch = fl.batch;
         lo.kv_out = fl.kv_out;
         lo.all_logits = fl.all_logits;

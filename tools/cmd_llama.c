@@ -11,7 +11,7 @@ typedef struct {
     cli_plan_flags p;
     cli_exec_flags x;
     cli_backend_flags b;
-    const char *model, *preset, *prompt_ids, *out, *machine, *sweep_seq, *csv, *png, *residual;
+    const char *model, *preset, *prompt_ids, *out, *machine, *sweep_seq, *csv, *png, *residual, *attention;
     long long seq_len, devices, blocks, mlp_chunks, vocab_chunks;
     cli_sizes sweep_mem;
     int all_logits, no_data, print_prompt;
@@ -30,7 +30,12 @@ static const cli_opt opts[] = {
     CLI_O_DEVICE_MEM(flags, p, "device capacity (required, but for --backend sim: the machine's): one\nsize for all devices, or one per device"),
     CLI_O_HOST_MEM(flags, p),
     CLI_O_INT("--devices", "D", flags, devices, 1, TP_MAX_DEVICES, "devices the model is split over (default 1)"),
-    CLI_O_INT("--blocks", "B", flags, blocks, 0, INT_MAX, "query blocks (default: enough that one head's scores use ~1/16 of the cap;\nmore than the prompt's tokens are cut to them)"),
+    CLI_O_INT("--blocks", "B", flags, blocks, 0, INT_MAX,
+              "query blocks (default: fused attention, blocks of at most 8192 rows and\n"
+              "one block of the residual stream at most 1/64 of the cap; scores, enough that\n"
+              "one head's scores use ~1/16 of the cap; more than the prompt's tokens are cut\n"
+              "to them)"),
+    CLI_O_ATTENTION(flags, attention),
     CLI_O_INT("--mlp-chunks", "C", flags, mlp_chunks, 0, INT_MAX,
               "column chunks of each device's MLP (default: enough that one weight chunk\nis at most 1/8 of the cap)"),
     CLI_O_INT("--vocab-chunks", "C", flags, vocab_chunks, 0, INT_MAX, "row chunks of each device's vocabulary (default: as --mlp-chunks)"),
@@ -79,7 +84,8 @@ static void help(FILE *f)
         "                    [--host-mem SIZE]\n"
         "                    [--out logits.safetensors] [--all-logits] [--trace FILE] [--order POLICY]\n"
         "                    [--streams N] [--link-bandwidth GB/s] [--jitter F] [--no-data] [--repeat N] [--print-prompt]\n"
-        "                    [--deterministic] [--no-sum-into] [--residual gather|scatter] [--plan-order topo|dfs|greedy]\n"
+        "                    [--deterministic] [--no-sum-into] [--residual gather|scatter] [--attention fused|scores]\n"
+        "                    [--plan-order topo|dfs|greedy]\n"
         "       turnip llama (--model DIR | --preset NAME) --backend sim [--machine NAME] [--devices D] [--residual R]\n"
         "                    --sweep-seq 1024,2048,.. [--sweep-mem SIZE,..] --csv FILE [--png FILE]\n"
         "\n"
@@ -185,6 +191,7 @@ static int sweep(const flags *fl, const char *label)
             tp_llama_opts lo;
             char what[64];
             tp_llama_opts_default(&lo, &c, (int)fl->devices, seqs[k], mem);
+            tp_llama_opts_attention(&lo, &c, mem, cli_attention(fl->attention));
             tp_llama_opts_residual(&lo, cli_residual(fl->residual));
             snprintf(what, sizeof what, "--sweep-seq %lld: ", (long long)seqs[k]);
             int r = check_build(&c, &lo, UINT64_MAX, what); /* a cap too small is a point of the sweep (OOM) */
@@ -194,7 +201,7 @@ static int sweep(const flags *fl, const char *label)
             }
         }
     tp_sweep_opts so = {.model = label, .machine = prof.name, .config = &c, .devices = (int)fl->devices,
-                        .residual = cli_residual(fl->residual), .seqs = seqs,
+                        .residual = cli_residual(fl->residual), .attention = cli_attention(fl->attention), .seqs = seqs,
                         .nseqs = nseq, .mems = ms->n ? ms->v : &prof.device_mem, .nmems = ms->n ? ms->n : 1, .log = stdout};
     cli_exec_flags xf = fl->x;
     xf.streams = 1; /* as ever: the sweep's runs use one stream */
@@ -335,6 +342,7 @@ static int run(int argc, char **argv)
     for (int d = 1; d < o.ndevices; d++) mincap = o.device_mem[d] < mincap ? o.device_mem[d] : mincap;
     tp_llama_opts lo;
     tp_llama_opts_default(&lo, &c, o.ndevices, T, mincap);
+    tp_llama_opts_attention(&lo, &c, mincap, cli_attention(fl.attention));
     tp_llama_opts_residual(&lo, cli_residual(fl.residual));
     if (!fl.p.order) o.order = tp_llama_plan_order(&lo);
     if (fl.blocks) lo.blocks = (int)(fl.blocks > T ? T : fl.blocks);
@@ -346,9 +354,10 @@ static int run(int argc, char **argv)
     else if (!fl.prompt_ids && (s = tp_llama_random_prompt((uint64_t)fl.x.seed, T, c.vocab, ids, &e))) rc = cli_fail("llama", s, &e);
     if (rc) goto done;
     printf("model: %s; %lld layers, hidden %lld, %lld heads (%lld KV), vocab %lld, %s weights; prompt %lld tokens; "
-           "%d devices (residual %s), %d query blocks, %d MLP and %d vocabulary chunks per device\n",
+           "%d devices (residual %s), %d query blocks (attention %s), %d MLP and %d vocabulary chunks per device\n",
            label, (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads, (long long)c.vocab,
-           tp_dtype_name(c.dtype), (long long)T, o.ndevices, cli_residual_names[lo.residual], lo.blocks, lo.mlp_chunks,
+           tp_dtype_name(c.dtype), (long long)T, o.ndevices, cli_residual_names[lo.residual], lo.blocks,
+           cli_attention_names[lo.attention == TP_LLAMA_SCORES], lo.mlp_chunks,
            lo.vocab_chunks);
     if (fl.print_prompt) {
         printf("prompt ids:");

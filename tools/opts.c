@@ -23,6 +23,13 @@ int cli_residual(const char *name)
     return name && !strcmp(name, "scatter") ? TP_LLAMA_SCATTER : TP_LLAMA_GATHER;
 }
 
+const char *const cli_attention_names[] = {"fused", "scores", NULL};
+
+int cli_attention(const char *name)
+{
+    return name && !strcmp(name, "scores") ? TP_LLAMA_SCORES : TP_LLAMA_FUSED;
+}
+
 /* length of the first name of "-o|--output" */
 static size_t first_len(const char *flag)
 {

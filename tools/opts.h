@@ -60,6 +60,16 @@ extern const char *const cli_completion_names[]; /* callback poll: how the cuda 
 extern const char *const cli_matmul_names[];     /* fast exact: the cuda backend's matmul arithmetic */
 extern const char *const cli_residual_names[];   /* gather scatter: the LLaMA prefill's residual stream */
 int cli_residual(const char *name);              /* a --residual choice (NULL: gather) as tp_llama_opts.residual */
+extern const char *const cli_attention_names[];  /* fused scores: the LLaMA prefill's attention */
+int cli_attention(const char *name);             /* an --attention choice (NULL: fused) as tp_llama_opts.attention */
+/* --attention of llama and gen llama */
+#define CLI_O_ATTENTION(T, f)                                                                                               \
+    CLI_O_CHOICE("--attention", "fused|scores", T, f, cli_attention_names,                                                  \
+                 "how a block's attention runs: fused (default: one attention kernel per head\n"                           \
+                 "and block, the scores never a tensor, so blocks of at most 8192 rows and a graph\n"                      \
+                 "linear in the tokens) or scores (the scores a tensor, then softmax and a matmul:\n"                       \
+                 "blocks grow with tokens^2 to bound their memory); fused plans in the builder's\n"                        \
+                 "order (topo) unless --plan-order is given")
 
 /* Parses argv[first..argc-1] of command `cmd` against opts (ended by CLI_O_END) into the
  * struct at dst. Arguments that are not flags go to pos[0..maxpos-1] (*npos counts them; "-"

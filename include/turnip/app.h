@@ -275,6 +275,7 @@ typedef struct tp_sweep_opts {
     const tp_llama_config *config; /* borrowed */
     int devices;
     int residual;                  /* tp_llama_opts.residual of every point */
+    int attention;                 /* tp_llama_opts.attention of every point */
     const int64_t *seqs;           /* prompt lengths, each >= 1 (borrowed) */
     int nseqs;
     const uint64_t *mems;          /* per-device caps, one sweep over seqs each (borrowed) */

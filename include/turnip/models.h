@@ -61,14 +61,30 @@ typedef struct tp_llama_opts {
                          (a group split over devices has its keys and values computed on each;
                          a device may have no heads when devices > heads) */
     int64_t seq;      /* prompt tokens T (of each sequence) */
-    int blocks;       /* query blocks: the T x T scores are computed T/blocks rows at a time */
+    int blocks;       /* query blocks: attention runs T/blocks query rows at a time */
     int all_logits;   /* output logits for every position, not just the last */
     int mlp_chunks;   /* column chunks of each device's MLP slice (>= 1) */
     int vocab_chunks; /* row chunks of each device's vocabulary slice, for lm_head and embedding */
     int64_t batch;    /* B prompts of T tokens each (1..TP_LLAMA_MAX_BATCH, B x T <= TP_LLAMA_MAX_SEQ) */
     int kv_out;       /* 1: every layer's keys (after RoPE) and values are outputs too */
     int residual;     /* where the residual stream lives (tp_llama_residual; 0: gather) */
+    int attention;    /* how a block's attention is computed (tp_llama_attention; 0: scores) */
 } tp_llama_opts;
+
+/* How attention runs per (query head, row block).
+ * SCORES: three vertices, the scores (a matmul, [rows, keys]), the causal softmax and its product
+ *   with the values: the scores are a tensor the planner places, T/B x T per head at a time, so
+ *   the blocks B must grow with T^2 to bound memory and the graph grows with T^2 (the paper's
+ *   decomposition).
+ * FUSED: one `attention` vertex (docs/ops.md) reading the query rows, keys and values; the
+ *   scores exist only inside the kernel, a tile of rows at a time, as FlashAttention keeps them
+ *   (the cpu kernel: 16 MiB of scratch at most unless one row is longer). Its memory does not
+ *   grow with the scores, so blocks stay TP_LLAMA_FUSED_ROWS rows (chunked prefill) and the
+ *   graph grows with T. */
+enum tp_llama_attention { TP_LLAMA_SCORES = 0, TP_LLAMA_FUSED = 1 };
+
+/* The most rows of a FUSED block tp_llama_opts_default and tp_llama_opts_attention choose. */
+#define TP_LLAMA_FUSED_ROWS 8192
 
 /* Where the residual stream lives between the per-device halves of a layer.
  * GATHER: on device 0, block by block; every device reads it by a transfer and norms it, the
@@ -80,18 +96,24 @@ typedef struct tp_llama_opts {
  *   (reduce-scatter): every link carries about 2 (D - 1) / D blocks per layer half. */
 enum tp_llama_residual { TP_LLAMA_GATHER = 0, TP_LLAMA_SCATTER = 1 };
 
-/* Fills o: batch 1, kv_out 0, blocks so one head's scores take ~1/16 of `cap`, chunks so a
- * weight chunk is at most cap/8. */
+/* Fills o: batch 1, kv_out 0, FUSED attention, blocks as tp_llama_opts_attention chooses them,
+ * chunks so a weight chunk is at most cap/8. */
 void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devices, int64_t seq, uint64_t cap);
+
+/* Sets o->attention and the blocks for it (o->seq set): SCORES, enough that one head's scores
+ * take ~1/16 of `cap`; FUSED, blocks of at most TP_LLAMA_FUSED_ROWS rows and few enough rows
+ * that a block of the residual stream takes ~1/64 of `cap`. Call tp_llama_opts_residual after. */
+void tp_llama_opts_attention(tp_llama_opts *o, const tp_llama_config *c, uint64_t cap, int attention);
 
 /* Sets o->residual; for TP_LLAMA_SCATTER also raises o->blocks to min(devices, ceil(seq / 1024))
  * (capped at seq): the devices' pieces then pipeline across blocks while no block gets so short
  * that its matmuls turn memory-bound (docs/simulation.md, "Paper-scale schedules"). */
 void tp_llama_opts_residual(tp_llama_opts *o, int residual);
 
-/* The planner's serial order for the graph of o: the builder's (TP_ORDER_TOPO) for SCATTER,
- * where depth-first would run one block through every layer before the next and keep every
- * block's keys and values live meanwhile; TP_ORDER_DEFAULT otherwise. */
+/* The planner's serial order for the graph of o: the builder's (TP_ORDER_TOPO) for SCATTER
+ * and for FUSED attention (its blocks grow with T, not T^2: many at long prompts), where
+ * depth-first would run one block through every layer before the next and keep every block's
+ * keys and values live meanwhile; TP_ORDER_DEFAULT otherwise. */
 tp_order tp_llama_plan_order(const tp_llama_opts *o);
 
 /* Builds the prefill TaskGraph (finalized). Weight inputs are named after Hugging Face tensors,

@@ -17,6 +17,7 @@ static tp_status point(const tp_sweep_opts *o, FILE *csv, int64_t T, uint64_t me
 {
     tp_llama_opts lo;
     tp_llama_opts_default(&lo, o->config, o->devices, T, mem);
+    tp_llama_opts_attention(&lo, o->config, mem, o->attention);
     tp_llama_opts_residual(&lo, o->residual);
     tp_graph *g;
     tp_status s = tp_llama_build(o->config, &lo, &g, e);

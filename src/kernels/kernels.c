@@ -3,7 +3,7 @@
  *
  * Attributes come from files and are hostile until checked: tp__kernel_prepare range-checks
  * every one used in index arithmetic (axes, slice start and length, the offsets of softmax,
- * rope, rope_grad, embedding, xent and xent_grad) without overflowing, so the kernels (these
+ * attention, rope, rope_grad, embedding, xent and xent_grad) without overflowing, so the kernels (these
  * and the cuda backend's) add them to indices without checks of their own. Offsets may lie
  * anywhere in [-TP__MAX_OFFSET, TP__MAX_OFFSET]: every tensor extent is below 2^62 (its bytes
  * fit 64 bits), so an offset plus an index never leaves int64. Float attributes are finite f32;
@@ -21,7 +21,8 @@
 static const char *op_names[TP__OP_COUNT] = {
     "opaque", "matmul", "add", "sub", "mul", "scale", "silu", "gelu", "exp", "relu", "softmax",
     "rmsnorm", "rope", "embedding", "sum", "slice", "concat", "transpose", "cast", "write_slice", "reshape",
-    "rmsnorm_grad", "rope_grad", "softmax_grad", "silu_grad", "logsumexp", "xent", "xent_grad", "adam_moment", "adamw"};
+    "rmsnorm_grad", "rope_grad", "softmax_grad", "silu_grad", "logsumexp", "xent", "xent_grad", "adam_moment", "adamw",
+    "attention"};
 
 const char *tp__op_name(tp__opcode op)
 {
@@ -237,7 +238,7 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
     case TP__OP_WRITE_SLICE: case TP__OP_SOFTMAX_GRAD: case TP__OP_SILU_GRAD: case TP__OP_ADAM_MOMENT:
         want_in = 2;
         break;
-    case TP__OP_RMSNORM_GRAD: case TP__OP_XENT: case TP__OP_XENT_GRAD:
+    case TP__OP_RMSNORM_GRAD: case TP__OP_XENT: case TP__OP_XENT_GRAD: case TP__OP_ATTENTION:
         want_in = 3;
         break;
     case TP__OP_ADAMW:
@@ -314,6 +315,33 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
         }
         s = want_out(c, nd, shp);
         break;
+    case TP__OP_ATTENTION: {
+        const tp_vertex *K = inp(c, 1), *Vv = inp(c, 2);
+        if ((s = attr_num(c, a, "scale", &kp->scale, 1.0f)) || (s = attr_bool(c, a, "causal", &kp->causal)) ||
+            (s = attr_offset(c, a, "row_offset", &kp->row_offset)))
+            goto done;
+        if (nd != 2 || K->ndim != 2 || Vv->ndim != 2 || K->shape[1] != x0->shape[1] || Vv->shape[0] != K->shape[0]) {
+            s = PFAIL("attention needs q [R, d], k [N, d] and v [N, dv]", v->id, v->op);
+            goto done;
+        }
+        if (shp[0] > INT_MAX || shp[1] > INT_MAX || K->shape[0] > INT_MAX || Vv->shape[1] > INT_MAX) { /* BLAS's ints */
+            s = PFAIL("attention dimensions above 2^31-1", v->id, v->op);
+            goto done;
+        }
+        /* scratch: the scores of a tile of query rows, at most 2^22 floats unless one row is longer */
+        uint64_t N = (uint64_t)K->shape[0], tile = N ? ((uint64_t)1 << 22) / N : 1;
+        if (tile > 256) tile = 256;
+        if (tile > (uint64_t)shp[0]) tile = (uint64_t)shp[0];
+        if (tile < 1) tile = 1;
+        kp->length = (int64_t)tile;
+        if (__builtin_add_overflow(kp->scratch_floats, tile * N, &kp->scratch_floats)) {
+            s = PFAIL("the scratch for its scores overflows 64 bits", v->id, v->op);
+            goto done;
+        }
+        shp[1] = Vv->shape[1];
+        s = want_out(c, nd, shp);
+        break;
+    }
     case TP__OP_RMSNORM: {
         const tp_vertex *w = inp(c, 1);
         if ((s = attr_num(c, a, "eps", &kp->eps, 1e-6f))) goto done;
@@ -532,6 +560,23 @@ done:
 
 /* ---- run ---------------------------------------------------------------------------------- */
 
+/* y = softmax(scale x) over columns 0..lim of a row of C, zeros after lim (all zeros when lim < 0) */
+static void softmax_row(const float *x, float *y, uint64_t C, int64_t lim, float scale)
+{
+    if (lim > (int64_t)C - 1) lim = (int64_t)C - 1;
+    if (lim < 0) {
+        memset(y, 0, C * 4);
+        return;
+    }
+    float mx = -INFINITY;
+    for (int64_t j = 0; j <= lim; j++) mx = fmaxf(mx, x[j] * scale);
+    double sum = 0;
+    for (int64_t j = 0; j <= lim; j++) sum += (y[j] = expf(x[j] * scale - mx));
+    float inv = (float)(1.0 / sum);
+    for (int64_t j = 0; j <= lim; j++) y[j] *= inv;
+    for (uint64_t j = (uint64_t)lim + 1; j < C; j++) y[j] = 0;
+}
+
 static float gelu(float x)
 {
     return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
@@ -614,22 +659,28 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
     case TP__OP_SOFTMAX: {
         int nd = v->ndim;
         uint64_t C = (uint64_t)v->shape[nd - 1], R = nd >= 2 ? (uint64_t)v->shape[nd - 2] : 1;
-        for (uint64_t r = 0; r < n / C; r++) {
-            const float *x = a + r * C;
-            float *y = o + r * C;
-            int64_t lim = kp->causal ? (int64_t)(r % R) + kp->row_offset : (int64_t)C - 1; /* last unmasked column */
-            if (lim > (int64_t)C - 1) lim = (int64_t)C - 1;
-            if (lim < 0) {
-                memset(y, 0, C * 4);
+        for (uint64_t r = 0; r < n / C; r++) /* lim: the last unmasked column */
+            softmax_row(a + r * C, o + r * C, C, kp->causal ? (int64_t)(r % R) + kp->row_offset : (int64_t)C - 1, kp->scale);
+        break;
+    }
+    case TP__OP_ATTENTION: { /* per tile of query rows: scores (only the columns causality leaves), softmax, times v */
+        const tp_vertex *K = tp_graph_vertex(g, v->inputs[1]), *Vv = tp_graph_vertex(g, v->inputs[2]);
+        const float *k = as_f32(in[1], K->dtype, tp__numel(K), &sc), *vv = as_f32(in[2], Vv->dtype, tp__numel(Vv), &sc);
+        o = v->dtype == TP_DT_F32 ? out : sc;
+        float *S = o == out ? sc : sc + n;
+        int64_t R = v->shape[0], d = x0->shape[1], dv = v->shape[1], N = K->shape[0], tile = kp->length;
+        for (int64_t r0 = 0; r0 < R; r0 += tile) {
+            int64_t rt = R - r0 < tile ? R - r0 : tile, cols = N;
+            if (kp->causal && r0 + rt - 1 + kp->row_offset + 1 < cols) cols = r0 + rt - 1 + kp->row_offset + 1;
+            if (cols < 1) { /* every row masked */
+                memset(o + r0 * dv, 0, (size_t)(rt * dv) * 4);
                 continue;
             }
-            float mx = -INFINITY;
-            for (int64_t j = 0; j <= lim; j++) mx = fmaxf(mx, x[j] * kp->scale);
-            double sum = 0;
-            for (int64_t j = 0; j <= lim; j++) sum += (y[j] = expf(x[j] * kp->scale - mx));
-            float inv = (float)(1.0 / sum);
-            for (int64_t j = 0; j <= lim; j++) y[j] *= inv;
-            for (uint64_t j = (uint64_t)lim + 1; j < C; j++) y[j] = 0;
+            if (!tp__sgemm(0, 1, (int)rt, (int)cols, (int)d, kp->scale, a + r0 * d, (int)d, k, (int)d, S, (int)cols))
+                return tp__fail(err, TP_ERR_DEVICE, "vertex '%s' (attention): cannot load OpenBLAS (libopenblas.so.0)", v->id);
+            for (int64_t r = 0; r < rt; r++)
+                softmax_row(S + r * cols, S + r * cols, (uint64_t)cols, kp->causal ? r0 + r + kp->row_offset : cols - 1, 1.0f);
+            tp__sgemm(0, 0, (int)rt, (int)dv, (int)cols, 1.0f, S, (int)cols, vv, (int)dv, o + r0 * dv, (int)dv);
         }
         break;
     }

@@ -17,7 +17,9 @@ typedef enum {
     TP__OP_CAST, TP__OP_WRITE_SLICE, TP__OP_RESHAPE,
     /* training (docs/ops.md): gradients, the vocabulary-chunked cross-entropy, AdamW */
     TP__OP_RMSNORM_GRAD, TP__OP_ROPE_GRAD, TP__OP_SOFTMAX_GRAD, TP__OP_SILU_GRAD, TP__OP_LOGSUMEXP, TP__OP_XENT,
-    TP__OP_XENT_GRAD, TP__OP_ADAM_MOMENT, TP__OP_ADAMW, TP__OP_COUNT
+    TP__OP_XENT_GRAD, TP__OP_ADAM_MOMENT, TP__OP_ADAMW,
+    /* long prompts (docs/ops.md): causal attention without the scores as a tensor */
+    TP__OP_ATTENTION, TP__OP_COUNT
 } tp__opcode;
 
 /* The largest magnitude of an offset attribute (row_offset, pos_offset, id_offset): 2^53,
@@ -28,7 +30,7 @@ typedef struct tp__kplan {
     tp__opcode op;
     int trans_a, trans_b, causal, masked, square;
     float alpha, scale, eps, theta, beta, weight_decay; /* adam_moment: alpha = 1 - beta */
-    int64_t row_offset, pos_offset, axis, length;
+    int64_t row_offset, pos_offset, axis, length; /* attention: length = query rows per tile */
     int64_t start; /* slice and write_slice: start; embedding, xent and xent_grad: id_offset */
     int perm[TP_MAX_DIMS];
     uint64_t scratch_floats; /* f32 scratch this kernel needs at run time */

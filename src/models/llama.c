@@ -354,14 +354,24 @@ void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devic
     o->seq = seq;
     o->batch = 1;
     if (devices < 1) devices = 1;
-    if (seq < 1) seq = 1;
-    uint64_t rows = (uint64_t)seq > UINT64_MAX / 8 ? 0 : cap / 16 / (8 * (uint64_t)seq);
-    int64_t nb = rows ? (int64_t)(((uint64_t)seq - 1) / rows + 1) : seq;
-    if (nb > seq) nb = seq;
-    o->blocks = (int)(nb < 1 ? 1 : nb > INT_MAX ? INT_MAX : nb); /* tp_llama_build refuses more than T */
+    tp_llama_opts_attention(o, c, cap, TP_LLAMA_FUSED);
     uint64_t es = tp_dtype_size(c->dtype);
     o->mlp_chunks = chunks_for((uint64_t)(c->intermediate / devices) * (uint64_t)c->hidden * es, cap / 8);
     o->vocab_chunks = chunks_for((uint64_t)(c->vocab / devices) * (uint64_t)c->hidden * es, cap / 8);
+}
+
+void tp_llama_opts_attention(tp_llama_opts *o, const tp_llama_config *c, uint64_t cap, int attention)
+{
+    o->attention = attention;
+    uint64_t seq = o->seq < 1 ? 1 : (uint64_t)o->seq, H = c->hidden < 1 ? 1 : (uint64_t)c->hidden, rows;
+    if (attention == TP_LLAMA_FUSED) { /* a residual block (f32) at most cap/64, at most TP_LLAMA_FUSED_ROWS rows */
+        rows = cap / 64 / H / 4;
+        if (rows > TP_LLAMA_FUSED_ROWS) rows = TP_LLAMA_FUSED_ROWS;
+    } else /* one head's f32 scores, rows x seq, at most cap/16 (the 8: scores and probabilities) */
+        rows = seq > UINT64_MAX / 8 ? 0 : cap / 16 / (8 * seq);
+    uint64_t nb = rows ? (seq - 1) / rows + 1 : seq;
+    if (nb > seq) nb = seq;
+    o->blocks = (int)(nb < 1 ? 1 : nb > INT_MAX ? INT_MAX : nb); /* tp_llama_build refuses more than T */
 }
 
 void tp_llama_opts_residual(tp_llama_opts *o, int residual)
@@ -376,7 +386,7 @@ void tp_llama_opts_residual(tp_llama_opts *o, int residual)
 
 tp_order tp_llama_plan_order(const tp_llama_opts *o)
 {
-    return o->residual == TP_LLAMA_SCATTER ? TP_ORDER_TOPO : TP_ORDER_DEFAULT;
+    return o->residual == TP_LLAMA_SCATTER || o->attention == TP_LLAMA_FUSED ? TP_ORDER_TOPO : TP_ORDER_DEFAULT;
 }
 
 /* the label of row block q of sequence s in vertex ids: "bQ" for one sequence (the ids of a
@@ -531,7 +541,9 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
         return tp__fail(err, TP_ERR_ARG, "llama: need 1 <= devices <= %d, 1 <= blocks <= tokens <= 2^31-1", TP_MAX_DEVICES);
     if (o->residual != TP_LLAMA_GATHER && o->residual != TP_LLAMA_SCATTER)
         return tp__fail(err, TP_ERR_ARG, "llama: residual %d is not gather (0) or scatter (1)", o->residual);
-    int SC = o->residual == TP_LLAMA_SCATTER;
+    if (o->attention != TP_LLAMA_SCORES && o->attention != TP_LLAMA_FUSED)
+        return tp__fail(err, TP_ERR_ARG, "llama: attention %d is not scores (0) or fused (1)", o->attention);
+    int SC = o->residual == TP_LLAMA_SCATTER, FU = o->attention == TP_LLAMA_FUSED;
     if (!batch_seq_ok(S, T))
         return tp__fail(err, TP_ERR_ARG, "llama: batch %lld of %lld tokens: need 1 <= batch <= 2^20 and batch x tokens <= 2^31-1",
                         (long long)S, (long long)T);
@@ -671,6 +683,14 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                         uint32_t wq = W(b, d, wn, 'r', h * hd, (h + 1) * hd, hd, H);
                         uint32_t qh = mm(b, d, nm(b, "L%lld.q.h%lld.%s", (long long)l, (long long)h, bl), hn, wq, rows, hd, H);
                         qh = K(b, d, nm(b, "L%lld.q_rope.h%lld.%s", (long long)l, (long long)h, bl), "rope", 1, &qh, rows, hd, attrs, 6.0 * rows * hd);
+                        if (FU) { /* one vertex: scores, causal softmax and the product with v, no scores tensor */
+                            uint32_t ain[3] = {qh, KK[g], VV[g]};
+                            char fa[128];
+                            snprintf(fa, sizeof fa, "{\"scale\":%.17g,\"causal\":true,\"row_offset\":%lld}", scale, (long long)r0);
+                            heads[nh++] = K(b, d, nm(b, "L%lld.attn.h%lld.%s", (long long)l, (long long)h, bl), "attention", 3, ain, rows,
+                                            hd, fa, 4.0 * rows * r1 * hd + 5.0 * rows * r1);
+                            continue;
+                        }
                         uint32_t sin[2] = {qh, KK[g]};
                         char sa[96];
                         snprintf(sa, sizeof sa, "{\"trans_b\":true,\"alpha\":%.17g}", scale);
@@ -825,7 +845,7 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
         na1 += d && has[d];
         if (nh > 1) cdev += 1, cin += nh;
     }
-    int SC = o->residual == TP_LLAMA_SCATTER;
+    int SC = o->residual == TP_LLAMA_SCATTER, FU = o->attention == TP_LLAMA_FUSED;
     /* SCATTER: the two block sizes (T / NB rows, and one more for T mod NB blocks of each
      * sequence), their pieces, and the most pieces of any block (devices holding norm weights) */
     int64_t Ti = o->seq < 1 ? 1 : o->seq, NBi = o->blocks < 1 ? 1 : o->blocks;
@@ -871,11 +891,11 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
         xe += nbl * ((P > 1 ? P : 0) + P - 1) + fin * (P - 1 + (P > 1 ? P : 0));
     }
     double kern = (VC == 1 ? 1 : 2 * VC - 1) + (NBt > 1 ? NBt : 0) + xk +
-                  L * (rk + 3 * KVs * NBt + 2 * KVs * S * (NB - 1) + 5 * Hh * NBt + NBt * cdev + na * NBt /* attention */
+                  L * (rk + 3 * KVs * NBt + 2 * KVs * S * (NB - 1) + (FU ? 3 : 5) * Hh * NBt + NBt * cdev + na * NBt /* attention */
                        + D * NBt * (6 * MC - 1)) +                                                       /* MLP */
                   fk;
     double edges = (VC == 1 ? 2 : 4 * VC - 2) + (NBt > 1 ? NBt : 0) + xe +
-                   L * (re + 5 * KVs * NBt + 4 * KVs * S * (NB - 1) + 8 * Hh * NBt + NBt * cin + 2 * na * NBt + D * NBt * (11 * MC - 2)) +
+                   L * (re + 5 * KVs * NBt + 4 * KVs * S * (NB - 1) + (FU ? 6 : 8) * Hh * NBt + NBt * cin + 2 * na * NBt + D * NBt * (11 * MC - 2)) +
                    fe;
     e->vertices = inputs + kern;
     e->edges = edges;

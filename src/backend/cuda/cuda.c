@@ -191,6 +191,7 @@ static uint64_t scratch_need_exact(const tp_graph *g, uint32_t vi, const tp__kpl
     const tp_vertex *v = tp_graph_vertex(g, vi);
     if (kp->op == TP__OP_MATMUL) return scratch_f32(g, v);
     if ((kp->op == TP__OP_SUM || kp->op == TP__OP_LOGSUMEXP) && v->ninputs > TP__CU_SUM_MAX) return tp__numel(v);
+    if (kp->op == TP__OP_ATTENTION) return kp->scratch_floats; /* the cpu kernel's layout: 16-bit operands in f32, a tile's scores */
     return 0;
 }
 
@@ -262,6 +263,52 @@ static tp_status run_matmul(cu *c, cunit *u, const tp_vertex *v, const tp__kplan
     return s;
 }
 
+/* row-major f32 C [m, n] = alpha A [m, k] op(B) on u's stream: column-major C^T = op(B)^T A^T */
+static tp_status gemm_f32(cunit *u, int trans_b, int m, int n, int k, float alpha, const float *A, const float *B, int ldb, float *C)
+{
+    float beta = 0.0f;
+    cublasStatus_t bs = blas.gemm(u->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, CUDA_R_32F, ldb, 0, A,
+                                  CUDA_R_32F, k, 0, &beta, C, CUDA_R_32F, n, 0, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (bs != CUBLAS_STATUS_SUCCESS)
+        return tp__fail(&u->err, TP_ERR_DEVICE, "cuda backend: cublasGemmStridedBatchedEx: %s", blas_str(bs));
+    return TP_OK;
+}
+
+/* attention as the cpu kernel computes it (kernels.c): per tile of kp->length query rows, the
+ * scores of the columns causality leaves (cuBLAS, f32), the causal softmax in place, times v */
+static tp_status run_attention(cu *c, cunit *u, const tp_vertex *v, const tp__kplan *kp, const void *const *in, void *out)
+{
+    const tp_vertex *X[3];
+    const float *f[3];
+    float *sc = u->scratch;
+    tp_status s = TP_OK;
+    for (int k = 0; k < 3; k++) { /* 16-bit operands to f32 at the start of scratch */
+        X[k] = tp_graph_vertex(c->pc.g, v->inputs[k]);
+        f[k] = in[k];
+        if (X[k]->dtype == TP_DT_F32) continue;
+        if ((s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, in[k], X[k]->dtype, sc, TP_DT_F32, tp__numel(X[k]), 1.0f), "cast"))) return s;
+        f[k] = sc;
+        sc += tp__numel(X[k]);
+    }
+    float *o = v->dtype == TP_DT_F32 ? out : sc, *S = o == out ? sc : sc + tp__numel(v);
+    int64_t R = v->shape[0], d = X[0]->shape[1], dv = v->shape[1], N = X[1]->shape[0], tile = kp->length;
+    for (int64_t r0 = 0; r0 < R && !s; r0 += tile) {
+        int64_t rt = R - r0 < tile ? R - r0 : tile, cols = N;
+        if (kp->causal && r0 + rt - 1 + kp->row_offset + 1 < cols) cols = r0 + rt - 1 + kp->row_offset + 1;
+        if (cols < 1) { /* every row masked */
+            s = kerr(u, cudaMemsetAsync(o + r0 * dv, 0, (size_t)(rt * dv) * 4, u->st), "cudaMemsetAsync");
+            continue;
+        }
+        if ((s = gemm_f32(u, 1, (int)rt, (int)cols, (int)d, kp->scale, f[0] + r0 * d, f[1], (int)d, S))) break;
+        if ((s = kerr(u, tp__cu_softmax(u->st, S, TP_DT_F32, S, TP_DT_F32, (uint64_t)rt, (uint64_t)cols, (uint64_t)rt, 1.0f, kp->causal,
+                                        r0 + kp->row_offset), "softmax")))
+            break;
+        s = gemm_f32(u, 0, (int)rt, (int)dv, (int)cols, 1.0f, S, f[2], (int)dv, o + r0 * dv);
+    }
+    if (!s && o != out) s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, o, TP_DT_F32, out, v->dtype, tp__numel(v), 1.0f), "cast");
+    return s;
+}
+
 /* enqueues kernel vertex v's work on u's stream */
 static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
 {
@@ -283,6 +330,7 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
     cudaStream_t st = u->st;
     switch (kp->op) {
     case TP__OP_MATMUL: s = run_matmul(c, u, v, kp, in, out); break;
+    case TP__OP_ATTENTION: s = run_attention(c, u, v, kp, in, out); break;
     case TP__OP_ADD: case TP__OP_SUB: case TP__OP_MUL: case TP__OP_SILU_GRAD: {
         const tp_vertex *B = tp_graph_vertex(c->pc.g, v->inputs[1]);
         e = tp__cu_binary(st, kp->op, in[0], dt0, in[1], B->dtype, tp__numel(B), out, dto, n);

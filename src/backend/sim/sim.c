@@ -134,10 +134,11 @@ static double rate(const sim *s, const flow *f)
     return r;
 }
 
-/* the kernels that run at the vector rate (everything but matmul) */
+/* the kernels that run at the vector rate (everything but matmul and attention, whose flops
+ * are its two matmuls': a fused kernel runs them on the matrix units as FlashAttention does) */
 static int vector_op(const tp_vertex *tv)
 {
-    return tv->kind == TP_V_KERNEL && strcmp(tv->op, "matmul") != 0;
+    return tv->kind == TP_V_KERNEL && strcmp(tv->op, "matmul") != 0 && strcmp(tv->op, "attention") != 0;
 }
 
 /* flops per second of a kernel: the matmul peak or, for `vector` ops, the vector rate (when the
