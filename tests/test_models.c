@@ -188,6 +188,7 @@ TEST(models_llama_residual_options)
     /* scatter: block 0's rows in min(D, rows) pieces, piece j on device j, each the sum of its
      * residual and one row slice per device (attention: devices with heads only) */
     tp_llama_opts_default(&o, &c, 5, 3, UINT64_MAX); /* 5 devices, 3 rows: 3 pieces of a row; device 0 has no heads */
+    o.blocks = 1;
     o.residual = TP_LLAMA_SCATTER;
     ASSERT_OK_ERR(tp_llama_build(&c, &o, &g, &e), e);
     for (int j = 0; j < 3; j++) {
@@ -235,9 +236,10 @@ TEST(models_llama_fused_attention)
     tp_graph_free(g);
     g = NULL;
     /* the blocks: fused, at most TP_LLAMA_FUSED_ROWS rows, fewer where a residual block would pass
-     * cap/64; scores, one head's scores within cap/16 */
+     * cap/64, at least 2 (at most T); scores, one head's scores within cap/16 */
     static const struct { int64_t T; uint64_t cap; int att, want; } cases[] = {
-        {8192, UINT64_MAX, TP_LLAMA_FUSED, 1}, {8193, UINT64_MAX, TP_LLAMA_FUSED, 2}, {131072, UINT64_MAX, TP_LLAMA_FUSED, 16},
+        {8192, UINT64_MAX, TP_LLAMA_FUSED, 2}, {16385, UINT64_MAX, TP_LLAMA_FUSED, 3}, {131072, UINT64_MAX, TP_LLAMA_FUSED, 16},
+        {1, UINT64_MAX, TP_LLAMA_FUSED, 1}, {2, UINT64_MAX, TP_LLAMA_FUSED, 2},
         {1000, 64 * 64 * 4 * 100, TP_LLAMA_FUSED, 10}, {5, 1, TP_LLAMA_FUSED, 5}, {INT32_MAX, UINT64_MAX, TP_LLAMA_FUSED, 262144},
         {1000, UINT64_MAX, TP_LLAMA_SCORES, 1}, {1000, 16 * 8 * 1000 * 100, TP_LLAMA_SCORES, 10}, {5, 1, TP_LLAMA_SCORES, 5}};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {

@@ -102,7 +102,8 @@ void tp_llama_opts_default(tp_llama_opts *o, const tp_llama_config *c, int devic
 
 /* Sets o->attention and the blocks for it (o->seq set): SCORES, enough that one head's scores
  * take ~1/16 of `cap`; FUSED, blocks of at most TP_LLAMA_FUSED_ROWS rows and few enough rows
- * that a block of the residual stream takes ~1/64 of `cap`. Call tp_llama_opts_residual after. */
+ * that a block of the residual stream takes ~1/64 of `cap`, and at least 2 (one block leaves
+ * the devices no block to pipeline). Never more than the tokens. Call tp_llama_opts_residual after. */
 void tp_llama_opts_attention(tp_llama_opts *o, const tp_llama_config *c, uint64_t cap, int attention);
 
 /* Sets o->residual; for TP_LLAMA_SCATTER also raises o->blocks to min(devices, ceil(seq / 1024))

@@ -370,6 +370,7 @@ void tp_llama_opts_attention(tp_llama_opts *o, const tp_llama_config *c, uint64_
     } else /* one head's f32 scores, rows x seq, at most cap/16 (the 8: scores and probabilities) */
         rows = seq > UINT64_MAX / 8 ? 0 : cap / 16 / (8 * seq);
     uint64_t nb = rows ? (seq - 1) / rows + 1 : seq;
+    if (attention == TP_LLAMA_FUSED && nb < 2) nb = 2; /* two blocks pipeline the devices (docs/llama.md) */
     if (nb > seq) nb = seq;
     o->blocks = (int)(nb < 1 ? 1 : nb > INT_MAX ? INT_MAX : nb); /* tp_llama_build refuses more than T */
 }
