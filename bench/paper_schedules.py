@@ -22,6 +22,8 @@ ap.add_argument("--csv", default=None)
 ap.add_argument("--points", default="a100x8:8:65b:4096,a100x8:8:65b:16384,a100x8:8:65b:32768,a100x8:8:7b:16384,"
                                     "p100x4:4:65b:4096,p100x4:4:65b:16384,p100x4:4:65b:32768,p100x4:4:7b:16384")
 ap.add_argument("--residual", default="gather,scatter")
+ap.add_argument("--attention", default="fused", choices=["fused", "scores"],
+                help="turnip llama --attention (docs/sim/schedules-*.csv were taken with scores, the default then)")
 ap.add_argument("--policies", default=None, help="default: every policy of `turnip llama --help` but random")
 ap.add_argument("--from-csv", default=None, help="FILE[,FILE..]: print the tables of earlier runs (their CSVs) instead of running")
 a = ap.parse_args()
@@ -46,7 +48,7 @@ PARTS = re.compile(r"resources ([0-9.]+) ms, critical path ([0-9.]+) ms")
 
 def sim(machine, D, model, T, res, pol, seed, jitter):
     args = [a.turnip, "llama", "--preset", model, "--seq-len", str(T), "--devices", str(D), "--backend", "sim", "--machine", machine,
-            "--residual", res, "--order", pol, "--seed", str(seed)] + (["--jitter", str(jitter)] if jitter else [])
+            "--residual", res, "--attention", a.attention, "--order", pol, "--seed", str(seed)] + (["--jitter", str(jitter)] if jitter else [])
     r = subprocess.run(args, capture_output=True, text=True, timeout=3600)
     line = next((l for l in r.stdout.splitlines() if l.startswith("run:")), None)
     if r.returncode or not line:

@@ -142,7 +142,7 @@ def nbytes(path, v):
 def kernel_time(prof, v, size):
     """the sim backend's kernel_time: launch + max(compute, memory); size(id) gives bytes"""
     touched = size(v["id"]) + sum(size(x) for x in v.get("inputs", []))
-    rate = prof["vector_flops"] if prof["vector_flops"] > 0 and v.get("op") != "matmul" else prof["peak_flops"]
+    rate = prof["vector_flops"] if prof["vector_flops"] > 0 and v.get("op") not in ("matmul", "attention") else prof["peak_flops"]
     return prof["launch_s"] + max(v.get("flops", 0) / (rate * prof["efficiency"]), touched / prof["mem_bw"])
 
 

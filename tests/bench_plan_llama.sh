@@ -5,8 +5,8 @@
 # usage: bench_plan_llama.sh BENCH TURNIP
 set -euo pipefail
 B=$1 T=$2
-out=$("$B" --max-seq 16384 --runs 1)
 fail() { echo "FAIL: $1"; echo "$out"; exit 1; }
+out=$("$B" --max-seq 16384 --runs 1) || fail "bench_plan_llama exit $?"
 [ "$(grep -c '^== ' <<<"$out")" = 3 ] || fail "three configurations"
 row() { awk -v c="$1" '/^== /{cur=$2} cur==c":" && $1=="16384"{print $2, $4}' <<<"$out"; }
 read -r db dv <<<"$(row default)"

@@ -52,7 +52,6 @@ for dtype, tol in [("float32", 1e-2 if fast else 1e-3), ("bfloat16", 3e-2 if fas
     cfg = make(d, dtype=dtype, seed=3, shards=2 if dtype == "bfloat16" else 1)
     ref = reference(load_weights(d, cfg), cfg, ids)
     scale = float(np.abs(ref).max())
-    outs = {}
     # both attentions (fused, the default, and scores), each under caps that force offloads
     for D, cap, att in [(1, "1MiB", "fused"), (2, "1MiB", "fused"), (3, "1MiB", "fused"), (1, "2MiB", "scores"),
                         (2, "1536KiB", "scores"), (3, "1536KiB", "scores")]:

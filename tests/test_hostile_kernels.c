@@ -69,37 +69,30 @@ TEST(hostile_offsets_bounded)
          "attr 'alpha' 1e+39 must be a finite number of f32 range");
 }
 
-#define IN2(id, dt, shape) "{\"id\":\"" id "\",\"kind\":\"input\",\"device\":0,\"dtype\":\"" dt "\",\"shape\":" shape "},"
+/* attention's q x [R, d], k [N, d], v [N, dv] -> k [R, dv], the shapes and attrs given */
+#define ATT(dt, q, kk, vv, out, attrs)                                                                                   \
+    HDR X(dt, q) ",{\"id\":\"kk\",\"kind\":\"input\",\"device\":0,\"dtype\":\"" dt "\",\"shape\":" kk "},"                 \
+                 "{\"id\":\"vv\",\"kind\":\"input\",\"device\":0,\"dtype\":\"" dt "\",\"shape\":" vv "},"                  \
+        K("attention", "[\"x\", \"kk\", \"vv\"]", dt, out, attrs)
 
 TEST(hostile_attention_shapes_and_attrs)
 {
-    /* q [R, d], k [N, d], v [N, dv] -> [R, dv] */
-    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 8]") IN2("vv", "f32", "[6, 3]")
-             K("attention", "[\"x\", \"kk\", \"vv\"]", "f32", "[4, 3]", "{\"causal\":true,\"row_offset\":2,\"scale\":0.5}"),
-         "k", TP_OK, NULL);
-    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 7]") IN2("vv", "f32", "[6, 3]")
-             K("attention", "[\"x\", \"kk\", \"vv\"]", "f32", "[4, 3]", "{}"),
-         "k", TP_ERR_INVALID, "attention needs q [R, d], k [N, d] and v [N, dv]");
-    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 8]") IN2("vv", "f32", "[5, 3]")
-             K("attention", "[\"x\", \"kk\", \"vv\"]", "f32", "[4, 3]", "{}"),
-         "k", TP_ERR_INVALID, "attention needs q [R, d], k [N, d] and v [N, dv]");
-    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 8]") IN2("vv", "f32", "[6, 3]")
-             K("attention", "[\"x\", \"kk\", \"vv\"]", "f32", "[4, 8]", "{}"),
-         "k", TP_ERR_INVALID, "output shape [4, 8], the op gives [4, 3]");
-    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 8]") K("attention", "[\"x\", \"kk\"]", "f32", "[4, 8]", "{}"), "k",
-         TP_ERR_INVALID, "takes 3 inputs, has 2");
-    prep(HDR X("f32", "[4, 8]") "," IN2("kk", "f32", "[6, 8]") IN2("vv", "f32", "[6, 3]")
-             K("attention", "[\"x\", \"kk\", \"vv\"]", "f32", "[4, 3]", "{\"causal\":true,\"row_offset\":9007199254740993}"),
-         "k", TP_ERR_INVALID, "attr 'row_offset' 9007199254740993 is outside [-2^53, 2^53]");
-    /* BLAS's int dimensions; keys of 2^31 rows as shapes only */
-    prep(HDR X("f16", "[4, 8]") "," IN2("kk", "f16", "[2147483648, 8]") IN2("vv", "f16", "[2147483648, 3]")
-             K("attention", "[\"x\", \"kk\", \"vv\"]", "f16", "[4, 3]", "{}"),
-         "k", TP_ERR_INVALID, "attention dimensions above 2^31-1");
-    /* the scratch: 16-bit operands and output in f32 (4 x 2^62 floats), counted without overflow */
-    prep(HDR X("f16", "[2147483648, 2147483648]") "," IN2("kk", "f16", "[2147483648, 2147483648]")
-             IN2("vv", "f16", "[2147483648, 2147483648]")
-                 K("attention", "[\"x\", \"kk\", \"vv\"]", "f16", "[2147483648, 2147483648]", "{}"),
-         "k", TP_ERR_INVALID, "the scratch for its inputs overflows 64 bits");
+    static const struct { const char *json; tp_status want; const char *needle; } cases[] = {
+        {ATT("f32", "[4, 8]", "[6, 8]", "[6, 3]", "[4, 3]", "{\"causal\":true,\"row_offset\":2,\"scale\":0.5}"), TP_OK, NULL},
+        {ATT("f32", "[4, 8]", "[6, 7]", "[6, 3]", "[4, 3]", "{}"), TP_ERR_INVALID, "attention needs q [R, d], k [N, d] and v [N, dv]"},
+        {ATT("f32", "[4, 8]", "[6, 8]", "[5, 3]", "[4, 3]", "{}"), TP_ERR_INVALID, "attention needs q [R, d], k [N, d] and v [N, dv]"},
+        {ATT("f32", "[4, 8]", "[6, 8]", "[6, 3]", "[4, 8]", "{}"), TP_ERR_INVALID, "output shape [4, 8], the op gives [4, 3]"},
+        {ATT("f32", "[4, 8]", "[6, 8]", "[6, 3]", "[4, 3]", "{\"causal\":true,\"row_offset\":9007199254740993}"), TP_ERR_INVALID,
+         "attr 'row_offset' 9007199254740993 is outside [-2^53, 2^53]"},
+        /* BLAS's int dimensions; keys of 2^31 rows as shapes only */
+        {ATT("f16", "[4, 8]", "[2147483648, 8]", "[2147483648, 3]", "[4, 3]", "{}"), TP_ERR_INVALID, "attention dimensions above 2^31-1"},
+        /* the scratch: 16-bit operands and output in f32 (4 x 2^62 floats), counted without overflow */
+        {ATT("f16", "[2147483648, 2147483648]", "[2147483648, 2147483648]", "[2147483648, 2147483648]", "[2147483648, 2147483648]", "{}"),
+         TP_ERR_INVALID, "the scratch for its inputs overflows 64 bits"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) prep(cases[k].json, "k", cases[k].want, cases[k].needle);
+    prep(HDR X("f32", "[4, 8]") ",{\"id\":\"kk\",\"kind\":\"input\",\"device\":0,\"dtype\":\"f32\",\"shape\":[6, 8]},"
+             K("attention", "[\"x\", \"kk\"]", "f32", "[4, 8]", "{}"), "k", TP_ERR_INVALID, "takes 3 inputs, has 2");
 }
 
 TEST(hostile_huge_shapes_no_overflow)

@@ -86,14 +86,15 @@ static void help(FILE *f)
         "                    [--streams N] [--link-bandwidth GB/s] [--jitter F] [--no-data] [--repeat N] [--print-prompt]\n"
         "                    [--deterministic] [--no-sum-into] [--residual gather|scatter] [--attention fused|scores]\n"
         "                    [--plan-order topo|dfs|greedy]\n"
-        "       turnip llama (--model DIR | --preset NAME) --backend sim [--machine NAME] [--devices D] [--residual R]\n"
+        "       turnip llama (--model DIR | --preset NAME) --backend sim [--machine NAME] [--devices D] [--residual R] [--attention A]\n"
         "                    --sweep-seq 1024,2048,.. [--sweep-mem SIZE,..] --csv FILE [--png FILE]\n"
         "\n"
         "Builds the prefill TaskGraph of a LLaMA model (Hugging Face semantics: RMSNorm, RoPE,\n"
         "grouped-query causal attention, SwiGLU MLP) for the prompt, split over D devices (KV groups,\n"
         "or query heads when D exceeds them, MLP columns and vocabulary per device), with attention in\n"
         "B query blocks; plans it under the\n"
-        "cap and runs it on the cpu backend (or --backend cuda: NVIDIA GPUs). Prints plan statistics,\n"
+        "cap (fused attention and scatter in the builder's order, topo, unless --plan-order is given)\n"
+        "and runs it on the cpu backend (or --backend cuda: NVIDIA GPUs). Prints plan statistics,\n"
         "the run summary and the top-5 next-token ids.\n"
         "\n",
         opts, NULL);

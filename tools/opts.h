@@ -68,8 +68,7 @@ int cli_attention(const char *name);             /* an --attention choice (NULL:
                  "how a block's attention runs: fused (default: one attention kernel per head\n"                           \
                  "and block, the scores never a tensor, so blocks of at most 8192 rows and a graph\n"                      \
                  "linear in the tokens) or scores (the scores a tensor, then softmax and a matmul:\n"                       \
-                 "blocks grow with tokens^2 to bound their memory); fused plans in the builder's\n"                        \
-                 "order (topo) unless --plan-order is given")
+                 "blocks grow with tokens^2 to bound their memory)")
 
 /* Parses argv[first..argc-1] of command `cmd` against opts (ended by CLI_O_END) into the
  * struct at dst. Arguments that are not flags go to pos[0..maxpos-1] (*npos counts them; "-"

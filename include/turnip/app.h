@@ -266,7 +266,8 @@ void tp_count_taskgraph(const tp_graph *g, tp_graph_counts *out);
 void tp_count_memgraph(const tp_memgraph *mg, tp_graph_counts *out);
 
 /* A sweep of LLaMA prefill over prompt lengths and device caps: per (cap, length) the
- * TaskGraph is built (tp_llama_opts_default), planned (default order) and run once on
+ * TaskGraph is built (tp_llama_opts_default, tp_llama_opts_attention), planned
+ * (tp_llama_plan_order) and run once on
  * `backend`, one CSV row each; where no plan fits, the row says OOM. Meant for a simulating
  * backend (the sim's makespan is the first-token latency, its lower bound the bound). */
 typedef struct tp_sweep_opts {
@@ -275,7 +276,7 @@ typedef struct tp_sweep_opts {
     const tp_llama_config *config; /* borrowed */
     int devices;
     int residual;                  /* tp_llama_opts.residual of every point */
-    int attention;                 /* tp_llama_opts.attention of every point */
+    int attention;                 /* tp_llama_opts.attention of every point (0: scores; the CLI's default is fused) */
     const int64_t *seqs;           /* prompt lengths, each >= 1 (borrowed) */
     int nseqs;
     const uint64_t *mems;          /* per-device caps, one sweep over seqs each (borrowed) */

@@ -68,7 +68,8 @@ typedef struct tp_llama_opts {
     int64_t batch;    /* B prompts of T tokens each (1..TP_LLAMA_MAX_BATCH, B x T <= TP_LLAMA_MAX_SEQ) */
     int kv_out;       /* 1: every layer's keys (after RoPE) and values are outputs too */
     int residual;     /* where the residual stream lives (tp_llama_residual; 0: gather) */
-    int attention;    /* how a block's attention is computed (tp_llama_attention; 0: scores) */
+    int attention;    /* how a block's attention is computed (tp_llama_attention): zero-initialized
+                         options get SCORES (0, as before it existed); tp_llama_opts_default sets FUSED */
 } tp_llama_opts;
 
 /* How attention runs per (query head, row block).
@@ -78,7 +79,9 @@ typedef struct tp_llama_opts {
  *   decomposition).
  * FUSED: one `attention` vertex (docs/ops.md) reading the query rows, keys and values; the
  *   scores exist only inside the kernel, a tile of rows at a time, as FlashAttention keeps them
- *   (the cpu kernel: 16 MiB of scratch at most unless one row is longer). Its memory does not
+ *   (the cpu kernel's scores: 16 MiB of scratch at most unless one row is longer, beside f32
+ *   copies of 16-bit operands; the cuda backend composes the same steps through device memory,
+ *   not as a FlashAttention kernel). Its memory does not
  *   grow with the scores, so blocks stay TP_LLAMA_FUSED_ROWS rows (chunked prefill) and the
  *   graph grows with T. */
 enum tp_llama_attention { TP_LLAMA_SCORES = 0, TP_LLAMA_FUSED = 1 };

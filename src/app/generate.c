@@ -110,6 +110,7 @@ typedef struct gen {
     uint64_t split;       /* a plan per step: its streamed 2-D weights in row chunks of at most
                              this many bytes (tp_gen_need.split_bytes) */
     tp_graph *pre;        /* the prefill's graph, built once by prefill_fits for prefill (owned) */
+    tp_order pre_order;   /* its plan order: the caller's, or for TP_ORDER_DEFAULT the builder's choice */
     tp_graph *rg;         /* a plan per step: the last step's graph and plan, kept for the next */
     tp_memgraph *rmg;     /*   step, which reuses the plan where its graph is the same (plan_exec) */
     int check_reuse;      /* TURNIP_CHECK_PLAN_REUSE=1: plan every reused step anyway and compare;
@@ -415,15 +416,16 @@ static tp_status check_reused(gen *G, const tp_graph *g, const tp_plan_opts *po,
     return s;
 }
 
-/* Plans g (finalized) under the caps, small allocations packed below pack_below bytes (0:
+/* Plans g (finalized) in `order` under the caps, small allocations packed below pack_below bytes (0:
  * none), checks it, makes its executor in the session. With reuse (a plan per step), takes the
  * last step's plan instead where g is the same graph but for kernel attributes
  * (tp_graph_same_plan; the planner is deterministic). *mg is the caller's either way. */
-static tp_status plan_exec(gen *G, const tp_graph *g, uint64_t pack_below, int reuse, tp_memgraph **mg, tp_exec **x)
+static tp_status plan_exec(gen *G, const tp_graph *g, tp_order order, uint64_t pack_below, int reuse, tp_memgraph **mg,
+                           tp_exec **x)
 {
     tp_plan_opts po;
     tp_plan_opts_init(&po, G->D, G->o->device_mem);
-    po.order = G->o->plan_order;
+    po.order = order;
     po.pack_below = pack_below;
     tp_status s = TP_OK;
     if (reuse && G->rmg && tp_memgraph_rebind(G->rmg, g, NULL) == TP_OK) { /* refused (no message): plan g */
@@ -763,7 +765,7 @@ static tp_status prefill_host(gen *G, uint64_t *extra)
     if (!s) {
         tp_plan_opts po;
         tp_plan_opts_init(&po, G->D, G->o->device_mem);
-        po.order = G->o->plan_order;
+        po.order = G->pre_order;
         s = tp_plan(G->pre, &po, &mg, G->err);
     }
     uint64_t pad = (TP__MAX_ALIGN - G->hres % TP__MAX_ALIGN) % TP__MAX_ALIGN;
@@ -918,7 +920,7 @@ static tp_status run_plan(gen *G, tp_graph *g, uint32_t s0, uint32_t s1, int d0,
     in_src *src = NULL;
     tp_status s = declare_inputs(G, g, s0, s1, d0, d1, &src);
     int whole = s1 > s0;
-    if (!s) s = plan_exec(G, g, whole ? G->small : 0, whole, &mg, &x);
+    if (!s) s = plan_exec(G, g, G->o->plan_order, whole ? G->small : 0, whole, &mg, &x);
     if (!s) s = write_inputs(G, g, mg, x, src);
     tp_run_summary sum;
     if (!s) s = tp_exec_run(x, &sum, G->err);
@@ -1004,6 +1006,7 @@ static tp_status prefill_graph(gen *G, tp_graph **g)
     lo.batch = G->B;
     lo.kv_out = 1;
     if (G->VC > lo.vocab_chunks) lo.vocab_chunks = G->VC;
+    G->pre_order = G->o->plan_order == TP_ORDER_DEFAULT ? tp_llama_plan_order(&lo) : G->o->plan_order;
     return tp_llama_build(G->c, &lo, g, G->err);
 }
 
@@ -1014,7 +1017,7 @@ static tp_status prefill_fits(gen *G)
 {
     uint64_t minf[TP_MAX_DEVICES];
     tp_status s = prefill_graph(G, &G->pre);
-    if (!s) s = tp_plan_bounds(G->pre, G->o->plan_order, minf, NULL, G->err);
+    if (!s) s = tp_plan_bounds(G->pre, G->pre_order, minf, NULL, G->err);
     for (int d = 0; d < G->D && !s; d++)
         if (minf[d] > G->o->device_mem) {
             char b1[32], b2[32];
@@ -1035,7 +1038,7 @@ static tp_status prefill(gen *G, double *run_s, uint64_t *bytes)
     G->pre = NULL;
     tp_status s = reserve_host(G, g);
     if (!s) s = place_prefill(G, g);
-    if (!s) s = plan_exec(G, g, 0, 0, &mg, &x);
+    if (!s) s = plan_exec(G, g, G->pre_order, 0, 0, &mg, &x);
     if (!s && G->harena) { /* what sized the session's host block */
         uint64_t used = tp_memgraph_host_bytes(mg) > G->hres ? tp_memgraph_host_bytes(mg) - G->hres : 0;
         if (used > G->pre_host || (G->check_reuse && used != G->pre_host))

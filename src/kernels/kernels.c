@@ -328,14 +328,17 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
             s = PFAIL("attention dimensions above 2^31-1", v->id, v->op);
             goto done;
         }
-        /* scratch: the scores of a tile of query rows, at most 2^22 floats unless one row is longer */
+        /* every extent is at least 1 (the graph refuses tensors of 0 bytes), so BLAS's leading
+         * dimensions are too. Scratch: the scores of a tile of query rows, at most 2^22 floats
+         * unless one row is longer (tile x N <= 256 x 2^31; the 16-bit copies before it are at
+         * most 3 x 2^62 floats) */
         uint64_t N = (uint64_t)K->shape[0], tile = N ? ((uint64_t)1 << 22) / N : 1;
         if (tile > 256) tile = 256;
         if (tile > (uint64_t)shp[0]) tile = (uint64_t)shp[0];
         if (tile < 1) tile = 1;
         kp->length = (int64_t)tile;
         if (__builtin_add_overflow(kp->scratch_floats, tile * N, &kp->scratch_floats)) {
-            s = PFAIL("the scratch for its scores overflows 64 bits", v->id, v->op);
+            s = PFAIL("the scratch for its inputs overflows 64 bits", v->id, v->op);
             goto done;
         }
         shp[1] = Vv->shape[1];

@@ -263,19 +263,24 @@ static tp_status run_matmul(cu *c, cunit *u, const tp_vertex *v, const tp__kplan
     return s;
 }
 
-/* row-major f32 C [m, n] = alpha A [m, k] op(B) on u's stream: column-major C^T = op(B)^T A^T */
-static tp_status gemm_f32(cunit *u, int trans_b, int m, int n, int k, float alpha, const float *A, const float *B, int ldb, float *C)
+/* row-major f32 C [m, n] = alpha A [m, k] op(B) on u's stream: column-major C^T = op(B)^T A^T;
+ * TF32 tensor cores unless exact (as run_matmul's f32 matmuls) */
+static tp_status gemm_f32(cu *c, cunit *u, int trans_b, int m, int n, int k, float alpha, const float *A, const float *B, int ldb,
+                          float *C)
 {
     float beta = 0.0f;
+    cublasComputeType_t ct = c->o.matmul != TP_CUDA_MATMUL_EXACT ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     cublasStatus_t bs = blas.gemm(u->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, CUDA_R_32F, ldb, 0, A,
-                                  CUDA_R_32F, k, 0, &beta, C, CUDA_R_32F, n, 0, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                                  CUDA_R_32F, k, 0, &beta, C, CUDA_R_32F, n, 0, 1, ct, CUBLAS_GEMM_DEFAULT);
     if (bs != CUBLAS_STATUS_SUCCESS)
         return tp__fail(&u->err, TP_ERR_DEVICE, "cuda backend: cublasGemmStridedBatchedEx: %s", blas_str(bs));
     return TP_OK;
 }
 
 /* attention as the cpu kernel computes it (kernels.c): per tile of kp->length query rows, the
- * scores of the columns causality leaves (cuBLAS, f32), the causal softmax in place, times v */
+ * scores of the columns causality leaves (cuBLAS, f32 or TF32), the causal softmax in place,
+ * times v. Three launches per tile and the tile's scores through device memory: a composition,
+ * not a FlashAttention kernel (the sim backend costs attention as one; docs/ops.md). */
 static tp_status run_attention(cu *c, cunit *u, const tp_vertex *v, const tp__kplan *kp, const void *const *in, void *out)
 {
     const tp_vertex *X[3];
@@ -299,11 +304,11 @@ static tp_status run_attention(cu *c, cunit *u, const tp_vertex *v, const tp__kp
             s = kerr(u, cudaMemsetAsync(o + r0 * dv, 0, (size_t)(rt * dv) * 4, u->st), "cudaMemsetAsync");
             continue;
         }
-        if ((s = gemm_f32(u, 1, (int)rt, (int)cols, (int)d, kp->scale, f[0] + r0 * d, f[1], (int)d, S))) break;
+        if ((s = gemm_f32(c, u, 1, (int)rt, (int)cols, (int)d, kp->scale, f[0] + r0 * d, f[1], (int)d, S))) break;
         if ((s = kerr(u, tp__cu_softmax(u->st, S, TP_DT_F32, S, TP_DT_F32, (uint64_t)rt, (uint64_t)cols, (uint64_t)rt, 1.0f, kp->causal,
                                         r0 + kp->row_offset), "softmax")))
             break;
-        s = gemm_f32(u, 0, (int)rt, (int)dv, (int)cols, 1.0f, S, f[2], (int)dv, o + r0 * dv);
+        s = gemm_f32(c, u, 0, (int)rt, (int)dv, (int)cols, 1.0f, S, f[2], (int)dv, o + r0 * dv);
     }
     if (!s && o != out) s = kerr(u, tp__cu_unary(u->st, TP__OP_CAST, o, TP_DT_F32, out, v->dtype, tp__numel(v), 1.0f), "cast");
     return s;
