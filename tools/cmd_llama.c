@@ -358,7 +358,7 @@ static int run(int argc, char **argv)
            "%d devices (residual %s), %d query blocks (attention %s), %d MLP and %d vocabulary chunks per device\n",
            label, (long long)c.layers, (long long)c.hidden, (long long)c.heads, (long long)c.kv_heads, (long long)c.vocab,
            tp_dtype_name(c.dtype), (long long)T, o.ndevices, cli_residual_names[lo.residual], lo.blocks,
-           cli_attention_names[lo.attention == TP_LLAMA_SCORES], lo.mlp_chunks,
+           cli_attention_names[lo.attention], lo.mlp_chunks,
            lo.vocab_chunks);
     if (fl.print_prompt) {
         printf("prompt ids:");

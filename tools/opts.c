@@ -23,7 +23,7 @@ int cli_residual(const char *name)
     return name && !strcmp(name, "scatter") ? TP_LLAMA_SCATTER : TP_LLAMA_GATHER;
 }
 
-const char *const cli_attention_names[] = {"fused", "scores", NULL};
+const char *const cli_attention_names[] = {"scores", "fused", NULL}; /* indexed by tp_llama_attention */
 
 int cli_attention(const char *name)
 {

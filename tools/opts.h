@@ -60,7 +60,7 @@ extern const char *const cli_completion_names[]; /* callback poll: how the cuda 
 extern const char *const cli_matmul_names[];     /* fast exact: the cuda backend's matmul arithmetic */
 extern const char *const cli_residual_names[];   /* gather scatter: the LLaMA prefill's residual stream */
 int cli_residual(const char *name);              /* a --residual choice (NULL: gather) as tp_llama_opts.residual */
-extern const char *const cli_attention_names[];  /* fused scores: the LLaMA prefill's attention */
+extern const char *const cli_attention_names[];  /* scores fused (by tp_llama_attention): the LLaMA prefill's attention */
 int cli_attention(const char *name);             /* an --attention choice (NULL: fused) as tp_llama_opts.attention */
 /* --attention of llama and gen llama */
 #define CLI_O_ATTENTION(T, f)                                                                                               \

@@ -332,7 +332,7 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
          * dimensions are too. Scratch: the scores of a tile of query rows, at most 2^22 floats
          * unless one row is longer (tile x N <= 256 x 2^31; the 16-bit copies before it are at
          * most 3 x 2^62 floats) */
-        uint64_t N = (uint64_t)K->shape[0], tile = N ? ((uint64_t)1 << 22) / N : 1;
+        uint64_t N = (uint64_t)K->shape[0], tile = ((uint64_t)1 << 22) / N;
         if (tile > 256) tile = 256;
         if (tile > (uint64_t)shp[0]) tile = (uint64_t)shp[0];
         if (tile < 1) tile = 1;
@@ -673,8 +673,7 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
         float *S = o == out ? sc : sc + n;
         int64_t R = v->shape[0], d = x0->shape[1], dv = v->shape[1], N = K->shape[0], tile = kp->length;
         for (int64_t r0 = 0; r0 < R; r0 += tile) {
-            int64_t rt = R - r0 < tile ? R - r0 : tile, cols = N;
-            if (kp->causal && r0 + rt - 1 + kp->row_offset + 1 < cols) cols = r0 + rt - 1 + kp->row_offset + 1;
+            int64_t rt = R - r0 < tile ? R - r0 : tile, cols = tp__attention_cols(kp, r0, rt, N);
             if (cols < 1) { /* every row masked */
                 memset(o + r0 * dv, 0, (size_t)(rt * dv) * 4);
                 continue;

@@ -36,6 +36,15 @@ typedef struct tp__kplan {
     uint64_t scratch_floats; /* f32 scratch this kernel needs at run time */
 } tp__kplan;
 
+/* attention (prepared into kp), the tile of query rows r0..r0+rt-1 over N keys: how many key
+ * columns it computes, those causality leaves its last row (all N without `causal`; < 1: every
+ * row of the tile is masked). Shared by the cpu and cuda kernels. */
+static inline int64_t tp__attention_cols(const tp__kplan *kp, int64_t r0, int64_t rt, int64_t N)
+{
+    int64_t last = r0 + rt + kp->row_offset; /* one past the last row's last unmasked column; offsets are at most 2^53 */
+    return kp->causal && last < N ? last : N;
+}
+
 /* Elements of v's shape. */
 uint64_t tp__numel(const tp_vertex *v);
 

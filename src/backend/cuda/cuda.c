@@ -298,8 +298,7 @@ static tp_status run_attention(cu *c, cunit *u, const tp_vertex *v, const tp__kp
     float *o = v->dtype == TP_DT_F32 ? out : sc, *S = o == out ? sc : sc + tp__numel(v);
     int64_t R = v->shape[0], d = X[0]->shape[1], dv = v->shape[1], N = X[1]->shape[0], tile = kp->length;
     for (int64_t r0 = 0; r0 < R && !s; r0 += tile) {
-        int64_t rt = R - r0 < tile ? R - r0 : tile, cols = N;
-        if (kp->causal && r0 + rt - 1 + kp->row_offset + 1 < cols) cols = r0 + rt - 1 + kp->row_offset + 1;
+        int64_t rt = R - r0 < tile ? R - r0 : tile, cols = tp__attention_cols(kp, r0, rt, N);
         if (cols < 1) { /* every row masked */
             s = kerr(u, cudaMemsetAsync(o + r0 * dv, 0, (size_t)(rt * dv) * 4, u->st), "cudaMemsetAsync");
             continue;
