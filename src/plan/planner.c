@@ -73,7 +73,7 @@ typedef struct planner {
     size_t nrl, caprl;
     uint32_t *scr; /* memory deps being collected */
     size_t nscr, capscr;
-    uint32_t *seen, seen_stamp;
+    uint64_t *seen, seen_stamp; /* 64-bit: a few stamps per MemGraph vertex never wrap */
     size_t capseen;
     uint64_t relstamp;
     uint32_t e;
@@ -142,7 +142,7 @@ static void prune_implied(planner *P, const uint32_t *srcs, uint32_t nsrc)
 {
     if (P->nscr == 0) return;
     tp_memgraph *mg = P->mg;
-    uint32_t red = P->seen_stamp + 1; /* "implied" mark, above any stamp used so far */
+    uint64_t red = P->seen_stamp + 1; /* "implied" mark, above any stamp used so far */
     for (uint32_t i = 0; i < nsrc; i++)
         if (srcs[i] != TP__NONE && P->seen[srcs[i]] == P->seen_stamp) P->seen[srcs[i]] = red;
     for (size_t i = 0; i < P->nscr + nsrc; i++) {
