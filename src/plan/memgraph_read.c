@@ -11,7 +11,6 @@
 #include "io/jsonpull.h"
 #include "plan/memgraph_io.h"
 
-
 static const char *const kind_names[] = {"input", "kernel", "transfer", "offload", "reload", "resident", "accumulate", "join"};
 
 
