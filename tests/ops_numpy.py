@@ -135,6 +135,26 @@ b, Bb = inp("ws.cache", (3, 8, 4)); q, Q = inp("ws.row", (3, 1, 4))
 Ref = Bb.copy(); Ref[:, 5:6, :] = Q
 kern("write_slice_inplace", "write_slice", [b, q], (3, 8, 4), Ref, attrs={"axis": 1, "start": 5})
 V[-1]["inplace"] = 0  # the cache's last use: the row is written where the cache is
+# pad: zeros around the input along an axis; into another dtype
+Ref = np.zeros((4, 9, 5)); Ref[:, 2:8, :] = X
+kern("pad", "pad", [x], (4, 9, 5), Ref, attrs={"axis": 1, "start": 2, "extent": 9})
+Ref = np.zeros((7, 6, 5)); Ref[3:7] = X
+kern("pad_end", "pad", [x], (7, 6, 5), Ref, attrs={"axis": 0, "start": 3, "extent": 7}, dt=other)
+# a KV cache as LLaMA's fused prefill grows one: the first block's keys padded to every row,
+# the next block's written in place, attention over all rows (the unwritten zeros masked)
+k0, K0 = inp("kv.k0", (3, 4)); k1, K1 = inp("kv.k1", (2, 4)); v0, V0 = inp("kv.v0", (3, 4)); v1, V1 = inp("kv.v1", (2, 4))
+qq, QQ = inp("kv.q", (2, 4))
+V.append({"id": "kv.K0", "kind": "kernel", "device": 0, "op": "pad", "inputs": [k0], "dtype": dtype, "shape": [8, 4],
+          "attrs": {"axis": 0, "start": 0, "extent": 8}})
+V.append({"id": "kv.V0", "kind": "kernel", "device": 0, "op": "pad", "inputs": [v0], "dtype": dtype, "shape": [8, 4],
+          "attrs": {"axis": 0, "start": 0, "extent": 8}})
+V.append({"id": "kv.K1", "kind": "kernel", "device": 0, "op": "write_slice", "inputs": ["kv.K0", k1], "dtype": dtype,
+          "shape": [8, 4], "attrs": {"axis": 0, "start": 3}, "inplace": 0})
+V.append({"id": "kv.V1", "kind": "kernel", "device": 0, "op": "write_slice", "inputs": ["kv.V0", v1], "dtype": dtype,
+          "shape": [8, 4], "attrs": {"axis": 0, "start": 3}, "inplace": 0})
+Kc, Vc = np.concatenate([K0, K1]), np.concatenate([V0, V1])
+kern("kv_attention", "attention", [qq, "kv.K1", "kv.V1"], (2, 4), softmax_ref(0.5 * QQ @ Kc.T, 1.0, True, 3) @ Vc,
+     attrs={"scale": 0.5, "causal": True, "row_offset": 3})
 kern("reshape", "reshape", [x], (8, 15), X.reshape(8, 15))
 r, R = inp("rs.in", (2, 3, 4))
 kern("reshape_inplace", "reshape", [r], (1, 6, 4), R.reshape(1, 6, 4))

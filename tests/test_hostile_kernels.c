@@ -43,6 +43,33 @@ TEST(hostile_slice_bounds_without_overflow)
     prep(HDR X("f32", "[4, 2]") "," K("slice", "[\"x\"]", "f32", "[1, 2]", "{\"axis\":0,\"start\":3,\"length\":1}"), "k", TP_OK, NULL);
 }
 
+TEST(hostile_pad_bounds_without_overflow)
+{
+    static const struct { const char *attrs, *out; tp_status want; const char *needle; } cases[] = {
+        {"{\"axis\":0,\"start\":1,\"extent\":7}", "[7, 2]", TP_OK, NULL},
+        {"{\"axis\":1,\"start\":0,\"extent\":2}", "[4, 2]", TP_OK, NULL}, /* nothing padded */
+        {"{\"axis\":0,\"start\":4,\"extent\":7}", "[7, 2]", TP_ERR_INVALID, "vertex 'k' (pad): attr 'start' 4 is outside [0, 3]"},
+        {"{\"axis\":0,\"start\":-1,\"extent\":7}", "[7, 2]", TP_ERR_INVALID, "attr 'start' -1 is outside [0, 3]"},
+        {"{\"axis\":0,\"start\":9223372036854775807,\"extent\":9223372036854775807}", "[7, 2]", TP_ERR_INVALID,
+         "attr 'start' 9223372036854775807 is outside [0, 9223372036854775803]"},
+        {"{\"axis\":0,\"start\":0,\"extent\":9223372036854775807}", "[7, 2]", TP_ERR_INVALID, "the op gives [9223372036854775807, 2]"},
+        {"{\"axis\":0,\"start\":0,\"extent\":3}", "[3, 2]", TP_ERR_INVALID, "attr 'extent' 3 is below the input's 4 along the axis"},
+        {"{\"axis\":0,\"start\":0,\"extent\":-9223372036854775807}", "[3, 2]", TP_ERR_INVALID, "attr 'extent' -9223372036854775807 is below"},
+        {"{\"axis\":0,\"start\":0,\"extent\":8}", "[7, 2]", TP_ERR_INVALID, "output shape [7, 2], the op gives [8, 2]"},
+        {"{\"axis\":0,\"start\":0}", "[7, 2]", TP_ERR_INVALID, "needs integer attr 'extent'"},
+        {"{\"axis\":0,\"extent\":7}", "[7, 2]", TP_ERR_INVALID, "needs integer attr 'start'"},
+        {"{\"axis\":2,\"start\":0,\"extent\":7}", "[7, 2]", TP_ERR_INVALID, "attr 'axis' 2 is not an axis of a 2-dimensional input"},
+    };
+    char json[1024];
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        snprintf(json, sizeof json, HDR X("f32", "[4, 2]") ",{\"id\":\"k\",\"kind\":\"kernel\",\"device\":0,\"op\":\"pad\","
+                 "\"inputs\":[\"x\"],\"dtype\":\"f32\",\"shape\":%s,\"attrs\":%s}]}", cases[k].out, cases[k].attrs);
+        prep(json, "k", cases[k].want, cases[k].needle);
+    }
+    prep(HDR X("f32", "[4, 2]") "," K("pad", "[\"x\", \"x\"]", "f32", "[7, 2]", "{\"axis\":0,\"start\":0,\"extent\":7}"), "k",
+         TP_ERR_INVALID, "takes 1 input, has 2");
+}
+
 TEST(hostile_reshape_counts_elements)
 {
     prep(HDR X("f32", "[4, 2]") "," K("reshape", "[\"x\"]", "f32", "[3, 3]", "{}"), "k", TP_ERR_INVALID,

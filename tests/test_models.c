@@ -233,6 +233,20 @@ TEST(models_llama_fused_attention)
     CHECK(!strcmp(tp_graph_vertex(g, a->inputs[1])->id, "L0.K.g1.b2") && !strcmp(tp_graph_vertex(g, a->inputs[2])->id, "L0.V.g1.b2"));
     CHECK(strstr(a->attrs_json, "\"row_offset\":4") && strstr(a->attrs_json, "\"causal\":true"));
     CHECK(tp_graph_find(g, "L0.scores.h3.b2") < 0 && tp_graph_find(g, "L0.probs.h3.b2") < 0);
+    /* the keys: block 0's rows padded to all 7 (zeros after), blocks 1 and 2 written in place at their rows */
+    static const char *const kv[] = {"L0.K.g1.b0", "L0.K.g1.b1", "L0.K.g1.b2", "L0.V.g1.b0", "L0.V.g1.b1", "L0.V.g1.b2"};
+    static const char *const part[] = {"L0.k_rope.g1.b0", "L0.k_rope.g1.b1", "L0.k_rope.g1.b2", "L0.v.g1.b0", "L0.v.g1.b1", "L0.v.g1.b2"};
+    for (int k = 0; k < 6; k++) {
+        const tp_vertex *x = find(g, kv[k]);
+        int q = k % 3;
+        shape_is(x, 2, 7, c.hidden / c.heads, 0, 0);
+        CHECKF(!strcmp(x->op, q ? "write_slice" : "pad"), "%s: op %s", kv[k], x->op);
+        ASSERT_EQ(x->ninputs, q ? 2u : 1u);
+        CHECK(!strcmp(tp_graph_vertex(g, x->inputs[x->ninputs - 1])->id, part[k]));
+        if (q) CHECK(!strcmp(tp_graph_vertex(g, x->inputs[0])->id, kv[k - 1]));
+        ASSERT_EQ(tp_graph_inplace(g, (uint32_t)tp_graph_find(g, kv[k])), q ? 0 : -1);
+        CHECK(strstr(x->attrs_json, q == 0 ? "\"start\":0,\"extent\":7" : q == 1 ? "\"start\":2" : "\"start\":4"));
+    }
     tp_graph_free(g);
     g = NULL;
     /* the blocks: fused, at most TP_LLAMA_FUSED_ROWS rows, fewer where a residual block would pass

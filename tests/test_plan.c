@@ -109,6 +109,62 @@ TEST(plan_bounds_in_place)
     }
 }
 
+/* The allocation horizon runs past a reader of a value made in place by a position not yet
+ * run: a state s updated in place by u1..u4, u_i reading weight w_i. The MemGraph's vertices
+ * are made in the order the planner issues them, the in-place kernels when the execution
+ * horizon reaches them, the weights' loads by the allocation horizon as memory allows: with
+ * room for every weight, all four loads come before u1 (waiting at u2, which reads u1's value,
+ * would issue each load only after the kernel before it). With room for two weights at a time
+ * beside s and u0 the loads follow the memory: w2's still before u1, w3's after it. */
+TEST(plan_horizon_passes_in_place_values)
+{
+    const uint64_t S = 4096, W = 16384; /* multiples of the regions' alignment: the caps are exact */
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    uint32_t s, w[4], u[5];
+    ASSERT_OK_ERR(tp_graph_add_input(g, "s", 0, TP_DT_NONE, -1, NULL, S, &s, &e), e);
+    for (int i = 0; i < 4; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "w%d", i + 1);
+        ASSERT_OK_ERR(tp_graph_add_input(g, id, 0, TP_DT_NONE, -1, NULL, W, &w[i], &e), e);
+    }
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "u0", 0, "opaque", 1, &s, TP_DT_NONE, -1, NULL, S, NULL, 0, &u[0], &e), e);
+    for (int i = 1; i <= 4; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "u%d", i);
+        uint32_t in[2] = {u[i - 1], w[i - 1]};
+        ASSERT_OK_ERR(tp_graph_add_kernel(g, id, 0, "opaque", 2, in, TP_DT_NONE, -1, NULL, S, NULL, 0, &u[i], &e), e);
+        ASSERT_OK_ERR(tp_graph_set_inplace(g, u[i], 0, &e), e);
+    }
+    ASSERT_OK_ERR(tp_graph_add_output(g, u[4], &e), e);
+    ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+    for (int tight = 0; tight < 2; tight++) {
+        tp_plan_opts o;
+        tp_plan_opts_init(&o, 1, tight ? 2 * S + 2 * W : 1 << 20);
+        o.order = TP_ORDER_TOPO;
+        tp_memgraph *mg = plan_verified(g, &o);
+        uint32_t load[4] = {0}, kern[5] = {0}, n = (uint32_t)tp_memgraph_size(mg);
+        for (uint32_t i = 0; i < n; i++) {
+            tp_mvertex v;
+            tp_memgraph_vertex(mg, i, &v);
+            for (int k = 0; k < 5; k++) {
+                if (k < 4 && v.kind == TP_M_RELOAD && v.task == w[k]) load[k] = i;
+                if (v.kind == TP_M_KERNEL && v.task == u[k]) {
+                    kern[k] = i;
+                    ASSERT_EQ(v.inplace, k ? 0 : -1); /* every update honoured in place */
+                }
+            }
+        }
+        for (int k = 0; k < 4; k++) {
+            CHECK(load[k] > 0 && kern[k + 1] > 0);
+            if (!tight) CHECKF(load[k] < kern[1], "w%d loaded at vertex %u, after u1 (%u)", k + 1, load[k], kern[1]);
+        }
+        if (tight) CHECKF(load[1] < kern[1] && load[2] > kern[1], "w2 at %u, w3 at %u, u1 at %u", load[1], load[2], kern[1]);
+        tp_memgraph_free(mg);
+    }
+    tp_graph_free(g);
+}
+
 /* Whether value x (a TaskGraph vertex) is offloaded anywhere in mg. */
 static int offloaded(const tp_memgraph *mg, uint32_t x)
 {

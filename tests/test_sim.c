@@ -131,6 +131,44 @@ TEST(sim_runs_are_functions_of_the_seed)
     tp_graph_free(g);
 }
 
+/* The work cost models weigh (tp_memgraph_work): a write_slice in place touches its part twice
+ * (read, then written into the base's region), not the base; out of place it reads both and
+ * writes a whole new tensor. Base [256, 1024] f32 (1 MiB), part [2, 1024] (8 KiB). */
+TEST(sim_work_of_write_slice_in_place_is_its_part)
+{
+    for (int inplace = 0; inplace < 2; inplace++) {
+        tp_graph *g = tp_graph_new(1);
+        tp_error e;
+        int64_t sb[2] = {256, 1024}, sp[2] = {2, 1024};
+        uint32_t in[2], k;
+        ASSERT_OK_ERR(tp_graph_add_input(g, "base", 0, TP_DT_F32, 2, sb, 0, &in[0], &e), e);
+        ASSERT_OK_ERR(tp_graph_add_input(g, "part", 0, TP_DT_F32, 2, sp, 0, &in[1], &e), e);
+        ASSERT_OK_ERR(tp_graph_add_kernel(g, "w", 0, "write_slice", 2, in, TP_DT_F32, 2, sb, 0, "{\"axis\":0,\"start\":5}", 0, &k, &e),
+                      e);
+        if (inplace) ASSERT_OK_ERR(tp_graph_set_inplace(g, k, 0, &e), e);
+        ASSERT_OK_ERR(tp_graph_add_output(g, k, &e), e);
+        ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+        tp_plan_opts po;
+        tp_plan_opts_init(&po, 1, 4u << 20);
+        tp_memgraph *mg;
+        ASSERT_OK_ERR(tp_plan(g, &po, &mg, &e), e);
+        int seen = 0;
+        for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+            tp_mvertex v;
+            tp_memgraph_vertex(mg, i, &v);
+            if (v.kind != TP_M_KERNEL) continue;
+            ASSERT_EQ(v.inplace, inplace ? 0 : -1);
+            double flops, bytes;
+            tp_memgraph_work(mg, i, &flops, &bytes);
+            ASSERT_NEAR(bytes, inplace ? 2.0 * 8192 : 2.0 * 1048576 + 8192, 0); /* exact: small integers */
+            seen++;
+        }
+        ASSERT_EQ(seen, 1);
+        tp_memgraph_free(mg);
+        tp_graph_free(g);
+    }
+}
+
 /* A copy engine moves one copy at a time, in order: two loads onto one device, each read by
  * its own kernel, end at B/bw and 2B/bw (not both at 2B/bw, as two flows sharing the link
  * would); the first kernel can start at B/bw. Latency keeps the engine busy. */

@@ -22,7 +22,7 @@ static const char *op_names[TP__OP_COUNT] = {
     "opaque", "matmul", "add", "sub", "mul", "scale", "silu", "gelu", "exp", "relu", "softmax",
     "rmsnorm", "rope", "embedding", "sum", "slice", "concat", "transpose", "cast", "write_slice", "reshape",
     "rmsnorm_grad", "rope_grad", "softmax_grad", "silu_grad", "logsumexp", "xent", "xent_grad", "adam_moment", "adamw",
-    "attention"};
+    "attention", "pad"};
 
 const char *tp__op_name(tp__opcode op)
 {
@@ -428,6 +428,25 @@ tp_status tp__kernel_prepare(const tp_graph *g, uint32_t vi, tp__kplan *kp, tp_e
         s = want_out(c, nd, shp);
         break;
     }
+    case TP__OP_PAD: { /* a's extent along the axis becomes `extent`, a written at `start`, zeros around it */
+        int64_t extent;
+        if ((s = attr_axis(c, a, nd, &kp->axis)) || (s = attr_int(c, a, "start", &kp->start, 0, 1)) ||
+            (s = attr_int(c, a, "extent", &extent, 0, 1)))
+            goto done;
+        kp->length = shp[kp->axis];
+        if (extent < kp->length) { /* the output's shape, checked by want_out, bounds it above */
+            s = PFAIL("attr 'extent' %lld is below the input's %lld along the axis", v->id, v->op, (long long)extent,
+                      (long long)kp->length);
+            goto done;
+        }
+        if (kp->start < 0 || kp->start > extent - kp->length) { /* no start + length: it may overflow */
+            s = PFAIL("attr 'start' %lld is outside [0, %lld]", v->id, v->op, (long long)kp->start, (long long)(extent - kp->length));
+            goto done;
+        }
+        shp[kp->axis] = extent;
+        s = want_out(c, nd, shp);
+        break;
+    }
     case TP__OP_RESHAPE: /* the bytes as they are: same dtype, same element count */
         kp->scratch_floats = 0;
         if (v->dtype != x0->dtype) {
@@ -600,6 +619,16 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
         tp__axis_blocks(v, kp->axis, &outer, &inner);
         if (out != in[0]) memcpy(out, in[0], n * es);
         const float *pf = as_f32(in[1], P->dtype, tp__numel(P), &sc);
+        for (uint64_t q = 0; q < outer; q++)
+            store((uint8_t *)out + ((q * oext + (uint64_t)kp->start) * inner) * es, v->dtype, pf + q * len * inner, len * inner);
+        return TP_OK;
+    }
+    if (kp->op == TP__OP_PAD) { /* zeros, then a's blocks at start along the axis */
+        uint64_t es = tp_dtype_size(v->dtype), outer, inner, oext = (uint64_t)v->shape[kp->axis];
+        uint64_t len = (uint64_t)kp->length;
+        tp__axis_blocks(v, kp->axis, &outer, &inner);
+        memset(out, 0, n * es); /* all-zero bytes are 0.0 in f32, f16 and bf16 */
+        const float *pf = as_f32(in[0], x0->dtype, tp__numel(x0), &sc);
         for (uint64_t q = 0; q < outer; q++)
             store((uint8_t *)out + ((q * oext + (uint64_t)kp->start) * inner) * es, v->dtype, pf + q * len * inner, len * inner);
         return TP_OK;

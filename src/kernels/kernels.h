@@ -18,8 +18,9 @@ typedef enum {
     /* training (docs/ops.md): gradients, the vocabulary-chunked cross-entropy, AdamW */
     TP__OP_RMSNORM_GRAD, TP__OP_ROPE_GRAD, TP__OP_SOFTMAX_GRAD, TP__OP_SILU_GRAD, TP__OP_LOGSUMEXP, TP__OP_XENT,
     TP__OP_XENT_GRAD, TP__OP_ADAM_MOMENT, TP__OP_ADAMW,
-    /* long prompts (docs/ops.md): causal attention without the scores as a tensor */
-    TP__OP_ATTENTION, TP__OP_COUNT
+    /* long prompts (docs/ops.md): causal attention without the scores as a tensor; a tensor
+     * zero-padded along an axis (a KV cache's first block) */
+    TP__OP_ATTENTION, TP__OP_PAD, TP__OP_COUNT
 } tp__opcode;
 
 /* The largest magnitude of an offset attribute (row_offset, pos_offset, id_offset): 2^53,
@@ -31,7 +32,7 @@ typedef struct tp__kplan {
     int trans_a, trans_b, causal, masked, square;
     float alpha, scale, eps, theta, beta, weight_decay; /* adam_moment: alpha = 1 - beta */
     int64_t row_offset, pos_offset, axis, length; /* attention: length = query rows per tile */
-    int64_t start; /* slice and write_slice: start; embedding, xent and xent_grad: id_offset */
+    int64_t start; /* slice, write_slice and pad: start; embedding, xent and xent_grad: id_offset */
     int perm[TP_MAX_DIMS];
     uint64_t scratch_floats; /* f32 scratch this kernel needs at run time */
 } tp__kplan;

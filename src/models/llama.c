@@ -10,7 +10,8 @@
  * partial sums reduce-scattered back to the rows' owners (no device gathers everything). Attention
  * runs per (query head, row block): the scores of block b cover keys 0..end of b only (the
  * rest is causally masked), T/B x (b+1)T/B at a time, which is what bounds the memory of
- * long prompts. Keys and values of a group grow block by block by concatenation.
+ * long prompts. Keys and values of a group grow block by block by concatenation, or with fused
+ * attention fill a cache of all T rows: the first block's padded, each next written in place.
  *
  * A batch of S prompts (issue 12) is S sequences of row blocks over one embedding of all S x T
  * ids: every per-block vertex exists per (sequence, block), keys and values per sequence, and
@@ -652,7 +653,7 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                 int nh = 0;
                 for (int64_t g = g0; g < g1 && !b->st; g++) {
                     /* the prompt's whole keys and values of a group, with kv_out: outputs named
-                     * "kv.L.k.bS.gG" and "kv.L.v.bS.gG" (the last block's rope or concat) */
+                     * "kv.L.k.bS.gG" and "kv.L.v.bS.gG" (the last block's rope, concat or write_slice) */
                     char kid[96], vid[96];
                     int kvo = o->kv_out && last && g * G >= h0; /* the group's first device names its outputs */
                     snprintf(kid, sizeof kid, "kv.%lld.k.b%lld.g%lld", (long long)l, (long long)sq, (long long)g);
@@ -667,7 +668,22 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                           hd, attrs, 6.0 * rows * hd);
                     uint32_t v = mm(b, d, kvo && q == 0 ? vid : nm(b, "L%lld.v.g%lld%s.%s", (long long)l, (long long)g, gs, bl), hn, wv, rows, hd,
                                     H);
-                    if (q == 0) {
+                    if (FU && NB > 1) {
+                        /* fused: a cache of all T rows, the first block's keys padded with zeros
+                         * and each next block's written into it in place, so no tensor grows block
+                         * by block (attention's causal mask never reads the rows not yet written) */
+                        char ca[96];
+                        const char *op = q == 0 ? "pad" : "write_slice";
+                        if (q == 0) snprintf(ca, sizeof ca, "{\"axis\":0,\"start\":0,\"extent\":%lld}", (long long)T);
+                        else snprintf(ca, sizeof ca, "{\"axis\":0,\"start\":%lld}", (long long)r0);
+                        uint32_t kc[2] = {KK[g], k}, vc[2] = {VV[g], v}, n = q == 0 ? 1 : 2;
+                        KK[g] = K(b, d, kvo ? kid : nm(b, "L%lld.K.g%lld%s.%s", (long long)l, (long long)g, gs, bl), op, n, kc + 2 - n, T,
+                                  hd, ca, 0);
+                        VV[g] = K(b, d, kvo ? vid : nm(b, "L%lld.V.g%lld%s.%s", (long long)l, (long long)g, gs, bl), op, n, vc + 2 - n, T,
+                                  hd, ca, 0);
+                        if (q > 0 && !b->st) b->st = tp_graph_set_inplace(b->g, KK[g], 0, b->err);
+                        if (q > 0 && !b->st) b->st = tp_graph_set_inplace(b->g, VV[g], 0, b->err);
+                    } else if (q == 0) {
                         KK[g] = k;
                         VV[g] = v;
                     } else {
@@ -892,11 +908,12 @@ void tp_llama_estimate(const tp_llama_config *c, const tp_llama_opts *o, tp_buil
         xe += nbl * ((P > 1 ? P : 0) + P - 1) + fin * (P - 1 + (P > 1 ? P : 0));
     }
     double kern = (VC == 1 ? 1 : 2 * VC - 1) + (NBt > 1 ? NBt : 0) + xk +
-                  L * (rk + 3 * KVs * NBt + 2 * KVs * S * (NB - 1) + (FU ? 3 : 5) * Hh * NBt + NBt * cdev + na * NBt /* attention */
+                  L * (rk + 3 * KVs * NBt + 2 * KVs * S * (FU && NB > 1 ? NB : NB - 1) + (FU ? 3 : 5) * Hh * NBt + NBt * cdev + na * NBt /* attention */
                        + D * NBt * (6 * MC - 1)) +                                                       /* MLP */
                   fk;
     double edges = (VC == 1 ? 2 : 4 * VC - 2) + (NBt > 1 ? NBt : 0) + xe +
-                   L * (re + 5 * KVs * NBt + 4 * KVs * S * (NB - 1) + (FU ? 6 : 8) * Hh * NBt + NBt * cin + 2 * na * NBt + D * NBt * (11 * MC - 2)) +
+                   L * (re + 5 * KVs * NBt + (FU && NB > 1 ? 2 * KVs * S * (2 * NB - 1) : 4 * KVs * S * (NB - 1)) + (FU ? 6 : 8) * Hh * NBt + NBt * cin +
+                        2 * na * NBt + D * NBt * (11 * MC - 2)) +
                    fe;
     e->vertices = inputs + kern;
     e->edges = edges;

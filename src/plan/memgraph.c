@@ -51,9 +51,13 @@ void tp_memgraph_work(const tp_memgraph *mg, uint32_t i, double *flops, double *
     const tp__mv *m = &mg->v[i];
     *flops = *bytes = 0;
     if (m->kind != TP_M_KERNEL && m->kind != TP_M_ACCUMULATE) return;
-    *bytes = (double)m->bytes;
-    for (uint32_t k = 0; k < m->nreads; k++) *bytes += (double)mg->v[mg->reads[m->reads_off + k]].bytes;
     const tp_vertex *t = tp_graph_vertex(mg->g, m->task);
+    if (m->kind == TP_M_KERNEL && m->inplace == 1 && m->nreads == 2 && t->op && !strcmp(t->op, "write_slice")) {
+        *bytes = 2.0 * (double)mg->v[mg->reads[m->reads_off + 1]].bytes; /* in place: the part read, then written */
+    } else {
+        *bytes = (double)m->bytes;
+        for (uint32_t k = 0; k < m->nreads; k++) *bytes += (double)mg->v[mg->reads[m->reads_off + k]].bytes;
+    }
     size_t es = tp_dtype_size(t->dtype);
     *flops = m->kind == TP_M_ACCUMULATE ? (double)m->bytes / (double)(es ? es : 4) : t->flops;
 }

@@ -521,7 +521,15 @@ static int satisfy(planner *P, int d, uint32_t p, int forced)
         for (uint32_t k = 0; k < v->ninputs && !P->st; k++) {
             uint32_t x = v->inputs[k];
             if (!first_time(P, x, stamp) || P->dcopy[x] != TP__NONE) continue;
-            if (P->hcopy[x] == TP__NONE) return 0; /* made in place by a position not run yet */
+            /* made in place by a position not run yet: by one before p on d, which the horizon has
+             * satisfied, so its input is resident, pinned until it runs and then x's (no reload).
+             * The horizon waits at a sum-into chain add's value (the partials added after it get
+             * their regions as the chain advances, not all at once) and in a plan with directed
+             * evictions (whose strategy leaves what the horizon placed where it is) */
+            if (P->hcopy[x] == TP__NONE) {
+                if ((P->chain && P->chain[x]) || P->dir_off) return 0;
+                continue;
+            }
             if (!alloc_for(P, d, p, V_(P, x)->bytes, 0, forced, &addr)) {
                 if (forced && !P->st) compact(P, d, p);
                 return forced;

@@ -431,6 +431,15 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
                                  len * inner, (uint64_t)v->shape[kp->axis] * inner);
         break;
     }
+    case TP__OP_PAD: { /* zeros (all-zero bytes in every dtype), then the input's rows at start */
+        uint64_t outer, inner, es = tp_dtype_size(v->dtype), len = (uint64_t)kp->length;
+        tp__axis_blocks(v, kp->axis, &outer, &inner);
+        e = (int)cudaMemsetAsync(out, 0, tp__numel(v) * es, st);
+        if (!e)
+            e = tp__cu_copy_rows(st, in[0], dt0, (uint8_t *)out + (uint64_t)kp->start * inner * es, dto, outer, len * inner,
+                                 len * inner, (uint64_t)v->shape[kp->axis] * inner);
+        break;
+    }
     case TP__OP_RESHAPE: /* the same bytes: a copy, or nothing in place */
         if (out != in[0]) e = (int)cudaMemcpyAsync(out, in[0], n * tp_dtype_size(v->dtype), cudaMemcpyDeviceToDevice, st);
         break;
