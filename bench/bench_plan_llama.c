@@ -10,9 +10,12 @@
  *   scores   the scores attention at 40 GiB (the default before fused attention), whose blocks
  *            and graph grow with T^2.
  * Per configuration it prints min / median / max seconds, MemGraph vertices and edges, the
- * median time per vertex and per edge, time(2T)/time(T) of medians (target <= 2.3), the growth
- * of the vertices per doubling with the exponent e of time ~ vertices^e between neighbouring
- * prompts (1 is linear), and whether 64K plans in under 10 s. Before starting it compares the
+ * median time per vertex and per edge, and per position of the serial order (the TaskGraph's
+ * kernels and transfers, which the planner steps through: the MemGraph's vertices also count
+ * each weight's input and first load, 38,422 at every T, which take little time, so per vertex
+ * the time rises with T as their share falls), time(2T)/time(T) of medians (target <= 2.3), the
+ * growth of the vertices and of the positions per doubling with the exponent e of time ~ n^e
+ * between neighbouring prompts (1 is linear), and whether 64K plans in under 10 s. Before starting it compares the
  * largest estimated graph + planner bytes with MemAvailable and exits 2 if they do not fit.
  *
  * usage: bench_plan_llama [--max-seq T] [--runs R] [--config default|6gib|scores] */
@@ -63,9 +66,9 @@ static int run_config(const tp_llama_config *c, const config *cf, const long lon
     tp_error e;
     printf("\n== %s: turnip llama --preset 65b --devices %d --device-mem %lluGiB --no-data --seq-len T%s; %d runs per T\n",
            cf->name, NDEV, cf->cap_gib, cf->flags, runs);
-    printf("%7s %6s %10s %10s %10s | %8s %8s %8s | %9s %8s\n", "T", "blocks", "taskgraph", "memgraph", "edges", "min s",
-           "median s", "max s", "us/vertex", "us/edge");
-    double med[4] = {0}, nv[4] = {0};
+    printf("%7s %6s %10s %10s %10s | %8s %8s %8s | %9s %8s | %9s %8s\n", "T", "blocks", "taskgraph", "memgraph", "edges", "min s",
+           "median s", "max s", "us/vertex", "us/edge", "positions", "us/pos");
+    double med[4] = {0}, nv[4] = {0}, np[4] = {0};
     for (int k = 0; k < n; k++) {
         tp_llama_opts lo;
         opts_for(c, cf, seqs[k], &lo);
@@ -98,9 +101,13 @@ static int run_config(const tp_llama_config *c, const config *cf, const long lon
         qsort(t, (size_t)runs, sizeof *t, bench_cmp_double);
         med[k] = t[runs / 2];
         nv[k] = (double)nmv;
-        printf("%7lld %6d %10llu %10llu %10llu | %8.3f %8.3f %8.3f | %9.3f %8.3f\n", seqs[k], lo.blocks,
+        uint64_t npos = 0; /* the serial order's positions: every vertex but the inputs */
+        for (uint32_t x = 0; x < tp_graph_size(g); x++) npos += tp_graph_vertex(g, x)->kind != TP_V_INPUT;
+        np[k] = (double)npos;
+        printf("%7lld %6d %10llu %10llu %10llu | %8.3f %8.3f %8.3f | %9.3f %8.3f | %9llu %8.3f\n", seqs[k], lo.blocks,
                (unsigned long long)tp_graph_size(g), (unsigned long long)nmv, (unsigned long long)nme, t[0], med[k],
-               t[runs - 1], med[k] / (double)nmv * 1e6, med[k] / (double)nme * 1e6);
+               t[runs - 1], med[k] / (double)nmv * 1e6, med[k] / (double)nme * 1e6, (unsigned long long)npos,
+               med[k] / (double)npos * 1e6);
         fflush(stdout);
         tp_graph_free(g);
     }
@@ -111,6 +118,11 @@ static int run_config(const tp_llama_config *c, const config *cf, const long lon
     for (int k = 1; k < n; k++)
         printf("  %lldK->%lldK %.2fx e=%.2f", seqs[k - 1] / 1024, seqs[k] / 1024, nv[k] / nv[k - 1],
                log(med[k] / med[k - 1]) / log(nv[k] / nv[k - 1]));
+    printf("\n");
+    printf("positions x per doubling, and e of time ~ positions^e:");
+    for (int k = 1; k < n; k++)
+        printf("  %lldK->%lldK %.2fx e=%.2f", seqs[k - 1] / 1024, seqs[k] / 1024, np[k] / np[k - 1],
+               log(med[k] / med[k - 1]) / log(np[k] / np[k - 1]));
     printf("\n");
     if (n >= 3) printf("64K in %.2f s (target < 10 s): %s\n", med[2], med[2] < 10 ? "yes" : "NO");
     return 0;
