@@ -132,17 +132,19 @@ TEST(sim_runs_are_functions_of_the_seed)
 }
 
 /* The work cost models weigh (tp_memgraph_work): a write_slice in place touches its part twice
- * (read, then written into the base's region), not the base; out of place it reads both and
- * writes a whole new tensor. Base [256, 1024] f32 (1 MiB), part [2, 1024] (8 KiB). */
+ * (read, then its elements written into the base's region in the base's dtype), not the base;
+ * out of place it reads both and writes a whole new tensor. Base [256, 1024] f32 (1 MiB), part
+ * [2, 1024] f32 (8 KiB), or bf16 (4 KiB read, 8 KiB written). */
 TEST(sim_work_of_write_slice_in_place_is_its_part)
 {
-    for (int inplace = 0; inplace < 2; inplace++) {
+    for (int c = 0; c < 3; c++) {
+        int inplace = c > 0, half = c == 2;
         tp_graph *g = tp_graph_new(1);
         tp_error e;
         int64_t sb[2] = {256, 1024}, sp[2] = {2, 1024};
         uint32_t in[2], k;
         ASSERT_OK_ERR(tp_graph_add_input(g, "base", 0, TP_DT_F32, 2, sb, 0, &in[0], &e), e);
-        ASSERT_OK_ERR(tp_graph_add_input(g, "part", 0, TP_DT_F32, 2, sp, 0, &in[1], &e), e);
+        ASSERT_OK_ERR(tp_graph_add_input(g, "part", 0, half ? TP_DT_BF16 : TP_DT_F32, 2, sp, 0, &in[1], &e), e);
         ASSERT_OK_ERR(tp_graph_add_kernel(g, "w", 0, "write_slice", 2, in, TP_DT_F32, 2, sb, 0, "{\"axis\":0,\"start\":5}", 0, &k, &e),
                       e);
         if (inplace) ASSERT_OK_ERR(tp_graph_set_inplace(g, k, 0, &e), e);
@@ -160,7 +162,7 @@ TEST(sim_work_of_write_slice_in_place_is_its_part)
             ASSERT_EQ(v.inplace, inplace ? 0 : -1);
             double flops, bytes;
             tp_memgraph_work(mg, i, &flops, &bytes);
-            ASSERT_NEAR(bytes, inplace ? 2.0 * 8192 : 2.0 * 1048576 + 8192, 0); /* exact: small integers */
+            ASSERT_NEAR(bytes, half ? 4096.0 + 8192 : inplace ? 2.0 * 8192 : 2.0 * 1048576 + 8192, 0); /* exact: small integers */
             seen++;
         }
         ASSERT_EQ(seen, 1);

@@ -126,8 +126,8 @@ tp_status tp_memgraph_rebind(tp_memgraph *mg, const tp_graph *g, tp_error *err);
 void tp_memgraph_vertex(const tp_memgraph *mg, uint32_t i, tp_mvertex *out);
 /* The work of kernel or accumulate vertex i, what cost models weigh: its flops (the TaskGraph
  * kernel's; an accumulate, an elementwise add, one per element) into *flops, and the bytes it
- * touches (its write and every region it reads; a write_slice in place, twice its part's) into
- * *bytes. Both 0 for other kinds. */
+ * touches (its write and every region it reads; a write_slice in place, its part read and the
+ * part's elements written in the base's dtype) into *bytes. Both 0 for other kinds. */
 void tp_memgraph_work(const tp_memgraph *mg, uint32_t i, double *flops, double *bytes);
 uint64_t tp_memgraph_host_bytes(const tp_memgraph *mg);
 uint64_t tp_memgraph_device_capacity(const tp_memgraph *mg, int device);

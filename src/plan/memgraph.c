@@ -53,7 +53,10 @@ void tp_memgraph_work(const tp_memgraph *mg, uint32_t i, double *flops, double *
     if (m->kind != TP_M_KERNEL && m->kind != TP_M_ACCUMULATE) return;
     const tp_vertex *t = tp_graph_vertex(mg->g, m->task);
     if (m->kind == TP_M_KERNEL && m->inplace == 1 && m->nreads == 2 && t->op && !strcmp(t->op, "write_slice")) {
-        *bytes = 2.0 * (double)mg->v[mg->reads[m->reads_off + 1]].bytes; /* in place: the part read, then written */
+        /* in place: the part read, then its elements written in the base's dtype */
+        const tp__mv *part = &mg->v[mg->reads[m->reads_off + 1]];
+        size_t ps = tp_dtype_size(tp_graph_vertex(mg->g, part->task)->dtype), bs = tp_dtype_size(t->dtype);
+        *bytes = (double)part->bytes + (ps && bs ? (double)part->bytes / (double)ps * (double)bs : (double)part->bytes);
     } else {
         *bytes = (double)m->bytes;
         for (uint32_t k = 0; k < m->nreads; k++) *bytes += (double)mg->v[mg->reads[m->reads_off + k]].bytes;

@@ -522,7 +522,8 @@ static int satisfy(planner *P, int d, uint32_t p, int forced)
             uint32_t x = v->inputs[k];
             if (!first_time(P, x, stamp) || P->dcopy[x] != TP__NONE) continue;
             /* made in place by a position not run yet: by one before p on d, which the horizon has
-             * satisfied, so its input is resident, pinned until it runs and then x's (no reload).
+             * satisfied, so its input is resident (or itself made in place by an earlier position
+             * not run yet), pinned until it runs and then x's (no reload).
              * The horizon waits at a sum-into chain add's value (the partials added after it get
              * their regions as the chain advances, not all at once) and in a plan with directed
              * evictions (whose strategy leaves what the horizon placed where it is) */
@@ -641,7 +642,7 @@ static void exec(planner *P, uint32_t p)
         }
         P->mg->v[mk].inplace = (uint32_t)P->inpl[t] + 1;
         P->mgv[t] = mk;
-        P->dirty[v->device] = 1; /* horizons wait for this value */
+        P->dirty[v->device] = 1; /* horizons waiting for this value (sum-into, directed evictions) go on */
     }
     uint32_t m = P->mgv[t]; /* its copy may already be evicted (offloaded) ahead */
     set_reads(P, m, from, v->ninputs);
@@ -985,7 +986,8 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         tp_status st = setup_directed(P, opts);
         if (st) return st;
     }
-    /* bytes dying at each position, per device (a value dies after its last use); may_wait
+    /* bytes dying at each position, per device (a value dies after its last use, unless a
+     * kernel in place on it reads it last: its bytes pass to that kernel's value); may_wait
      * reads them only in a plan without directed evictions */
     if (!P->dir_off) {
         P->dies = calloc((size_t)P->nd * (P->npos + 1), sizeof *P->dies);
@@ -993,7 +995,8 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         for (uint32_t x = 0; x < n; x++) {
             uint32_t nu = P->use_off[x + 1] - P->use_off[x];
             if (!nu || P->is_out[x] || P->pin[x]) continue; /* kept inputs: droppable once dead, as good as freed */
-            uint32_t last = P->use_pos[P->use_off[x + 1] - 1];
+            uint32_t last = P->use_pos[P->use_off[x + 1] - 1], t = P->V[last];
+            if (P->inpl[t] >= 0 && V_(P, t)->inputs[P->inpl[t]] == x) continue; /* read last in place: its bytes live on as t's */
             if (last + 1 <= P->npos) P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + last + 1] += V_(P, x)->bytes;
         }
         for (int d = 0; d < P->nd; d++)
