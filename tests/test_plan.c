@@ -165,6 +165,50 @@ TEST(plan_horizon_passes_in_place_values)
     tp_graph_free(g);
 }
 
+/* A value read last by a kernel in place on it does not die there: its bytes pass to the
+ * kernel's value. The allocation horizon waits for bytes dying before a position only when
+ * they would make room (may_wait), so counting such a value as dying made it wait where it
+ * should evict ahead. Units of U = 4 KiB, cap 6U: a (2U) from s, V (1U) from s, b in place on
+ * a, z (3U) from b and s, out from z and V. At z the horizon finds 2U free and nothing dying
+ * (s is read by z; a's bytes are b's), so it offloads V (next used after z) at once, before
+ * b's kernel is made; counting a as dying, it waited for the execution horizon to force it. */
+TEST(plan_horizon_in_place_input_is_not_dying)
+{
+    const uint64_t U = 4096;
+    tp_graph *g = tp_graph_new(1);
+    tp_error e;
+    uint32_t s, a, V, b, z, out;
+    ASSERT_OK_ERR(tp_graph_add_input(g, "s", 0, TP_DT_NONE, -1, NULL, U, &s, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "a", 0, "opaque", 1, &s, TP_DT_NONE, -1, NULL, 2 * U, NULL, 0, &a, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "V", 0, "opaque", 1, &s, TP_DT_NONE, -1, NULL, U, NULL, 0, &V, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "b", 0, "opaque", 1, &a, TP_DT_NONE, -1, NULL, 2 * U, NULL, 0, &b, &e), e);
+    ASSERT_OK_ERR(tp_graph_set_inplace(g, b, 0, &e), e);
+    uint32_t zin[2] = {b, s}, oin[2] = {0, V};
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "z", 0, "opaque", 2, zin, TP_DT_NONE, -1, NULL, 3 * U, NULL, 0, &z, &e), e);
+    oin[0] = z;
+    ASSERT_OK_ERR(tp_graph_add_kernel(g, "out", 0, "opaque", 2, oin, TP_DT_NONE, -1, NULL, U, NULL, 0, &out, &e), e);
+    ASSERT_OK_ERR(tp_graph_add_output(g, out, &e), e);
+    ASSERT_OK_ERR(tp_graph_finalize(g, &e), e);
+    tp_plan_opts o;
+    tp_plan_opts_init(&o, 1, 6 * U);
+    o.order = TP_ORDER_TOPO;
+    tp_memgraph *mg = plan_verified(g, &o);
+    uint32_t off = 0, kb = 0;
+    for (uint32_t i = 0; i < tp_memgraph_size(mg); i++) {
+        tp_mvertex v;
+        tp_memgraph_vertex(mg, i, &v);
+        if (v.kind == TP_M_OFFLOAD && v.task == V) off = i;
+        if (v.kind == TP_M_KERNEL && v.task == b) {
+            kb = i;
+            ASSERT_EQ(v.inplace, 0);
+        }
+    }
+    CHECKF(off > 0 && kb > 0, "V offloaded at vertex %u, b's kernel %u", off, kb);
+    CHECKF(off < kb, "V offloaded at vertex %u, after b's kernel (%u): the horizon waited", off, kb);
+    tp_memgraph_free(mg);
+    tp_graph_free(g);
+}
+
 /* Whether value x (a TaskGraph vertex) is offloaded anywhere in mg. */
 static int offloaded(const tp_memgraph *mg, uint32_t x)
 {
