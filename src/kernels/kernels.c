@@ -612,23 +612,18 @@ tp_status tp__kernel_run(const tp_graph *g, uint32_t vi, const tp__kplan *kp, co
     uint64_t n = tp__numel(v);
     const tp_vertex *x0 = tp_graph_vertex(g, v->inputs[0]);
     float *sc = scratch;
-    if (kp->op == TP__OP_WRITE_SLICE) { /* in place (out == the base): only the part's bytes move */
-        const tp_vertex *P = tp_graph_vertex(g, v->inputs[1]);
+    if (kp->op == TP__OP_WRITE_SLICE || kp->op == TP__OP_PAD) {
+        /* around the part: write_slice's base (in place, out == the base: nothing to copy),
+         * pad's zeros (all-zero bytes are 0.0 in f32, f16 and bf16); then the part's blocks at
+         * start along the axis */
+        int pad = kp->op == TP__OP_PAD;
+        const tp_vertex *P = pad ? x0 : tp_graph_vertex(g, v->inputs[1]);
         uint64_t es = tp_dtype_size(v->dtype), outer, inner, oext = (uint64_t)v->shape[kp->axis];
         uint64_t len = (uint64_t)kp->length;
         tp__axis_blocks(v, kp->axis, &outer, &inner);
-        if (out != in[0]) memcpy(out, in[0], n * es);
-        const float *pf = as_f32(in[1], P->dtype, tp__numel(P), &sc);
-        for (uint64_t q = 0; q < outer; q++)
-            store((uint8_t *)out + ((q * oext + (uint64_t)kp->start) * inner) * es, v->dtype, pf + q * len * inner, len * inner);
-        return TP_OK;
-    }
-    if (kp->op == TP__OP_PAD) { /* zeros, then a's blocks at start along the axis */
-        uint64_t es = tp_dtype_size(v->dtype), outer, inner, oext = (uint64_t)v->shape[kp->axis];
-        uint64_t len = (uint64_t)kp->length;
-        tp__axis_blocks(v, kp->axis, &outer, &inner);
-        memset(out, 0, n * es); /* all-zero bytes are 0.0 in f32, f16 and bf16 */
-        const float *pf = as_f32(in[0], x0->dtype, tp__numel(x0), &sc);
+        if (pad) memset(out, 0, n * es);
+        else if (out != in[0]) memcpy(out, in[0], n * es);
+        const float *pf = as_f32(in[pad ? 0 : 1], P->dtype, tp__numel(P), &sc);
         for (uint64_t q = 0; q < outer; q++)
             store((uint8_t *)out + ((q * oext + (uint64_t)kp->start) * inner) * es, v->dtype, pf + q * len * inner, len * inner);
         return TP_OK;

@@ -668,30 +668,25 @@ tp_status tp_llama_build(const tp_llama_config *c, const tp_llama_opts *o, tp_gr
                           hd, attrs, 6.0 * rows * hd);
                     uint32_t v = mm(b, d, kvo && q == 0 ? vid : nm(b, "L%lld.v.g%lld%s.%s", (long long)l, (long long)g, gs, bl), hn, wv, rows, hd,
                                     H);
-                    if (FU && NB > 1) {
-                        /* fused: a cache of all T rows, the first block's keys padded with zeros
-                         * and each next block's written into it in place, so no tensor grows block
-                         * by block (attention's causal mask never reads the rows not yet written) */
-                        char ca[96];
-                        const char *op = q == 0 ? "pad" : "write_slice";
-                        if (q == 0) snprintf(ca, sizeof ca, "{\"axis\":0,\"start\":0,\"extent\":%lld}", (long long)T);
-                        else snprintf(ca, sizeof ca, "{\"axis\":0,\"start\":%lld}", (long long)r0);
-                        uint32_t kc[2] = {KK[g], k}, vc[2] = {VV[g], v}, n = q == 0 ? 1 : 2;
-                        KK[g] = K(b, d, kvo ? kid : nm(b, "L%lld.K.g%lld%s.%s", (long long)l, (long long)g, gs, bl), op, n, kc + 2 - n, T,
-                                  hd, ca, 0);
-                        VV[g] = K(b, d, kvo ? vid : nm(b, "L%lld.V.g%lld%s.%s", (long long)l, (long long)g, gs, bl), op, n, vc + 2 - n, T,
-                                  hd, ca, 0);
-                        if (q > 0 && !b->st) b->st = tp_graph_set_inplace(b->g, KK[g], 0, b->err);
-                        if (q > 0 && !b->st) b->st = tp_graph_set_inplace(b->g, VV[g], 0, b->err);
-                    } else if (q == 0) {
-                        KK[g] = k;
-                        VV[g] = v;
-                    } else {
-                        uint32_t kc[2] = {KK[g], k}, vc[2] = {VV[g], v};
-                        KK[g] = K(b, d, kvo ? kid : nm(b, "L%lld.K.g%lld%s.%s", (long long)l, (long long)g, gs, bl), "concat", 2, kc, r1,
-                                  hd, "{\"axis\":0}", 0);
-                        VV[g] = K(b, d, kvo ? vid : nm(b, "L%lld.V.g%lld%s.%s", (long long)l, (long long)g, gs, bl), "concat", 2, vc, r1,
-                                  hd, "{\"axis\":0}", 0);
+                    /* the group's keys and values so far: fused (more than one block), a cache of
+                     * all T rows, block 0's padded with zeros and each next block's written into it
+                     * in place, so no tensor grows block by block (attention's causal mask never
+                     * reads the rows not yet written); scores, a concat per block */
+                    int cache = FU && NB > 1;
+                    uint32_t *kv[2] = {&KK[g], &VV[g]}, part[2] = {k, v};
+                    const char *kvid[2] = {kid, vid};
+                    char ca[96] = "{\"axis\":0}";
+                    if (cache && q == 0) snprintf(ca, sizeof ca, "{\"axis\":0,\"start\":0,\"extent\":%lld}", (long long)T);
+                    else if (cache) snprintf(ca, sizeof ca, "{\"axis\":0,\"start\":%lld}", (long long)r0);
+                    for (int j = 0; j < 2 && !b->st; j++) {
+                        if (!cache && q == 0) { /* the first block's own */
+                            *kv[j] = part[j];
+                            continue;
+                        }
+                        uint32_t in[2] = {*kv[j], part[j]}, n = cache && q == 0 ? 1 : 2;
+                        *kv[j] = K(b, d, kvo ? kvid[j] : nm(b, "L%lld.%c.g%lld%s.%s", (long long)l, "KV"[j], (long long)g, gs, bl),
+                                   !cache ? "concat" : q == 0 ? "pad" : "write_slice", n, in + 2 - n, cache ? T : r1, hd, ca, 0);
+                        if (cache && q > 0 && !b->st) b->st = tp_graph_set_inplace(b->g, *kv[j], 0, b->err);
                     }
                     if (kvo && !b->st) b->st = tp_graph_add_output(b->g, KK[g], err);
                     if (kvo && !b->st) b->st = tp_graph_add_output(b->g, VV[g], err);

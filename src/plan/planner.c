@@ -440,6 +440,14 @@ static int evict_window(planner *P, int d, uint64_t size, uint32_t pin, uint64_t
     return !P->st;
 }
 
+/* Whether x's last reader is a kernel in place on it: x's bytes live on as that kernel's
+ * value, so x never dies (score_dying, setup's dies[]). */
+static int read_last_in_place(const planner *P, uint32_t x)
+{
+    uint32_t t = P->V[P->use_pos[P->use_off[x + 1] - 1]];
+    return P->inpl[t] >= 0 && V_(P, t)->inputs[P->inpl[t]] == x;
+}
+
 /* A victim for window_by_deaths: a block freed before pin_pos (its value's last use comes
  * earlier and it is not kept, an output, pinned, held, or read last in place); all others pinned.
  * (The rule by which exec() frees a value; setup's dies[] counts more, as dying or droppable.) */
@@ -449,9 +457,7 @@ static tp__victim_score score_dying(void *ctx, uint32_t x)
     tp__victim_score s = {1, next_use(P, x), 0};
     uint32_t n = P->use_off[x + 1] - P->use_off[x];
     if (!n || P->is_out[x] || P->keep[x] || P->pin[x] || (P->hold && P->hold[x])) return s;
-    uint32_t last = P->use_pos[P->use_off[x + 1] - 1], t = P->V[last];
-    /* (read last by a kernel in place on it, its bytes live on as that kernel's) */
-    if (last >= P->pin_pos || (P->inpl[t] >= 0 && V_(P, t)->inputs[P->inpl[t]] == x)) return s;
+    if (P->use_pos[P->use_off[x + 1] - 1] >= P->pin_pos || read_last_in_place(P, x)) return s;
     s.pinned = 0;
     return s;
 }
@@ -995,8 +1001,8 @@ static tp_status setup(planner *P, const tp_plan_opts *opts)
         for (uint32_t x = 0; x < n; x++) {
             uint32_t nu = P->use_off[x + 1] - P->use_off[x];
             if (!nu || P->is_out[x] || P->pin[x]) continue; /* kept inputs: droppable once dead, as good as freed */
-            uint32_t last = P->use_pos[P->use_off[x + 1] - 1], t = P->V[last];
-            if (P->inpl[t] >= 0 && V_(P, t)->inputs[P->inpl[t]] == x) continue; /* read last in place: its bytes live on as t's */
+            if (read_last_in_place(P, x)) continue;
+            uint32_t last = P->use_pos[P->use_off[x + 1] - 1];
             if (last + 1 <= P->npos) P->dies[(size_t)V_(P, x)->device * (P->npos + 1) + last + 1] += V_(P, x)->bytes;
         }
         for (int d = 0; d < P->nd; d++)

@@ -421,23 +421,18 @@ static tp_status run_kernel(cu *c, cunit *u, const tp_mvertex *mv)
         }
         break;
     }
-    case TP__OP_WRITE_SLICE: { /* in place (out == the base): only the part's rows move */
-        const tp_vertex *P = tp_graph_vertex(c->pc.g, v->inputs[1]);
+    case TP__OP_WRITE_SLICE: case TP__OP_PAD: {
+        /* around the part: write_slice's base (in place, out == the base: nothing to copy), pad's
+         * zeros (all-zero bytes in every dtype); then the part's rows at start */
+        int pad = kp->op == TP__OP_PAD;
+        const tp_vertex *P = tp_graph_vertex(c->pc.g, v->inputs[pad ? 0 : 1]);
         uint64_t outer, inner, es = tp_dtype_size(v->dtype), len = (uint64_t)kp->length;
         tp__axis_blocks(v, kp->axis, &outer, &inner);
-        if (out != in[0]) e = (int)cudaMemcpyAsync(out, in[0], tp__numel(v) * es, cudaMemcpyDeviceToDevice, st);
+        if (pad) e = (int)cudaMemsetAsync(out, 0, tp__numel(v) * es, st);
+        else if (out != in[0]) e = (int)cudaMemcpyAsync(out, in[0], tp__numel(v) * es, cudaMemcpyDeviceToDevice, st);
         if (!e)
-            e = tp__cu_copy_rows(st, in[1], P->dtype, (uint8_t *)out + (uint64_t)kp->start * inner * es, dto, outer, len * inner,
-                                 len * inner, (uint64_t)v->shape[kp->axis] * inner);
-        break;
-    }
-    case TP__OP_PAD: { /* zeros (all-zero bytes in every dtype), then the input's rows at start */
-        uint64_t outer, inner, es = tp_dtype_size(v->dtype), len = (uint64_t)kp->length;
-        tp__axis_blocks(v, kp->axis, &outer, &inner);
-        e = (int)cudaMemsetAsync(out, 0, tp__numel(v) * es, st);
-        if (!e)
-            e = tp__cu_copy_rows(st, in[0], dt0, (uint8_t *)out + (uint64_t)kp->start * inner * es, dto, outer, len * inner,
-                                 len * inner, (uint64_t)v->shape[kp->axis] * inner);
+            e = tp__cu_copy_rows(st, in[pad ? 0 : 1], P->dtype, (uint8_t *)out + (uint64_t)kp->start * inner * es, dto, outer,
+                                 len * inner, len * inner, (uint64_t)v->shape[kp->axis] * inner);
         break;
     }
     case TP__OP_RESHAPE: /* the same bytes: a copy, or nothing in place */
